@@ -1,0 +1,3 @@
+from lwtool.cli.app import main
+
+main()

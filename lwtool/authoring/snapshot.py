@@ -1,0 +1,67 @@
+"""WorkflowDefinitionHash: the identity of a definition, stable across runs.
+
+WorkflowDefinitionHash = sha256(canonicalJson(WorkflowDefinitionSnapshot)), where the
+snapshot holds the identity-bearing fields only (schemas and prompts by hash).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwtool.canonical.digest import sha256_of_bytes, sha256_of_json
+
+DEFAULT_HARNESS = "lwtool/workflow-harness@1"
+
+
+def slot_id(slot: dict[str, Any]) -> str:
+    """A model slot's id: given, else the model name after its last '/'."""
+    given = slot.get("id")
+    if isinstance(given, str) and given:
+        return given
+    model = slot.get("model")
+    return model.rsplit("/", 1)[-1] if isinstance(model, str) else ""
+
+
+def _text_hash(text: Any) -> str | None:
+    return sha256_of_bytes(text.encode("utf-8")) if isinstance(text, str) else None
+
+
+def _schema_hash(holder: Any) -> str | None:
+    if isinstance(holder, dict) and "schema" in holder:
+        return sha256_of_json(holder["schema"])
+    return None
+
+
+def definition_snapshot(definition: dict[str, Any]) -> dict[str, Any]:
+    planner = definition.get("planner") or {}
+    worker = definition.get("worker") or {}
+    models = [
+        {"id": slot_id(m), "model": m.get("model"), "description": m.get("description")}
+        for m in definition.get("models") or () if isinstance(m, dict)
+    ]
+    return {
+        "id": definition.get("id"),
+        "description": definition.get("description"),
+        "inputSchemaHash": _schema_hash(definition.get("input")),
+        "outputSchemaHash": _schema_hash(definition.get("output")),
+        "modelSlots": models,
+        "plannerConfig": {
+            "modelSlotId": planner.get("model"),
+            "harnessId": planner.get("harness", DEFAULT_HARNESS),
+            "systemHash": _text_hash(planner.get("system")),
+            "skillsHash": sha256_of_json(sorted(planner.get("skills") or [])),
+            "plan": planner.get("plan"),
+            "maxWorkflowRevisions": planner.get("maxWorkflowRevisions"),
+        },
+        "workerConfig": {
+            "harnessId": worker.get("harness", DEFAULT_HARNESS),
+            "systemHash": _text_hash(worker.get("system")),
+            "skillsHash": sha256_of_json(sorted(worker.get("skills") or [])),
+        },
+        "globalTools": sorted(definition.get("tools") or []),
+        "memoryConfig": definition.get("memory") or {"workflow": "rw", "org": "ro"},
+    }
+
+
+def definition_hash(definition: dict[str, Any]) -> str:
+    return sha256_of_json(definition_snapshot(definition))

@@ -1,0 +1,33 @@
+"""The `lwtool` command: a thin typer shell. Each command lives in its own module and
+imports what it needs when it runs, so `lwtool validate` never pays for the runtime."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from lwtool.cli import canon, check, lock, validate
+
+app = typer.Typer(
+    name="lwtool",
+    help="LWIR toolchain: validate, canonicalize, lock and check workflow files.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+app.command("validate")(validate.validate)
+app.command("canon")(canon.canon)
+app.command("hash")(canon.hash_)
+app.command("lock")(lock.lock)
+app.command("check")(check.check)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("lwtool: interrupted\n")
+        sys.exit(130)

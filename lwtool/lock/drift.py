@@ -1,0 +1,69 @@
+"""Compare committed files with their locks (`lock.stale`, `lock.missing`, `lock.invalid`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from lwtool.compile import compile_file
+from lwtool.lock.io import LockUnreadable, locked_digest, read_lock
+from lwtool.lock.model import lock_path_for
+from lwtool.source.position import FILE_START
+from lwtool.validate.finding import Finding, Severity
+
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__pycache__",
+              ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+_LWIR_SUFFIXES = (".lwir.yaml", ".lwir.yml", ".lwir.json")
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, plus in folders: locked files and *.lwir.* files."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+            continue
+        if not path.is_dir():
+            raise FileNotFoundError(2, "not found", str(path))
+        for candidate in sorted(_walk(path)):
+            name = candidate.name.lower()
+            if name.endswith(".lock.json"):
+                continue
+            if name.endswith(_LWIR_SUFFIXES) or (
+                    name.endswith((".yaml", ".yml", ".json")) and lock_path_for(candidate).exists()):
+                found.append(candidate)
+    return found
+
+
+def _walk(root: Path) -> Iterable[Path]:
+    for entry in root.iterdir():
+        if entry.is_dir():
+            if entry.name not in _SKIP_DIRS:
+                yield from _walk(entry)
+        elif entry.is_file():
+            yield entry
+
+
+def check_file(path: Path) -> list[Finding]:
+    compiled = compile_file(path)
+    findings = list(compiled.findings)
+    if not compiled.ok:
+        return findings
+    lock_file = lock_path_for(path)
+    if not lock_file.exists():
+        findings.append(Finding("lock.missing", f"no lock beside this file; run `lwtool lock "
+                                f"{path}` and commit {lock_file.name}", str(path), "", FILE_START,
+                                Severity.WARNING))
+        return findings
+    try:
+        data = read_lock(lock_file)
+    except LockUnreadable as exc:
+        findings.append(Finding("lock.invalid", str(exc), str(path), "", FILE_START))
+        return findings
+    locked, current = locked_digest(data), compiled.digest()
+    if locked != current:
+        findings.append(Finding("lock.stale", f"the file changed since it was locked "
+                                f"({lock_file.name} has {locked[:19]}…, the file is now "
+                                f"{current[:19]}…); review the change, then run `lwtool lock "
+                                f"{path}`", str(path), "", FILE_START))
+    return findings

@@ -1,0 +1,74 @@
+"""The version lock: what `lwtool lock` writes beside a file and `lwtool check` compares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lwtool.canonical.digest import sha256_of_json, workflow_version_id
+from lwtool.authoring.snapshot import definition_hash
+
+LOCK_VERSION = 1
+LOCK_KIND = "WorkflowVersionLock"
+
+
+def lock_path_for(path: str | Path) -> Path:
+    """`review.lwir.yaml` -> `review.lwir.lock.json` (same folder)."""
+    p = Path(path)
+    stem = p.name
+    for suffix in (".yaml", ".yml", ".json"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return p.with_name(stem + ".lock.json")
+
+
+@dataclass(frozen=True)
+class Lock:
+    source: str
+    document_kind: str
+    digest: str  # WorkflowVersion id (LWIR) or WorkflowDefinitionHash (definition)
+    name: str | None
+    version: str | None
+    models: tuple[str, ...]
+    tools: tuple[str, ...]
+
+    @property
+    def digest_field(self) -> str:
+        return "workflowVersionId" if self.document_kind == "Workflow" else \
+            "workflowDefinitionHash"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": LOCK_KIND,
+            "lockVersion": LOCK_VERSION,
+            "source": self.source,
+            "documentKind": self.document_kind,
+            self.digest_field: self.digest,
+            "name": self.name,
+            "version": self.version,
+            "models": list(self.models),
+            "tools": list(self.tools),
+        }
+
+
+def digest_of(kind: str, value: Any) -> str:
+    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value)
+
+
+def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
+    """The lock of a valid document (deterministic: no timestamps, so re-locking an
+    unchanged file changes nothing in the repository)."""
+    if kind == "Workflow":
+        metadata = value.get("metadata") or {}
+        permissions = value.get("permissions") or {}
+        return Lock(Path(path).name, kind, workflow_version_id(value), metadata.get("name"),
+                    metadata.get("version"), tuple(permissions.get("models") or ()),
+                    tuple(permissions.get("tools") or ()))
+    models = tuple(str(m.get("model")) for m in value.get("models") or () if isinstance(m, dict))
+    return Lock(Path(path).name, kind, definition_hash(value), value.get("id"), None, models,
+                tuple(value.get("tools") or ()))
+
+
+__all__ = ["Lock", "lock_for", "lock_path_for", "digest_of", "sha256_of_json"]

@@ -1,0 +1,218 @@
+"""What every rule sees: the document, an index of its steps and its parsed templates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from lwtool.expr.parser import ExprSyntaxError
+from lwtool.expr.refs import Reference, references
+from lwtool.expr.template import Template, has_template, parse_template
+from lwtool.source import pointer as jp
+from lwtool.source.loader import Document
+from lwtool.source.position import Pos, Span
+from lwtool.validate.finding import Finding, Severity
+
+STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel")
+TOP = ""  # the scope id of the workflow's own step list
+
+
+@dataclass(slots=True)
+class StepInfo:
+    """One step, wherever it stands. `scope` is the pointer of the enclosing parallel
+    step ("" at top level); `parent` is that parallel step's StepInfo."""
+
+    step: dict[str, Any]
+    pointer: str
+    scope: str
+    parent: StepInfo | None
+
+    @property
+    def id(self) -> str:
+        value = self.step.get("id")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def uses(self) -> str:
+        value = self.step.get("uses")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def needs(self) -> list[str]:
+        value = self.step.get("needs")
+        return [n for n in value if isinstance(n, str)] if isinstance(value, list) else []
+
+    @property
+    def max_visits(self) -> int:
+        value = self.step.get("maxVisits", 1)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+    @property
+    def with_(self) -> dict[str, Any]:
+        value = self.step.get("with")
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class TemplateSite:
+    """A string that holds `{{ }}`: where it is, which step owns it, what it parses to."""
+
+    pointer: str
+    value: str
+    owner: StepInfo | None
+    template: Template | None
+    error: ExprSyntaxError | None
+    _references: list[Reference] | None = None
+
+    def references(self) -> list[Reference]:
+        """What the template reads (computed once; several rules ask)."""
+        if self._references is None:
+            self._references = [] if self.template is None else [
+                ref for part in self.template.expressions for ref in references(part)]
+        return self._references
+
+
+@dataclass
+class Context:
+    """One document under validation. Rules read it; `finding` makes their findings."""
+
+    document: Document
+    kind: str
+    code: str = ""  # stamped by the registry before each rule runs
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def value(self) -> Any:
+        return self.document.value
+
+    @property
+    def path(self) -> str:
+        return self.document.path
+
+    def finding(self, pointer: str, message: str, *, key: bool = False,
+                span: Span | None = None, severity: Severity = Severity.ERROR) -> Finding:
+        """A finding of the running rule at `pointer` (its key when `key`)."""
+        source_map = self.document.source_map
+        if span is None:
+            span = source_map.key_span(pointer) if key else source_map.span(pointer)
+        return Finding(self.code, message, self.path, pointer, span, severity)
+
+    # -- steps ---------------------------------------------------------------------------
+
+    @cached_property
+    def steps(self) -> list[StepInfo]:
+        """Every step (parallel bodies included), parents before their bodies."""
+        found: list[StepInfo] = []
+        todo: list[tuple[Any, str, str, StepInfo | None]] = [
+            (self.value.get("steps") if isinstance(self.value, dict) else None, "/steps", TOP,
+             None)]
+        while todo:
+            items, pointer, scope, parent = todo.pop(0)
+            if not isinstance(items, list):
+                continue
+            for index, step in enumerate(items):
+                if not isinstance(step, dict):
+                    continue
+                info = StepInfo(step, f"{pointer}/{index}", scope, parent)
+                found.append(info)
+                if step.get("uses") == "parallel":
+                    todo.append((step.get("steps"), f"{info.pointer}/steps", info.pointer, info))
+        return found
+
+    @cached_property
+    def scopes(self) -> dict[str, dict[str, StepInfo]]:
+        """scope id -> step id -> the first step with that id in that scope."""
+        result: dict[str, dict[str, StepInfo]] = {}
+        for info in self.steps:
+            result.setdefault(info.scope, {}).setdefault(info.id, info)
+        return result
+
+    def in_scope(self, scope: str) -> dict[str, StepInfo]:
+        return self.scopes.get(scope, {})
+
+    # -- templates -----------------------------------------------------------------------
+
+    @cached_property
+    def templates(self) -> list[TemplateSite]:
+        """Every `{{ }}` string in step `input`, `with` (not code.run file contents)."""
+        sites: list[TemplateSite] = []
+        for info in self.steps:
+            for name in ("input", "with"):
+                if name not in info.step:
+                    continue
+                for pointer, text in _strings(info.step[name], f"{info.pointer}/{name}"):
+                    if info.uses == "code.run" and pointer.startswith(
+                            f"{info.pointer}/with/files"):
+                        continue
+                    if has_template(text):
+                        sites.append(_site(pointer, text, info))
+        return sites
+
+    def site_at(self, pointer: str) -> TemplateSite | None:
+        """The template site of a string that holds `{{`, if any."""
+        by_pointer = self._cache.get("sites")
+        if by_pointer is None:
+            by_pointer = self._cache["sites"] = {site.pointer: site for site in self.templates}
+        return by_pointer.get(pointer)  # type: ignore[no-any-return]
+
+    def expression_span(self, site_pointer: str, value: str, start: int, end: int) -> Span:
+        """The file span of characters start..end of a string value (offsets in the value).
+
+        Approach: find the value's raw text in the file and the same `{{` occurrence in
+        it, then count from there; exact for plain, quoted and block scalars unless an
+        escape sequence stands inside the expression before the offset (approximate then).
+        """
+        source_map = self.document.source_map
+        entry = source_map.entries.get(site_pointer)
+        if entry is None:
+            return source_map.span(site_pointer)
+        raw_start, raw_end = entry[0], entry[1]
+        raw = self.document.text[raw_start:raw_end]
+        nth = value.count("{{", 0, start)
+        anchor_in_value = _nth_index(value, "{{", nth - 1) if nth else 0
+        anchor_in_raw = _nth_index(raw, "{{", nth - 1) if nth else 0
+        if anchor_in_raw < 0 or anchor_in_value < 0:
+            return source_map.span(site_pointer)
+        to_pos = source_map.to_pos
+        begin = raw_start + anchor_in_raw + (start - anchor_in_value)
+        finish = raw_start + anchor_in_raw + (end - anchor_in_value)
+        return Span(Pos(*to_pos(begin)), Pos(*to_pos(max(finish, begin + 1))))
+
+    def site_finding(self, site: TemplateSite, start: int, end: int, message: str) -> Finding:
+        return self.finding(site.pointer, message,
+                            span=self.expression_span(site.pointer, site.value, start, end))
+
+
+def _nth_index(text: str, needle: str, n: int) -> int:
+    index = -1
+    for _ in range(n + 1):
+        index = text.find(needle, index + 1)
+        if index < 0:
+            return -1
+    return index
+
+
+def _site(pointer: str, text: str, owner: StepInfo | None) -> TemplateSite:
+    try:
+        return TemplateSite(pointer, text, owner, parse_template(text), None)
+    except ExprSyntaxError as exc:
+        return TemplateSite(pointer, text, owner, None, exc)
+
+
+def template_site(pointer: str, text: str, owner: StepInfo | None) -> TemplateSite:
+    """Parse one string that must be (or may hold) a template, outside `templates`."""
+    return _site(pointer, text, owner)
+
+
+def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
+    todo = [(value, pointer)]
+    while todo:
+        current, ptr = todo.pop()
+        if isinstance(current, str):
+            yield ptr, current
+        elif isinstance(current, dict):
+            todo.extend((v, jp.join(ptr, k)) for k, v in current.items())
+        elif isinstance(current, list):
+            todo.extend((v, f"{ptr}/{i}") for i, v in enumerate(current))

@@ -1,0 +1,94 @@
+"""Every finding code lwtool reports, and the rules that report them.
+
+Codes are never reused; a renamed code stays in REDIRECTS (old -> new) so that
+suppressions and scripts written against the old name keep working.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lwtool.validate.context import Context
+    from lwtool.validate.finding import Finding
+
+# Rule modules under lwtool/validate/rules/, in the order they run.
+RULE_MODULES: tuple[str, ...] = (
+    "lwir.invalid_field",
+    "step.unknown_type",
+    "step.duplicate_id",
+    "step.max_visits_out_of_range",
+    "step.missing_dependency",
+    "lwir.invalid_cycle",
+    "lwir.output_ambiguous_for_multi_visit",
+    "decision.target_out_of_scope",
+    "decision.output_not_allowed",
+    "decision.invalid_when",
+    "parallel.max_branches_out_of_range",
+    "parallel.max_concurrency_out_of_range",
+    "parallel.invalid_item_key",
+    "parallel.invalid_output_step",
+    "parallel.reference_outside_body",
+    "permissions.unknown_model",
+    "schema.invalid",
+    "schema.unimplemented_field",
+    "expr.syntax",
+    "expr.too_complex",
+    "expr.unknown_function",
+    "expr.wrong_arity",
+    "expr.unknown_root",
+    "expr.invalid_step_reference",
+    "expr.item_outside_parallel",
+    "output.schema_mismatch",
+    "output.duplicate_choice",
+    "lwir.duplicate_model_slot",
+    "lwir.not_canonicalizable",
+)
+
+# Codes made outside the rule modules: by the loader, the dispatcher and `check`.
+OTHER_CODES: dict[str, str] = {
+    "parse.invalid": "the file is not valid YAML or JSON (or is empty, binary, not UTF-8)",
+    "parse.duplicate_key": "a mapping has the same key twice",
+    "parse.unsafe_tag": "a YAML tag other than the core schema's (e.g. !!python/object)",
+    "parse.too_large": "size, nesting depth or alias expansion is over its limit",
+    "lwir.unknown_kind": "the file is neither LWIR (kind: Workflow) nor a WorkflowDefinition",
+    "lock.stale": "the committed LWIR no longer matches its lock",
+    "lock.missing": "an LWIR file has no lock beside it",
+    "lock.invalid": "the lock file is not a valid lwtool lock",
+}
+
+REDIRECTS: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    module: ModuleType
+    applies_to: tuple[str, ...]
+    check: Callable[[Context], Iterator[Finding]]
+
+    @property
+    def doc(self) -> str:
+        return self.module.__doc__ or ""
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    loaded = []
+    for name in RULE_MODULES:
+        module = importlib.import_module(f"lwtool.validate.rules.{name}")
+        loaded.append(Rule(module.CODE, module, getattr(module, "APPLIES_TO", ("Workflow",)),
+                           module.check))
+    return tuple(loaded)
+
+
+def all_codes() -> dict[str, str]:
+    """Every code -> its one-line summary (the first docstring line for rules)."""
+    codes = {rule.code: rule.doc.strip().splitlines()[0] for rule in rules()}
+    codes.update(OTHER_CODES)
+    return dict(sorted(codes.items()))

@@ -1,0 +1,43 @@
+"""An expression is too long or nests too deeply.
+
+## What it flags
+Expressions over 4,000 characters, brackets nested over 32 levels, more than 32 `not`.
+
+## Why
+Expressions are meant to be small and bounded; the limits keep validation and
+evaluation fast whatever the input.
+
+## Example
+```yaml
+steps:
+  - id: fetch
+    uses: tool.call
+    with: {tool: t}
+    input: {x: "{{ ((((((((((((((((((((((((((((((((((input.a)))))))))))))))))))))))))))))))))) }}"}
+```
+
+## Instead
+```yaml
+steps:
+  - id: fetch
+    uses: tool.call
+    with: {tool: t}
+    input: {x: "{{ input.a }}"}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lwtool.validate.context import Context
+from lwtool.validate.finding import Finding
+
+CODE = "expr.too_complex"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for site in ctx.templates:
+        error = site.error
+        if error is not None and error.code == CODE:
+            yield ctx.site_finding(site, error.offset, error.offset + 1, error.message)

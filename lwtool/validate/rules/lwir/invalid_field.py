@@ -1,0 +1,87 @@
+"""A field is missing, unknown, or of the wrong type or value for the LWIR format.
+
+## What it flags
+Anything the LWIR JSON Schema (`schemas/lwir.schema.json`) rejects: a missing required
+field, a field the format does not have, a value of the wrong type or outside its enum.
+WorkflowDefinition files are checked against `schemas/definition.schema.json`.
+
+## Why
+The runtime reads only what the format defines. A misspelt field would otherwise be
+silently ignored and the step would run without it.
+
+## Example
+```yaml
+steps:
+  - id: fetch
+    uses: tool.call
+    with: {tool: fetchCandidates}
+    retries: 3
+```
+
+## Instead
+```yaml
+steps:
+  - id: fetch
+    uses: tool.call
+    with: {tool: fetchCandidates}
+    retry: {maxAttempts: 3}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from lwtool._resources import load_schema
+from lwtool.source import pointer as jp
+from lwtool.validate.context import Context
+from lwtool.validate.finding import Finding
+
+CODE = "lwir.invalid_field"
+APPLIES_TO = ("Workflow", "WorkflowDefinition")
+_SCHEMA_FILES = {"Workflow": "lwir.schema.json", "WorkflowDefinition": "definition.schema.json"}
+
+
+@cache
+def validator(kind: str) -> Any:
+    """The compiled validator for a document kind (compiled once per process)."""
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft202012Validator(load_schema(_SCHEMA_FILES[kind]))
+
+
+def _describe(value: Any) -> str:
+    from lwtool.expr.functions import type_name
+
+    return type_name(value)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for error in validator(ctx.kind).iter_errors(ctx.value):
+        pointer = jp.from_parts(error.instance_path)
+        kind = type(error.kind).__name__
+        if kind == "AdditionalProperties":
+            for name in error.kind.unexpected:
+                yield ctx.finding(jp.join(pointer, name), f"unknown field '{name}'", key=True)
+        elif kind == "Required":
+            where = f" in {pointer}" if pointer else ""
+            yield ctx.finding(pointer, f"missing required field '{error.kind.property}'{where}",
+                              key=True)
+        elif kind == "Type":
+            expected = error.kind.types if hasattr(error.kind, "types") else None
+            wanted = " or ".join(expected) if isinstance(expected, list) else _schema_types(error)
+            yield ctx.finding(pointer, f"expected {wanted}, got {_describe(error.instance)}")
+        elif kind == "FalseSchema":
+            yield ctx.finding(pointer, f"field '{pointer.rsplit('/', 1)[-1]}' is not allowed "
+                              "on this step type", key=True)
+        else:
+            message = error.message
+            yield ctx.finding(pointer, message if len(message) <= 200 else message[:197] + "...")
+
+
+def _schema_types(error: Any) -> str:
+    text = str(error.message)
+    marker = " is not of type "
+    return text.split(marker, 1)[1] if marker in text else "another type"

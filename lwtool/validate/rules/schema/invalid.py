@@ -1,0 +1,67 @@
+"""A JSON Schema in the file uses something outside LWIR's schema subset.
+
+## What it flags
+In workflow input/output schemas and step output schemas (and a definition's): the
+rejected keywords (`pattern`, `format`, `exclusiveMinimum`, `exclusiveMaximum`,
+`default`, `deprecated`, `readOnly`, `writeOnly`, `patternProperties`, `if`/`then`/
+`else`, `$ref`), unknown keywords, malformed keyword values, and records keyed by a
+non-string schema (`propertyNames` whose type is not string).
+
+## Why
+The runtime enforces only the subset; accepting a keyword it does not enforce would
+silently drop the constraint.
+
+## Example
+```yaml
+output:
+  schema:
+    type: object
+    properties: {email: {type: string, format: email}}
+steps:
+  - {id: fetch, uses: tool.call, with: {tool: t}}
+```
+
+## Instead
+```yaml
+output:
+  schema:
+    type: object
+    properties: {email: {type: string, minLength: 3}}
+steps:
+  - {id: fetch, uses: tool.call, with: {tool: t}}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lwtool.source import pointer as jp
+from lwtool.validate.context import Context
+from lwtool.validate.finding import Finding
+from lwtool.validate.schema_subset import subset_problems
+
+CODE = "schema.invalid"
+APPLIES_TO = ("Workflow", "WorkflowDefinition")
+
+
+def schema_locations(ctx: Context) -> Iterator[tuple[Any, str]]:
+    """(schema, pointer) of every user schema in the document."""
+    value = ctx.value
+    for part in ("input", "output"):
+        holder = value.get(part)
+        if isinstance(holder, dict) and "schema" in holder:
+            yield holder["schema"], f"/{part}/schema"
+    if ctx.kind != "Workflow":
+        return
+    for info in ctx.steps:
+        output = info.step.get("output")
+        if isinstance(output, dict) and "schema" in output:
+            yield output["schema"], f"{info.pointer}/output/schema"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for schema, pointer in schema_locations(ctx):
+        for relative, message, on_key in subset_problems(schema):
+            yield ctx.finding(pointer + jp.from_parts(relative), message, key=on_key)
