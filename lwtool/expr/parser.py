@@ -65,6 +65,7 @@ def _simple_path(text: str) -> ast.Node | None:
 def parse_expression(text: str) -> ast.Node:
     from lark.exceptions import UnexpectedInput
 
+    _check_bounds(text)
     simple = _simple_path(text)
     if simple is not None:
         return simple
@@ -72,7 +73,6 @@ def parse_expression(text: str) -> ast.Node:
     from lwtool.expr.build import ToAst
     from lwtool.expr.messages import explain
 
-    _check_bounds(text)
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:

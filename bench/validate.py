@@ -1,0 +1,59 @@
+"""Validation speed: a generated 1,000-step LWIR file (YAML) end to end in-process
+(goal < 250 ms), and `lwtool validate` on a small file from a cold process (goal < 300 ms).
+
+Run: .venv/bin/python bench/validate.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from _generate import chain_lwir, to_yaml  # noqa: E402
+
+from lwtool.compile import compile_file  # noqa: E402
+
+
+def best_and_median(samples: list[float]) -> str:
+    return f"median {statistics.median(samples) * 1000:.1f} ms, best {min(samples) * 1000:.1f} ms"
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / "chain-1000.lwir.yaml"
+        big.write_text(to_yaml(chain_lwir(1000)))
+        compile_file(big)  # warm: parser tables and compiled schema are per-process
+        samples = []
+        for _ in range(15):
+            started = time.perf_counter()
+            compiled = compile_file(big)
+            samples.append(time.perf_counter() - started)
+        assert compiled.ok, compiled.findings[:3]
+        size_kb = big.stat().st_size // 1024
+        print(f"validate 1,000-step YAML ({size_kb} KiB, load+validate): "
+              f"{best_and_median(samples)}  (goal < 250 ms)")
+
+        small = ROOT / "examples" / "refine-loop.lwir.yaml"
+        lwtool = [sys.executable, "-m", "lwtool", "validate", str(small)]
+        subprocess.run(lwtool, check=True)  # warm the OS cache and lark's table cache
+        cold = []
+        for _ in range(15):
+            started = time.perf_counter()
+            subprocess.run(lwtool, check=True, env={**os.environ})
+            cold.append(time.perf_counter() - started)
+        print(f"lwtool validate small file, cold process wall time: {best_and_median(cold)}  "
+              "(goal < 300 ms)")
+
+
+if __name__ == "__main__":
+    main()
