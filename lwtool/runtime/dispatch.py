@@ -1,0 +1,109 @@
+"""Run one step attempt durably: replay it from the journal, or execute it by type with
+retries, record its events and commit its result envelope.
+
+Events of one attempt: StepAttemptStarted, harness.session.started and
+harness.execute_step.started (committed together, without an fsync: evidence), the
+type's own calls (harness.tool_call.* or harness.model.*), then StepCompleted with the
+session's completion, in one durable commit (or StepAttemptFailed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.run_state import short_hash
+from lwtool.runtime.scope import Scope
+from lwtool.runtime.steps import STEP_KINDS
+from lwtool.world.base import NewEvent
+
+DEFAULT_RETRY = {"maxAttempts": 3, "backoffMs": 200}
+
+
+async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
+    step = scope.steps[sid]
+    uses = step.get("uses", "")
+    run = scope.run
+    recorded = run.journal.recorded(path, sid, uses)
+    if recorded is not None:
+        if uses == "decision":
+            return recorded.get("chosen")
+        output = await run.output_of(recorded)
+        _note_final(scope, sid, path, output)
+        return output
+    if uses == "parallel":
+        from lwtool.runtime.steps.parallel import run_parallel
+
+        output = await run_parallel(scope, step, path, visit)
+        _note_final(scope, sid, path, output)
+        return output
+    kind = STEP_KINDS.get(uses)
+    if kind is None:
+        raise StepFailure("runtime_config_error", f"unknown step type '{uses}'", path)
+    retry = {**DEFAULT_RETRY, **(step.get("retry") or {})}
+    attempt = run.journal.failed_attempts.get(path, 0)
+    while True:
+        attempt += 1
+        try:
+            async with run.step_slots:
+                result = await _attempt(scope, step, path, visit, attempt, kind)
+            if uses != "decision":
+                _note_final(scope, sid, path, result)
+            return result
+        except StepFailure as failure:
+            failure.step_path = failure.step_path or path
+            await run.record([NewEvent("StepAttemptFailed", {
+                "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
+                "transient": failure.transient, "error": failure.message}, path)])
+            if not failure.transient or attempt >= int(retry["maxAttempts"]):
+                raise
+            await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)
+
+
+def _note_final(scope: Scope, sid: str, path: str, output: Any) -> None:
+    if scope.prefix == "":
+        scope.run.final = (path, output)
+
+
+async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
+                   kind: Any) -> Any:
+    run = scope.run
+    sid, uses = step["id"], step["uses"]
+    started = time.perf_counter()
+    expression_scope = scope.expression_scope(sid, path, visit, attempt)
+    step_input = kind.resolve_input(scope, step, expression_scope, path)
+    input_hash = short_hash(step_input)
+    manifest = {"harnessId": "lwtool/workflow-harness@1", "workflowVersionId": run.version_id,
+                "stepPath": path, "stepConfigHash": short_hash(step),
+                "allowedToolsHash": short_hash(run.tools.names())}
+    await run.record([
+        NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
+                                        "attempt": attempt, "inputHash": input_hash}, path),
+        NewEvent("harness.session.started", {"runId": run.run_id, "role": "worker",
+                                             "task": {"kind": "execute_step"},
+                                             "manifest": manifest,
+                                             "manifestHash": short_hash(manifest)}, path),
+        NewEvent("harness.execute_step.started", {"stepPath": path, "stepKind": uses,
+                                                  "inputHash": input_hash}, path),
+    ], durable=False)
+    output, call_events = await kind.execute(scope, step, path, step_input, expression_scope)
+    duration = int((time.perf_counter() - started) * 1000)
+    closing = [
+        *call_events,
+        NewEvent("harness.execute_step.succeeded", {"stepPath": path,
+                                                    "outputHash": short_hash(output),
+                                                    "durationMs": duration}, path),
+        NewEvent("harness.session.completed", {"runId": run.run_id}, path),
+    ]
+    if uses == "decision":
+        payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
+                   "chosen": output}
+        await run.record([*closing, NewEvent("StepCompleted", payload, path)])
+        return output
+    envelope, inline = await run.envelope(output, uses, step.get("output"))
+    payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
+               "envelope": envelope}
+    await run.record([*closing, NewEvent("StepCompleted", payload, path)], artifacts=inline)
+    return output

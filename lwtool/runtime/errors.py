@@ -1,0 +1,58 @@
+"""Runtime errors and the spec's failure cause codes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+CauseCode = Literal[
+    "input_schema_error", "planner_validation_exhausted", "capability_drift",
+    "runtime_config_error", "step_schema_error", "step_failed", "max_visits_exceeded",
+    "timeout", "cancelled", "outer_loop_exhausted",
+]
+
+
+class TransientError(Exception):
+    """Raise from a tool for a failure worth retrying (rate limit, timeout, connection):
+    the step's `retry` policy applies. Any other exception fails the step at once."""
+
+
+class StepFailure(Exception):
+    """A step attempt failed; carries the run cause code and the step path."""
+
+    def __init__(self, cause: CauseCode, message: str, step_path: str | None = None,
+                 transient: bool = False, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.cause: CauseCode = cause
+        self.message = message
+        self.step_path = step_path
+        self.transient = transient
+        self.details = details or {}
+
+
+class RunFailedError(Exception):
+    """A run ended in failure. Same fields as the spec's RunFailedError."""
+
+    def __init__(self, run_id: str, workflow_version_id: str, cause_code: CauseCode,
+                 message: str, failed_step_path: str | None = None,
+                 result: dict[str, Any] | None = None) -> None:
+        super().__init__(f"run {run_id} failed ({cause_code}"
+                         f"{' at ' + failed_step_path if failed_step_path else ''}): {message}")
+        self.run_id = run_id
+        self.workflow_version_id = workflow_version_id
+        self.cause_code: CauseCode = cause_code
+        self.failed_step_path = failed_step_path
+        self.message = message
+        self.result = result
+
+    def as_json(self) -> dict[str, Any]:
+        return {"runId": self.run_id, "workflowVersionId": self.workflow_version_id,
+                "status": "failed", "causeCode": self.cause_code,
+                "failedStepPath": self.failed_step_path, "message": self.message}
+
+
+class CapabilityDriftError(RunFailedError):
+    """The locked version, tools or models no longer match what the run recorded."""
+
+
+class NondeterminismError(Exception):
+    """Replay found a different step at a recorded key: the log and the LWIR disagree."""

@@ -1,0 +1,184 @@
+"""Start or resume a run of a locked WorkflowVersion and drive it to RunCompleted or
+RunFailed. A resumed run rebuilds its state from the committed events: completed steps,
+decisions and model replies come from the log; the step that was in flight when the
+process died runs again (at-least-once), nothing before it does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lwtool.canonical.digest import workflow_version_id
+from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
+from lwtool.runtime.journal import Journal
+from lwtool.runtime.outputs import OutputInvalid, check_schema
+from lwtool.runtime.run_state import RunState, short_hash
+from lwtool.runtime.scope import Scope
+from lwtool.tools import ToolRegistry
+from lwtool.world.base import Event, NewEvent, World
+
+
+def new_run_id() -> str:
+    """Time-ordered and unique: `run_<ms since epoch, hex><random>`."""
+    return f"run_{int(time.time() * 1000):011x}{secrets.token_hex(5)}"
+
+
+def _capabilities(lwir: dict[str, Any], tools: ToolRegistry,
+                  models: dict[str, str]) -> dict[str, Any]:
+    """What the run depends on outside the LWIR: the tools it calls (present or not) and
+    how its model slots resolve. Recorded at start; compared on resume."""
+    used: set[str] = set()
+    todo = list(lwir.get("steps") or [])
+    while todo:
+        step = todo.pop()
+        if step.get("uses") == "tool.call":
+            used.add(str((step.get("with") or {}).get("tool")))
+        todo.extend(step.get("steps") or [])
+    slots = (lwir.get("permissions") or {}).get("models") or []
+    return {"tools": {name: name in tools.tools for name in sorted(used)},
+            "models": {slot: models.get(slot, slot) for slot in sorted(slots)}}
+
+
+async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,
+                    models: dict[str, str], run_id: str | None = None,
+                    on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Register the version, create the run, execute it. An existing `run_id` resumes."""
+    version_id = workflow_version_id(lwir)
+    world.register_version(version_id, lwir)
+    run_id = run_id or new_run_id()
+    existing = _existing(world, run_id)
+    if existing is not None:
+        if existing.version_id != version_id:
+            raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
+                                       f"run {run_id} exists for another workflow version")
+        return await resume_run(world, run_id, tools, models, on_start)
+    capabilities = _capabilities(lwir, tools, models)
+    with world.lock_run(run_id):
+        world.create_run(run_id, version_id, run_input, {"models": models}, [NewEvent(
+            "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
+                           "capabilities": capabilities,
+                           "capabilitiesHash": short_hash(capabilities), "pid": os.getpid()})])
+        if on_start:
+            on_start(run_id)
+        return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
+                              Journal())
+
+
+def _existing(world: World, run_id: str) -> Any:
+    from lwtool.world.base import RunNotFound
+
+    try:
+        return world.get_run(run_id)
+    except RunNotFound:
+        return None
+
+
+async def resume_run(world: World, run_id: str, tools: ToolRegistry,
+                     models: dict[str, str] | None = None,
+                     on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Finish a run from its event log (a finished run just reports its result)."""
+    record = world.get_run(run_id)
+    lwir = world.get_version(record.version_id)
+    if lwir is None:
+        raise RunFailedError(run_id, record.version_id, "runtime_config_error",
+                             f"the data dir has no WorkflowVersion {record.version_id}")
+    models = models if models is not None else dict(record.options.get("models") or {})
+    with world.lock_run(run_id):
+        events = world.events(run_id)
+        journal = Journal.from_events(events)
+        if on_start:
+            on_start(run_id)
+        if journal.terminal is not None:
+            return await _finished(world, record.version_id, lwir, journal.terminal, events)
+        started = next((e for e in events if e.type == "RunStarted"), None)
+        recorded = (started.payload.get("capabilities") if started else None) or {}
+        current = _capabilities(lwir, tools, models)
+        if recorded and recorded != current:
+            raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
+                                       _drift_message(recorded, current))
+        return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
+                              models, journal)
+
+
+def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
+    missing = [t for t, present in current.get("tools", {}).items()
+               if recorded.get("tools", {}).get(t) and not present]
+    if missing:
+        return "tools the run used are not registered now: " + ", ".join(missing) + \
+            " (pass the same --tools)"
+    return (f"the run started with models {recorded.get('models')} and tools "
+            f"{recorded.get('tools')}; now {current.get('models')} and {current.get('tools')}")
+
+
+async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
+                   run_input: Any, tools: ToolRegistry, models: dict[str, str],
+                   journal: Journal) -> dict[str, Any]:
+    state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
+                     asyncio.Semaphore(world.max_concurrent_steps))
+    try:
+        schema = (lwir.get("input") or {}).get("schema")
+        try:
+            check_schema(run_input, schema, "the run input")
+        except OutputInvalid as exc:
+            raise StepFailure("input_schema_error", str(exc)) from None
+        await Scope(state, lwir.get("steps") or [], "").execute()
+        final_path, output = await _final_output(state)
+        try:
+            check_schema(output, (lwir.get("output") or {}).get("schema"), "the run output")
+        except OutputInvalid as exc:
+            raise StepFailure("step_schema_error", str(exc), final_path) from None
+    except StepFailure as failure:
+        await state.record([NewEvent("RunFailed", {
+            "causeCode": failure.cause, "failedStepPath": failure.step_path,
+            "message": failure.message, **failure.details})], status="failed")
+        raise RunFailedError(run_id, version_id, failure.cause, failure.message,
+                             failure.step_path) from None
+    envelope, inline = await state.envelope(output, "workflow", None)
+    await state.record([NewEvent("RunCompleted", {"finalStepPath": final_path,
+                                                  "envelope": envelope})],
+                       status="completed", artifacts=inline)
+    return await result_of(world, run_id, version_id, output, state.artifacts)
+
+
+async def _final_output(state: RunState) -> tuple[str | None, Any]:
+    """The output of the last top-level non-decision step to complete, in commit order
+    (the fan-in array when that is a parallel step)."""
+    top_ids = {s.get("id") for s in state.lwir.get("steps") or [] if s.get("uses") != "decision"}
+    last: Event | None = None
+    for event in state.world.events(state.run_id):
+        if event.type != "StepCompleted" or event.payload.get("stepId") not in top_ids:
+            continue
+        path, sid = event.step_path or "", event.payload["stepId"]
+        if path == sid or path.startswith(f"{sid}.visit["):
+            last = event
+    if last is None:
+        return None, None
+    return last.step_path, await state.output_of(last.payload)
+
+
+async def _finished(world: World, version_id: str, lwir: dict[str, Any], terminal: Event,
+                    events: list[Event]) -> dict[str, Any]:
+    if terminal.type == "RunFailed":
+        payload = terminal.payload
+        raise RunFailedError(terminal.run_id, version_id, payload.get("causeCode", "step_failed"),
+                             payload.get("message", ""), payload.get("failedStepPath"))
+    state = RunState(world, terminal.run_id, version_id, lwir, None, ToolRegistry(), {},
+                     Journal(), asyncio.Semaphore(1))
+    output = await state.output_of(terminal.payload)
+    refs = sorted({e.payload["envelope"]["outputRef"] for e in events
+                   if e.type in ("StepCompleted", "RunCompleted")
+                   and "envelope" in e.payload})
+    return await result_of(world, terminal.run_id, version_id, output, refs)
+
+
+async def result_of(world: World, run_id: str, version_id: str, output: Any,
+                    artifacts: list[str]) -> dict[str, Any]:
+    from lwtool.runtime.report import usage_report
+
+    report = usage_report(world.events(run_id))
+    return {"runId": run_id, "workflowVersionId": version_id, "status": "completed",
+            "output": output, "usage": report["run"], "artifacts": sorted(set(artifacts))}

@@ -1,0 +1,55 @@
+"""What earlier processes committed for a run, indexed for replay.
+
+The durable step protocol: an attempt is keyed by (run id, step path); the path holds
+the branch key and the visit (`each[c1].worker.visit[2]`). If the journal has a
+StepCompleted at that key, the step's result comes from the log and nothing is called;
+else the step executes and its result is appended. A StepCompleted for another step id
+or type at that key means the log and the LWIR disagree: NondeterminismError.
+Committed model replies are kept per (step path, turn), so a step killed between
+repair turns does not pay for a reply twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lwtool.runtime.errors import NondeterminismError
+from lwtool.world.base import Event
+
+
+@dataclass
+class Journal:
+    completed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: set[str] = field(default_factory=set)
+    failed_attempts: dict[str, int] = field(default_factory=dict)
+    replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    terminal: Event | None = None  # RunCompleted or RunFailed
+    event_count: int = 0
+
+    @classmethod
+    def from_events(cls, events: list[Event]) -> Journal:
+        journal = cls(event_count=len(events))
+        for event in events:
+            path = event.step_path
+            if event.type == "StepCompleted" and path is not None:
+                journal.completed[path] = event.payload
+            elif event.type == "StepSkipped" and path is not None:
+                journal.skipped.add(path)
+            elif event.type == "StepAttemptFailed" and path is not None:
+                journal.failed_attempts[path] = journal.failed_attempts.get(path, 0) + 1
+            elif event.type == "harness.model.responded" and path is not None:
+                journal.replies[(path, int(event.payload.get("turn", 0)))] = event.payload
+            elif event.type in ("RunCompleted", "RunFailed"):
+                journal.terminal = event
+        return journal
+
+    def recorded(self, path: str, step_id: str, uses: str) -> dict[str, Any] | None:
+        payload = self.completed.get(path)
+        if payload is None:
+            return None
+        if payload.get("stepId") != step_id or payload.get("uses") != uses:
+            raise NondeterminismError(
+                f"the log has step '{payload.get('stepId')}' ({payload.get('uses')}) at "
+                f"{path}, but the workflow now has '{step_id}' ({uses}) there")
+        return payload

@@ -1,0 +1,63 @@
+"""Check a step's value against its output mode (and a workflow's output schema)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from lwtool.canonical.jcs import canonical_text
+
+
+class OutputInvalid(ValueError):
+    """The value breaks the output contract; the message says where and how."""
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft202012Validator(json.loads(schema_text))
+
+
+def check_schema(value: Any, schema: Any, what: str) -> None:
+    if schema is None or schema is True:
+        return
+    validator = _validator(canonical_text(schema))
+    for error in validator.iter_errors(value):
+        where = "/" + "/".join(str(p) for p in error.instance_path)
+        raise OutputInvalid(f"{what} at {where if where != '/' else 'the top'}: {error.message}")
+
+
+def check_output(value: Any, mode: dict[str, Any] | None, what: str) -> None:
+    """A tool or code result against the step's output mode (no mode: any JSON)."""
+    if not mode:
+        return
+    kind = mode.get("mode")
+    if kind == "text" and not isinstance(value, str):
+        raise OutputInvalid(f"{what} must be text, got {type(value).__name__}")
+    if kind == "choice" and value not in (mode.get("values") or []):
+        raise OutputInvalid(f"{what} must be one of {mode.get('values')}, got {value!r}")
+    if kind in ("object", "array", "json"):
+        check_schema(value, mode.get("schema"), what)
+
+
+def parse_model_text(text: str, mode: dict[str, Any] | None) -> Any:
+    """A model's reply text -> the step value for its output mode (then checked)."""
+    kind = (mode or {}).get("mode", "text")
+    if kind == "text":
+        return text
+    if kind == "choice":
+        value = text.strip().strip('"').strip()
+        check_output(value, mode, "the reply")
+        return value
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body[body.find("\n") + 1:] if "\n" in body else body
+    try:
+        value = json.loads(body)
+    except ValueError as exc:
+        raise OutputInvalid(f"the reply is not JSON ({exc})") from None
+    check_output(value, mode, "the reply")
+    return value

@@ -1,0 +1,186 @@
+"""Scheduling one step list (the workflow's, or one parallel branch's body).
+
+Rules (README "Runtime semantics"): a step runs once its needs are done. A forward
+target of a decision (one that does not lead back to the decision through needs) is
+gated: it runs only when a decision chooses it; when the decision chooses otherwise,
+it and every step that needs it are skipped. A back-edge (a decision choosing a step
+that leads to it) starts a new visit of that step and of every step after it in the
+loop; a step's visits are bounded by `maxVisits`. `to: end` ends the scope: nothing
+more starts in it. When a step fails, the steps still running are cancelled (a
+cancelled attempt records nothing) and the failure is the scope's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.run_state import RunState
+from lwtool.world.base import NewEvent
+
+END = "end"
+
+
+def _dependents(steps: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {sid: set() for sid in steps}
+    for sid, step in steps.items():
+        for need in step.get("needs") or []:
+            if need in out:
+                out[need].add(sid)
+    return out
+
+
+def _closure(start: str, edges: dict[str, set[str]]) -> set[str]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+class Scope:
+    """One step list being executed: `prefix` is prepended to step paths, `item` is the
+    current parallel item (None at top level)."""
+
+    def __init__(self, run: RunState, steps: list[dict[str, Any]], prefix: str,
+                 item: Any = None, has_item: bool = False) -> None:
+        self.run = run
+        self.prefix = prefix
+        self.item = item
+        self.has_item = has_item
+        self.steps = {s["id"]: s for s in steps}
+        self.order = [s["id"] for s in steps]
+        self.visits = dict.fromkeys(self.steps, 0)
+        self.outputs: dict[str, list[Any]] = {sid: [] for sid in self.steps}
+        self.done: set[str] = set()
+        self.skipped: set[str] = set()
+        self.released: set[str] = set()
+        self.ended = False
+        self.last_output: tuple[str, str, Any] | None = None  # (id, path, output)
+        self.dependents = _dependents(self.steps)
+        self.downstream = {sid: _closure(sid, self.dependents) for sid in self.steps}
+        self.gated: set[str] = set()
+        for sid, step in self.steps.items():
+            if step.get("uses") == "decision":
+                for target in self._targets(step):
+                    if target in self.steps and sid not in self.downstream[target]:
+                        self.gated.add(target)
+
+    @staticmethod
+    def _targets(step: dict[str, Any]) -> list[str]:
+        with_ = step.get("with") or {}
+        return [c.get("to") for c in with_.get("cases") or []] + [with_.get("default")]
+
+    # -- expression scope ---------------------------------------------------------------
+
+    def steps_view(self) -> dict[str, dict[str, Any]]:
+        view = {}
+        for sid, outputs in self.outputs.items():
+            last = outputs[-1] if outputs else None
+            view[sid] = {"output": last, "lastOutput": last, "allVisits": list(outputs)}
+        return view
+
+    def expression_scope(self, step_id: str, path: str, visit: int,
+                         attempt: int) -> dict[str, Any]:
+        scope: dict[str, Any] = {
+            "input": self.run.run_input,
+            "steps": self.steps_view(),
+            "workflow": self.run.workflow_view,
+            "step": {"id": step_id, "path": path, "visit": visit, "attempt": attempt},
+        }
+        if self.has_item:
+            scope["item"] = self.item
+        return scope
+
+    def path_of(self, step_id: str, visit: int) -> str:
+        step = self.steps[step_id]
+        suffix = f".visit[{visit}]" if int(step.get("maxVisits", 1)) > 1 else ""
+        return f"{self.prefix}{step_id}{suffix}"
+
+    # -- scheduling -----------------------------------------------------------------------
+
+    def _runnable(self, running: set[str]) -> list[str]:
+        if self.ended:
+            return []
+        ready = []
+        for sid in self.order:
+            if sid in self.done or sid in self.skipped or sid in running:
+                continue
+            if sid in self.gated and sid not in self.released:
+                continue
+            needs = self.steps[sid].get("needs") or []
+            if all(n in self.done for n in needs):
+                ready.append(sid)
+        return ready
+
+    async def execute(self) -> None:
+        from lwtool.runtime.dispatch import run_step
+
+        running: dict[asyncio.Task[Any], str] = {}
+        try:
+            while True:
+                for sid in self._runnable(set(running.values())):
+                    visit = self.visits[sid]
+                    limit = int(self.steps[sid].get("maxVisits", 1))
+                    path = self.path_of(sid, visit)
+                    if visit >= limit:
+                        raise StepFailure("max_visits_exceeded", f"step '{sid}' would start "
+                                          f"visit {visit + 1} of at most {limit}", path)
+                    self.visits[sid] = visit + 1
+                    task = asyncio.create_task(run_step(self, sid, path, visit))
+                    running[task] = sid
+                if not running:
+                    break
+                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(finished, key=lambda t: self.order.index(running[t])):
+                    sid = running.pop(task)
+                    result = task.result()  # raises the step's failure
+                    self._completed(sid, result)
+            await self._skip_rest()
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+
+    def _completed(self, sid: str, result: Any) -> None:
+        step = self.steps[sid]
+        self.done.add(sid)
+        if step.get("uses") != "decision":
+            self.outputs[sid].append(result)
+            path = self.path_of(sid, self.visits[sid] - 1)
+            self.last_output = (sid, path, result)
+            return
+        chosen = result
+        for target in self._targets(step):
+            if target in self.gated and target != chosen and target not in self.released:
+                self._skip(target)
+        if chosen == END:
+            self.ended = True
+        elif chosen in self.done or sid in self.downstream.get(chosen, set()):
+            # A back-edge: the target and everything after it in the loop go round again.
+            for again in self.downstream[chosen]:
+                self.done.discard(again)
+        else:
+            self.released.add(chosen)
+            self.skipped.discard(chosen)
+
+    def _skip(self, sid: str) -> None:
+        for gone in self.downstream[sid]:
+            if gone not in self.done:
+                self.skipped.add(gone)
+
+    async def _skip_rest(self) -> None:
+        """Record every step that did not run in this scope as skipped."""
+        events = []
+        for sid in self.order:
+            if self.visits[sid] == 0:
+                path = self.path_of(sid, 0)
+                if path not in self.run.journal.skipped:
+                    events.append(NewEvent("StepSkipped", {"stepId": sid}, path))
+        if events:
+            await self.run.record(events, durable=False)

@@ -1,0 +1,16 @@
+"""Step types: each module has `resolve_input(scope, step, expr_scope, path)` and
+`execute(scope, step, path, step_input, expr_scope) -> (output, call events)`.
+`parallel` is coordinated by the scheduler (steps/parallel.py), not dispatched here."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from lwtool.runtime.steps import ai_generate, code_run, decision, tool_call
+
+STEP_KINDS: dict[str, ModuleType] = {
+    "tool.call": tool_call,
+    "ai.generate": ai_generate,
+    "code.run": code_run,
+    "decision": decision,
+}

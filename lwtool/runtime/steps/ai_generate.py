@@ -1,0 +1,107 @@
+"""ai.generate: one model call on the step's model slot (more only to repair a reply
+that breaks the output contract, with onFailure.repair mode self). No tools offered.
+
+Every reply is committed (harness.model.called + harness.model.responded, one durable
+commit) before it is used, keyed by (step path, turn): a resumed step reuses committed
+replies and never pays for them twice.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lwtool.harness.models import ModelCallFailed, call_model, resolve_slot
+from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.outputs import OutputInvalid, parse_model_text
+from lwtool.runtime.run_state import short_hash
+from lwtool.runtime.steps.inputs import resolve, step_input
+from lwtool.world.base import NewEvent
+
+resolve_input = step_input
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _format_instruction(mode: dict[str, Any]) -> str:
+    kind = mode.get("mode", "text")
+    if kind == "choice":
+        return "Reply with exactly one of: " + ", ".join(mode.get("values") or []) + "."
+    if kind in ("object", "array", "json"):
+        schema = mode.get("schema")
+        shape = f" that matches this JSON Schema: {json.dumps(schema)}" if schema else ""
+        return f"Reply with only JSON{shape}."
+    return ""
+
+
+def build_messages(step: dict[str, Any], value: Any,
+                   expression_scope: dict[str, Any], path: str) -> list[dict[str, str]]:
+    with_ = step.get("with") or {}
+    mode = step.get("output") or {"mode": "text"}
+    system_parts = []
+    if "system" in with_:
+        system_parts.append(_text(resolve(with_["system"], expression_scope, path, "with.system")))
+    instruction = _format_instruction(mode)
+    if instruction:
+        system_parts.append(instruction)
+    user = "Input:\n" + _text(value)
+    if "prompt" in with_:
+        user = _text(resolve(with_["prompt"], expression_scope, path, "with.prompt")) + \
+            "\n\n" + user
+    messages = [{"role": "system", "content": "\n\n".join(system_parts)}] if system_parts else []
+    return [*messages, {"role": "user", "content": user}]
+
+
+async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
+                  expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
+    run = scope.run
+    with_ = step.get("with") or {}
+    slot = with_.get("model")
+    allowed = (run.lwir.get("permissions") or {}).get("models") or []
+    if slot not in allowed:
+        raise StepFailure("capability_drift", f"model slot '{slot}' is not in the locked "
+                          "permissions.models", path)
+    model = resolve_slot(str(slot), run.models)
+    mode = step.get("output") or {"mode": "text"}
+    repair = ((step.get("onFailure") or {}).get("repair") or {})
+    turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") == "self" else 1
+    messages = build_messages(step, value, expression_scope, path)
+    prompt_text = messages[-1]["content"]
+    error = "no reply"
+    for turn in range(turns):
+        reply = run.journal.replies.get((path, turn))
+        if reply is None:
+            reply = await _call(run, path, turn, model, messages, mode, prompt_text)
+        text = reply["response"]["text"]
+        try:
+            return parse_model_text(text, mode), []
+        except OutputInvalid as exc:
+            error = str(exc)
+            messages = [*messages, {"role": "assistant", "content": text},
+                        {"role": "user", "content": f"That reply does not fit: {error}. "
+                         "Reply again, correctly."}]
+    raise StepFailure("step_schema_error", f"model reply breaks the output contract after "
+                      f"{turns} attempt(s): {error}", path)
+
+
+async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[str, str]],
+                mode: dict[str, Any], prompt_text: str) -> dict[str, Any]:
+    try:
+        reply = await call_model(model, messages, mode, prompt_text)
+    except ModelCallFailed as exc:
+        raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
+    call_id = f"{path}#{turn}"
+    responded = {"turn": turn, "callId": call_id, "stepPath": path,
+                 "model": {"provider": reply.provider, "modelId": reply.model_id},
+                 "response": {"text": reply.text, "usage": reply.usage},
+                 "durationMs": reply.duration_ms}
+    await run.record([
+        NewEvent("harness.model.called", {"turn": turn, "callId": call_id,
+                                          "promptHash": short_hash(messages),
+                                          "request": {"model": model, "messages": messages,
+                                                      "tools": []}}, path),
+        NewEvent("harness.model.responded", responded, path),
+    ])
+    return responded

@@ -1,0 +1,50 @@
+"""tool.call: one registered tool, called directly with the step input."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from lwtool.runtime.errors import StepFailure, TransientError
+from lwtool.runtime.outputs import OutputInvalid, check_output
+from lwtool.runtime.steps.inputs import step_input
+from lwtool.world.base import NewEvent
+
+resolve_input = step_input
+
+
+async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
+                  expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
+    run = scope.run
+    name = (step.get("with") or {}).get("tool")
+    tool = run.tools.get(name)
+    if tool is None:
+        known = ", ".join(run.tools.names()) or "none"
+        raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
+                          f"(registered: {known}; pass --tools MODULE:ATTR)", path)
+    call_id = f"call_{uuid.uuid4().hex[:16]}"
+    started = time.perf_counter()
+    try:
+        if tool.is_async:
+            result = await tool.fn(value)
+        else:
+            result = await asyncio.to_thread(tool.fn, value)
+    except TransientError as exc:
+        raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
+                          transient=True) from None
+    except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's failure
+        raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}",
+                          path) from None
+    try:
+        check_output(result, step.get("output"), f"tool '{name}' output")
+    except OutputInvalid as exc:
+        raise StepFailure("step_schema_error", str(exc), path) from None
+    duration = int((time.perf_counter() - started) * 1000)
+    return result, [
+        NewEvent("harness.tool_call.started", {"callId": call_id, "caller": "step",
+                                               "toolName": name, "args": value}, path),
+        NewEvent("harness.tool_call.succeeded", {"callId": call_id, "durationMs": duration},
+                 path),
+    ]

@@ -1,0 +1,104 @@
+"""Tools a workflow may call: `ToolRegistry`, and loading one from `MODULE:ATTR`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A Python callable (sync or async) that takes the step input as one argument."""
+
+    name: str
+    fn: Callable[..., Any]
+    description: str = ""
+    input_schema: Any = None
+    output_schema: Any = None
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+
+@dataclass
+class ToolRegistry:
+    """Named tools. Use `register(...)` or the `@registry.tool()` decorator."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def register(self, name: str, fn: Callable[..., Any], description: str = "",
+                 input_schema: Any = None, output_schema: Any = None) -> Tool:
+        if name in self.tools:
+            raise ValueError(f"tool '{name}' is already registered")
+        tool = Tool(name, fn, description or (inspect.getdoc(fn) or "").split("\n")[0],
+                    input_schema, output_schema)
+        self.tools[name] = tool
+        return tool
+
+    def tool(self, name: str | None = None, description: str = "", input_schema: Any = None,
+             output_schema: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.register(name or fn.__name__, fn, description, input_schema, output_schema)
+            return fn
+
+        return decorate
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    @classmethod
+    def of(cls, value: ToolRegistry | Mapping[str, Callable[..., Any]] | None) -> ToolRegistry:
+        if value is None:
+            return cls()
+        if isinstance(value, ToolRegistry):
+            return value
+        registry = cls()
+        for name, fn in value.items():
+            registry.register(name, fn)
+        return registry
+
+
+class ToolsNotLoadable(Exception):
+    pass
+
+
+def load_tools(spec: str) -> ToolRegistry:
+    """`MODULE:ATTR` (an importable module, or a path to a .py file) -> a ToolRegistry."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ToolsNotLoadable(f"--tools takes MODULE:ATTR, got '{spec}'")
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            path = Path(module_name)
+            if not path.exists():
+                raise ToolsNotLoadable(f"tools file {path} does not exist")
+            loader_spec = importlib.util.spec_from_file_location(f"_lwtool_tools_{path.stem}", path)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[loader_spec.name] = module
+            loader_spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path:
+                sys.path.insert(0, "")
+            module = importlib.import_module(module_name)
+    except ToolsNotLoadable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
+        raise ToolsNotLoadable(f"cannot import tools module '{module_name}': "
+                               f"{type(exc).__name__}: {exc}") from None
+    value = getattr(module, attr, None)
+    if value is None:
+        raise ToolsNotLoadable(f"module '{module_name}' has no attribute '{attr}'")
+    if not isinstance(value, (ToolRegistry, Mapping)):
+        raise ToolsNotLoadable(f"'{spec}' is neither a ToolRegistry nor a dict of callables")
+    return ToolRegistry.of(value)

@@ -1,0 +1,99 @@
+"""The World interface the runtime talks to. A local world (SQLite + files) implements
+it now; a PostgreSQL world can implement the same methods later. Nothing here names a
+storage engine.
+
+Durability contract: `append` returns only after its events are committed (they survive
+a kill -9 of the process at any later instant); `put_artifact` returns only after the
+payload is durably stored, so an event that points at an artifact is never committed
+before the artifact it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One committed event. `seq` counts from 1 within its run, in commit order."""
+
+    seq: int
+    run_id: str
+    type: str
+    payload: dict[str, Any]
+    step_path: str | None
+    at: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "runId": self.run_id,
+                "stepPath": self.step_path, "at": self.at, "payload": self.payload}
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event about to be appended."""
+
+    type: str
+    payload: dict[str, Any]
+    step_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    run_id: str
+    version_id: str
+    status: str  # running | completed | failed
+    created_at: float
+    updated_at: float
+    input: Any
+    options: dict[str, Any]
+
+
+class WorldError(Exception):
+    """The world's storage is unusable (corrupted, unreadable); the message names it."""
+
+
+class RunNotFound(WorldError):
+    pass
+
+
+class RunLocked(WorldError):
+    """Another process is executing this run."""
+
+
+class ArtifactMissing(WorldError):
+    pass
+
+
+class World(Protocol):
+    """Storage for versions, runs, their event logs and artifacts."""
+
+    data_dir: Any
+    max_concurrent_steps: int
+
+    def register_version(self, version_id: str, lwir: dict[str, Any]) -> None: ...
+
+    def get_version(self, version_id: str) -> dict[str, Any] | None: ...
+
+    def create_run(self, run_id: str, version_id: str, run_input: Any,
+                   options: dict[str, Any], first_events: Sequence[NewEvent]) -> list[Event]: ...
+
+    def get_run(self, run_id: str) -> RunRecord: ...
+
+    def list_runs(self) -> list[RunRecord]: ...
+
+    def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
+               artifacts: Sequence[tuple[str, bytes]] = (),
+               durable: bool = True) -> list[Event]: ...
+
+    def events(self, run_id: str) -> list[Event]: ...
+
+    async def put_artifact(self, data: bytes) -> str: ...
+
+    async def get_artifact(self, ref: str) -> bytes: ...
+
+    def lock_run(self, run_id: str) -> Any: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,299 @@
+"""Local world: everything under one data dir (default `.little-workflow/`).
+
+Layout (the spec's): `events/` (SQLite database in WAL mode: versions, runs, events,
+small artifacts), `artifacts/` (content-addressed payload files), `locks/` (one lock
+file per executing run), `outer-loops/`, `memory/`, `runs/` (run scratch),
+`skills-cache/`.
+
+Why SQLite in WAL mode: a commit is atomic and survives kill -9 of the writer at any
+instant (the WAL is replayed on the next open), appends are ordered by one writer per
+run (the run lock), and it ships with Python. Commits are `synchronous=FULL` (an fsync
+each, ~0.4 ms here: durable against power loss as well as a killed process); events
+that are only evidence (an attempt started) are committed without the fsync, which a
+killed process cannot lose either. The events of one step boundary share one commit.
+
+Artifacts up to 256 KiB live in the database, written in the same transaction as (and
+before) the events that name them; larger ones are files written to a temp name,
+fsynced and renamed before the referring event is appended.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lwtool.world.base import (
+    ArtifactMissing,
+    Event,
+    NewEvent,
+    RunLocked,
+    RunNotFound,
+    RunRecord,
+    WorldError,
+)
+
+INLINE_ARTIFACT_LIMIT = 256 * 1024
+LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skills-cache")
+DEFAULT_DATA_DIR = ".little-workflow"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS versions (
+  version_id TEXT PRIMARY KEY,
+  lwir TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  version_id TEXT NOT NULL REFERENCES versions(version_id),
+  status TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL,
+  input TEXT NOT NULL,
+  options TEXT NOT NULL,
+  last_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  step_path TEXT,
+  payload TEXT NOT NULL,
+  at REAL NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS artifacts (
+  ref TEXT PRIMARY KEY,
+  data BLOB NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class LocalWorld:
+    """The local world. Synchronous SQLite calls are short (one small transaction each);
+    artifact files go through aiofiles."""
+
+    def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR, max_concurrent_steps: int = 8,
+                 synchronous: str = "FULL") -> None:
+        if max_concurrent_steps < 1:
+            raise ValueError("max_concurrent_steps must be at least 1")
+        self.data_dir = Path(data_dir)
+        self.max_concurrent_steps = max_concurrent_steps
+        for name in LAYOUT:
+            (self.data_dir / name).mkdir(parents=True, exist_ok=True)
+        self._db_path = self.data_dir / "events" / "events.db"
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self._db_path, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous}")
+            self._synchronous = self._current_sync = synchronous
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("SELECT count(*) FROM runs").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise WorldError(f"the data dir {self.data_dir} is damaged: {self._db_path} "
+                             f"cannot be opened as an event store ({exc})") from None
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                level = self._synchronous if durable else "NORMAL"
+                if level != self._current_sync:
+                    self._db.execute(f"PRAGMA synchronous={level}")
+                    self._current_sync = level
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise WorldError(f"the event store {self._db_path} failed: {exc}") from None
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise WorldError(f"the event store {self._db_path} failed: {exc}") from None
+
+    # -- versions ---------------------------------------------------------------------------
+
+    def register_version(self, version_id: str, lwir: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, _dumps(lwir)))
+
+    def get_version(self, version_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT lwir FROM versions WHERE version_id = ?", (version_id,))
+        return json.loads(rows[0][0]) if rows else None
+
+    # -- runs and events ----------------------------------------------------------------------
+
+    def create_run(self, run_id: str, version_id: str, run_input: Any, options: dict[str, Any],
+                   first_events: Sequence[NewEvent]) -> list[Event]:
+        now = time.time()
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise WorldError(f"run {run_id} already exists")
+            db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0)",
+                       (run_id, version_id, now, now, _dumps(run_input), _dumps(options)))
+            return self._insert(db, run_id, first_events, None, now)
+
+    def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
+               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
+        """Commit small `artifacts`, then `events` (and a new run status), in one
+        transaction. `durable=False` skips the fsync of this commit (it still survives a
+        killed process; the next durable commit makes it power-safe too, the WAL being
+        sequential): for evidence such as attempt-started events."""
+        with self._tx(durable) as db:
+            for ref, data in artifacts:
+                db.execute("INSERT OR IGNORE INTO artifacts VALUES (?, ?)", (ref, data))
+            return self._insert(db, run_id, events, status, time.time())
+
+    def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
+                status: str | None, now: float) -> list[Event]:
+        row = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id}")
+        seq = row[0]
+        out = []
+        for event in events:
+            seq += 1
+            db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                       (run_id, seq, event.type, event.step_path, _dumps(event.payload), now))
+            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+        if status is None:
+            db.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE run_id = ?",
+                       (seq, now, run_id))
+        else:
+            db.execute("UPDATE runs SET last_seq = ?, updated_at = ?, status = ? "
+                       "WHERE run_id = ?", (seq, now, status, run_id))
+        return out
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self._read("SELECT run_id, version_id, status, created_at, updated_at, input, "
+                          "options FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise RunNotFound(f"no run {run_id} in {self.data_dir}")
+        return self._record(rows[0])
+
+    def list_runs(self) -> list[RunRecord]:
+        rows = self._read("SELECT run_id, version_id, status, created_at, updated_at, input, "
+                          "options FROM runs ORDER BY created_at, run_id")
+        return [self._record(r) for r in rows]
+
+    @staticmethod
+    def _record(row: Any) -> RunRecord:
+        return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
+                         json.loads(row[6]))
+
+    def events(self, run_id: str) -> list[Event]:
+        rows = self._read("SELECT seq, type, step_path, payload, at FROM events "
+                          "WHERE run_id = ? ORDER BY seq", (run_id,))
+        try:
+            return [Event(r[0], run_id, r[1], json.loads(r[3]), r[2], r[4]) for r in rows]
+        except ValueError as exc:
+            raise WorldError(f"run {run_id}: an event payload is damaged ({exc})") from None
+
+    # -- artifacts ------------------------------------------------------------------------------
+
+    def _artifact_file(self, digest: str) -> Path:
+        return self.data_dir / "artifacts" / "sha256" / digest[:2] / digest
+
+    async def put_artifact(self, data: bytes) -> str:
+        """Store `data` durably; return its content address `artifact://sha256:<hex>`."""
+        digest = hashlib.sha256(data).hexdigest()
+        ref = f"artifact://sha256:{digest}"
+        if len(data) <= INLINE_ARTIFACT_LIMIT:
+            with self._tx() as db:
+                db.execute("INSERT OR IGNORE INTO artifacts VALUES (?, ?)", (ref, data))
+            return ref
+        target = self._artifact_file(digest)
+        if target.exists():
+            return ref
+        import aiofiles
+        import aiofiles.os
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{digest}.{os.getpid()}.tmp")
+        async with aiofiles.open(temp, "wb") as fh:
+            await fh.write(data)
+            await fh.flush()
+            os.fsync(fh.fileno())
+        await aiofiles.os.replace(temp, target)
+        _fsync_dir(target.parent)
+        return ref
+
+    async def get_artifact(self, ref: str) -> bytes:
+        rows = self._read("SELECT data FROM artifacts WHERE ref = ?", (ref,))
+        if rows:
+            return bytes(rows[0][0])
+        digest = ref.removeprefix("artifact://sha256:")
+        path = self._artifact_file(digest)
+        try:
+            import aiofiles
+
+            async with aiofiles.open(path, "rb") as fh:
+                data: bytes = await fh.read()
+        except FileNotFoundError:
+            raise ArtifactMissing(f"artifact {ref} is missing from {self.data_dir}") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise ArtifactMissing(f"artifact {ref} in {self.data_dir} is damaged "
+                                  "(its content does not match its hash)")
+        return data
+
+    # -- locks ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def lock_run(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock while executing it. The OS drops it when the process dies,
+        so a killed run can be replayed at once; a live holder makes this raise."""
+        path = self.data_dir / "locks" / f"{run_id}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                raise RunLocked(f"run {run_id} is being executed by another process "
+                                f"(pid {holder})") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def local_world(data_dir: str | Path = DEFAULT_DATA_DIR, max_concurrent_steps: int = 8,
+                synchronous: str = "FULL") -> LocalWorld:
+    """The spec's `localWorld({dataDir, maxConcurrentSteps})`."""
+    return LocalWorld(data_dir, max_concurrent_steps, synchronous)
