@@ -1,5 +1,31 @@
-"""lwtool: an LWIR-first toolchain for declarative AI workflows."""
+"""lwtool: an LWIR-first toolchain for declarative AI workflows.
+
+The public API is re-exported lazily (PEP 562), so that `lwtool validate` does not pay
+for importing the runtime.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_EXPORTS = {
+    "CapabilityDriftError": "lwtool.runtime.errors",
+    "RunFailedError": "lwtool.runtime.errors",
+    "TransientError": "lwtool.runtime.errors",
+    "ToolRegistry": "lwtool.tools",
+    "local_world": "lwtool.world.local",
+    "replay_run": "lwtool.runtime.api",
+    "run_workflow": "lwtool.runtime.api",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lwtool' has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -7,11 +7,11 @@ import sys
 
 import typer
 
-from lwtool.cli import canon, check, lock, validate
+from lwtool.cli import canon, check, inspect, lock, run, validate
 
 app = typer.Typer(
     name="lwtool",
-    help="LWIR toolchain: validate, canonicalize, lock and check workflow files.",
+    help="LWIR toolchain: validate, lock and check workflow files; run them durably.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -23,6 +23,11 @@ app.command("canon")(canon.canon)
 app.command("hash")(canon.hash_)
 app.command("lock")(lock.lock)
 app.command("check")(check.check)
+app.command("run")(run.run)
+app.command("replay")(run.replay)
+app.command("events")(inspect.events)
+app.command("report")(inspect.report)
+app.command("runs")(inspect.runs)
 
 
 def main() -> None:

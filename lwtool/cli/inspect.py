@@ -1,0 +1,109 @@
+"""`lwtool events`, `lwtool report`, `lwtool runs`: read-only views of the data dir."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.runtime_options import fail, open_world
+
+
+def _stamp(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+def _run_events(data_dir: Path, run_id: str):  # type: ignore[no-untyped-def]
+    from lwtool.world.base import RunNotFound, WorldError
+
+    world = open_world(data_dir, must_exist=True)
+    try:
+        world.get_run(run_id)
+        return world.events(run_id)
+    except RunNotFound as exc:
+        raise fail(f"{exc} (see `lwtool runs`)") from None
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+
+
+def events(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    type: Annotated[str | None, typer.Option("--type", help="Event type glob, e.g. "
+                                             "'harness.tool_call.*'.")] = None,
+    caller: Annotated[str | None, typer.Option("--caller", help="Tool calls by 'model', "
+                                               "'code' or 'step'.")] = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    as_json: AsJson = False,
+) -> None:
+    """Print a run's events in commit order, one a line."""
+    if caller is not None and caller not in ("model", "code", "step"):
+        raise fail(f"--caller takes model, code or step, not '{caller}'")
+    selected = []
+    call_callers: dict[str, str] = {}
+    for event in _run_events(data_dir, run_id):
+        if event.type == "harness.tool_call.started":
+            call_callers[str(event.payload.get("callId"))] = str(event.payload.get("caller"))
+        if type and not fnmatch.fnmatchcase(event.type, type):
+            continue
+        if caller is not None:
+            if not event.type.startswith("harness.tool_call."):
+                continue
+            if call_callers.get(str(event.payload.get("callId"))) != caller:
+                continue
+        selected.append(event)
+    for event in selected:
+        if as_json:
+            typer.echo(json.dumps(event.as_json(), ensure_ascii=False))
+        else:
+            payload = json.dumps(event.payload, ensure_ascii=False)
+            payload = payload if len(payload) <= 160 else payload[:157] + "..."
+            typer.echo(f"{event.seq:>5}  {_stamp(event.at)}  {event.type:<32} "
+                       f"{event.step_path or '-':<28} {payload}")
+
+
+def report(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    data_dir: DataDir = Path(".little-workflow"),
+    as_json: AsJson = False,
+) -> None:
+    """Tokens and costUsd per step and per run (costUsd null = unpriced, not free)."""
+    from lwtool.runtime.report import usage_report
+
+    result = usage_report(_run_events(data_dir, run_id))
+    if as_json:
+        typer.echo(json.dumps({"runId": run_id, **result}, ensure_ascii=False, indent=2))
+        return
+
+    def cost(value: float | None) -> str:
+        return "unpriced" if value is None else f"${value:.6f}"
+
+    typer.echo(f"{'step':<40} {'in':>8} {'out':>8} {'calls':>6}  cost")
+    for path, usage in result["steps"].items():
+        calls = usage["pricedCalls"] + usage["unpricedCalls"]
+        typer.echo(f"{path:<40} {usage['inputTokens']:>8} {usage['outputTokens']:>8} "
+                   f"{calls:>6}  {cost(usage['costUsd'])}")
+    total = result["run"]
+    calls = total["pricedCalls"] + total["unpricedCalls"]
+    typer.echo(f"{'run ' + run_id:<40} {total['inputTokens']:>8} {total['outputTokens']:>8} "
+               f"{calls:>6}  {cost(total['costUsd'])}")
+
+
+def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) -> None:
+    """List the runs in the data dir with status and timestamps."""
+    if not (data_dir / "events" / "events.db").exists():
+        typer.echo("[]" if as_json else "no runs")
+        return
+    records = open_world(data_dir).list_runs()
+    if as_json:
+        typer.echo(json.dumps([{"runId": r.run_id, "workflowVersionId": r.version_id,
+                                "status": r.status, "createdAt": _stamp(r.created_at),
+                                "updatedAt": _stamp(r.updated_at)} for r in records]))
+        return
+    for r in records:
+        typer.echo(f"{r.run_id}  {r.status:<9}  {_stamp(r.created_at)}  {_stamp(r.updated_at)}  "
+                   f"{r.version_id[:19]}…")

@@ -1,0 +1,117 @@
+"""`lwtool run PATH --input FILE|-` and `lwtool replay RUN_ID`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.render import FileReport, render_text
+from lwtool.cli.runtime_options import (
+    fail,
+    load_models,
+    load_tool_registry,
+    open_world,
+    read_json_or_yaml,
+)
+
+DataDir = Annotated[Path, typer.Option("--data-dir", help="The local world's folder.")]
+Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolRegistry or "
+                                           "a dict of name -> callable.")]
+Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "
+                                             "model string (or 'offline').")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the RunResult as JSON.")]
+
+
+def run(
+    path: Annotated[Path, typer.Argument(help="An LWIR file (or a definition with a fixed plan).")],
+    input: Annotated[str, typer.Option("--input", "-i", help="Run input: a JSON/YAML file, or -.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the run id (an "
+                                                "existing one resumes).")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Run a workflow durably in the local world and print its output."""
+    lwir = _lwir_for(path)
+    run_input = read_json_or_yaml(input, "input")
+    registry = load_tool_registry(tools)
+    model_map = load_models(models)
+    world = open_world(data_dir)
+
+    from lwtool.runtime.interpreter import start_run
+
+    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, _announce),
+           as_json)
+
+
+def replay(
+    run_id: Annotated[str, typer.Argument(help="The run to resume.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    as_json: AsJson = False,
+) -> None:
+    """Resume a run from its event log (completed steps are never re-executed)."""
+    registry = load_tool_registry(tools)
+    model_map = load_models(models) if models else None
+    world = open_world(data_dir, must_exist=True)
+
+    from lwtool.runtime.interpreter import resume_run
+
+    _drive(lambda: resume_run(world, run_id, registry, model_map), as_json)
+
+
+def _announce(run_id: str) -> None:
+    sys.stderr.write(f"lwtool: run {run_id} started\n")
+    sys.stderr.flush()
+
+
+def _lwir_for(path: Path) -> dict[str, Any]:
+    from lwtool.compile import compile_file
+
+    try:
+        compiled = compile_file(path)
+    except OSError as exc:
+        raise fail(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not compiled.ok:
+        sys.stderr.write(render_text([FileReport(str(path), compiled.findings)]))
+        raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
+    if compiled.kind == "Workflow":
+        value: dict[str, Any] = compiled.value
+        return value
+    plan = (compiled.value.get("planner") or {}).get("plan")
+    if not plan:
+        raise fail(f"{path} is a definition without a fixed plan; drafting LWIR with a "
+                   "planner model is not available yet (give planner.plan)")
+    return _lwir_for(path.parent / plan)
+
+
+def _drive(start: Callable[[], Awaitable[dict[str, Any]]], as_json: bool) -> None:
+    from lwtool.runtime.errors import NondeterminismError, RunFailedError
+    from lwtool.world.base import RunLocked, RunNotFound, WorldError
+
+    try:
+        result = asyncio.run(start())
+    except RunFailedError as failure:
+        if as_json:
+            typer.echo(json.dumps(failure.as_json(), ensure_ascii=False))
+        where = f" at {failure.failed_step_path}" if failure.failed_step_path else ""
+        raise fail(f"run {failure.run_id} failed ({failure.cause_code}{where}): "
+                   f"{failure.message}", exit_codes.INVALID) from None
+    except RunNotFound as exc:
+        raise fail(f"{exc} (see `lwtool runs`)") from None
+    except (RunLocked, WorldError, NondeterminismError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False))
+        sys.stderr.write(f"lwtool: run {result['runId']} completed\n")

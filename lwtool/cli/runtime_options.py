@@ -1,0 +1,71 @@
+"""Loading what `run` and `replay` need from flags: input, tools, models, the world.
+Each failure is a usage error (exit 2) with one sentence naming the file or flag."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.render import error
+
+
+def fail(message: str, code: int = exit_codes.USAGE) -> typer.Exit:
+    error(message)
+    return typer.Exit(code)
+
+
+def read_json_or_yaml(source: str, what: str) -> Any:
+    """A JSON or YAML value from a file, or from stdin when `source` is '-'."""
+    from lwtool.source.loader import LoadFailed, load_bytes, load_path
+
+    try:
+        if source == "-":
+            document = load_bytes(sys.stdin.buffer.read(), "<stdin>")
+        else:
+            document = load_path(source)
+    except FileNotFoundError:
+        raise fail(f"{what} file {source} does not exist") from None
+    except OSError as exc:
+        raise fail(f"cannot read {what} file {source}: {exc.strerror or exc}") from None
+    except LoadFailed as failed:
+        first = failed.findings[0]
+        raise fail(f"{what} {first.path}:{first.line}:{first.column}: {first.message}") from None
+    return document.value
+
+
+def load_models(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    value = read_json_or_yaml(str(path), "models")
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise fail(f"models file {path} must map slot ids to model strings")
+    return {str(k): v for k, v in value.items()}
+
+
+def load_tool_registry(spec: str | None) -> Any:
+    from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools
+
+    if not spec:
+        return ToolRegistry()
+    try:
+        return load_tools(spec)
+    except ToolsNotLoadable as exc:
+        raise fail(str(exc)) from None
+
+
+def open_world(data_dir: Path, must_exist: bool = False) -> Any:
+    from lwtool.world.base import WorldError
+    from lwtool.world.local import LocalWorld
+
+    if must_exist and not (data_dir / "events" / "events.db").exists():
+        raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
+    try:
+        return LocalWorld(data_dir)
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"cannot use data dir {data_dir}: {exc.strerror or exc}") from None

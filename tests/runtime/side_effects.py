@@ -1,0 +1,83 @@
+"""Tools for runtime tests. Every call appends `<tool>:<key>` to $LWTOOL_TEST_DIR/calls.log
+(the side-effect counter). A call whose key equals $LWTOOL_TEST_BLOCK writes
+`blocked-<key>` beside it and then hangs, so a test can SIGKILL the process mid-step."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from lwtool import ToolRegistry, TransientError
+
+tools = ToolRegistry()
+
+
+def _note(tool: str, key: str) -> None:
+    folder = Path(os.environ.get("LWTOOL_TEST_DIR", "."))
+    with open(folder / "calls.log", "a", encoding="utf-8") as fh:
+        fh.write(f"{tool}:{key}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    if os.environ.get("LWTOOL_TEST_BLOCK") == key:
+        (folder / f"blocked-{key}").write_text(str(os.getpid()))
+        time.sleep(3600)
+
+
+@tools.tool()
+def record(args: dict[str, Any]) -> dict[str, Any]:
+    """Return the key and the value it was given."""
+    _note("record", str(args["key"]))
+    return {"key": args["key"], "value": args.get("value")}
+
+
+@tools.tool()
+def improve(args: dict[str, Any]) -> dict[str, Any]:
+    text = args["text"] + "!"
+    _note("improve", f"improve-{text.count('!')}")
+    return {"text": text}
+
+
+@tools.tool(name="checkText")
+def check_text(args: dict[str, Any]) -> dict[str, Any]:
+    _note("check", f"check-{args['text'].count('!')}")
+    return {"ok": args["text"].count("!") >= int(os.environ.get("LWTOOL_TEST_ROUNDS", "3")),
+            "text": args["text"]}
+
+
+@tools.tool()
+def publish(args: dict[str, Any]) -> dict[str, Any]:
+    _note("publish", "publish")
+    return {"text": args["text"], "rounds": args["rounds"]}
+
+
+@tools.tool()
+async def work(args: dict[str, Any]) -> dict[str, Any]:
+    """An async branch worker."""
+    _note("work", str(args["id"]))
+    await asyncio.sleep(float(args.get("sleep", 0)))
+    if args.get("fail"):
+        raise RuntimeError(f"item {args['id']} is broken")
+    return {"id": args["id"], "double": args["n"] * 2}
+
+
+@tools.tool()
+def bad_output(args: dict[str, Any]) -> dict[str, Any]:
+    _note("bad_output", "x")
+    return {"unexpected": True}
+
+
+_FLAKY: dict[str, int] = {}
+
+
+@tools.tool()
+def flaky(args: dict[str, Any]) -> dict[str, Any]:
+    """Fails transiently the first `fails` times per key in this process."""
+    key = str(args["key"])
+    _note("flaky", key)
+    _FLAKY[key] = _FLAKY.get(key, 0) + 1
+    if _FLAKY[key] <= int(args.get("fails", 1)):
+        raise TransientError("rate limited, try again")
+    return {"key": key, "tries": _FLAKY[key]}

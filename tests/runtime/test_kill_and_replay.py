@@ -1,0 +1,170 @@
+"""Durability with real process kills: SIGKILL `lwtool run` at chosen points, then
+`lwtool replay` finishes with the output of an uninterrupted run, and the side-effect
+counter shows that no completed step ran again (only the step in flight may repeat)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+HERE = Path(__file__).parent
+TOOLS = f"{HERE / 'side_effects.py'}:tools"
+pytestmark = pytest.mark.slow
+
+
+def _env(work: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **extra}
+
+
+def _calls(work: Path) -> Counter[str]:
+    log = work / "calls.log"
+    return Counter(log.read_text().split()) if log.exists() else Counter()
+
+
+def _start(work: Path, workflow: str, run_input: object, run_id: str,
+           **env: str) -> subprocess.Popen[str]:
+    (work / "input.json").write_text(json.dumps(run_input))
+    return subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "run", str(HERE / "workflows" / workflow),
+         "--input", str(work / "input.json"), "--tools", TOOLS, "--data-dir",
+         str(work / "data"), "--run-id", run_id, "--json"],
+        cwd=ROOT, env=_env(work, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before {path.name}: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"timed out waiting for {path.name}")
+        time.sleep(0.02)
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _replay(work: Path, run_id: str) -> dict[str, object]:
+    result = run_cli("replay", run_id, "--tools", TOOLS, "--data-dir", str(work / "data"),
+                     "--json", env=_env(work))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _uninterrupted(tmp_path: Path, workflow: str, run_input: object, **env: str) -> object:
+    work = tmp_path / "reference"
+    work.mkdir()
+    proc = _start(work, workflow, run_input, "run_reference", **env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return json.loads(out)["output"]
+
+
+def test_kill_during_a_step(tmp_path: Path) -> None:
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "chain.lwir.yaml", {"seed": "s"}, "run_chain", LWTOOL_TEST_BLOCK="c")
+    _wait_for(work / "blocked-c", proc)
+    _kill(proc)
+    result = _replay(work, "run_chain")
+    assert result["output"] == _uninterrupted(tmp_path, "chain.lwir.yaml", {"seed": "s"})
+    assert result["output"] == {"key": "d", "value": "s-b-c-d"}
+    assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 2, "record:d": 1})
+
+
+def test_kill_between_step_completed_and_the_next_step(tmp_path: Path) -> None:
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "chain.lwir.yaml", {"seed": "s"}, "run_gap",
+                  LWTOOL_FAULT_KILL_AFTER="StepCompleted@b")
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert _calls(work) == Counter({"record:a": 1, "record:b": 1})
+    result = _replay(work, "run_gap")
+    assert result["output"] == {"key": "d", "value": "s-b-c-d"}
+    assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 1, "record:d": 1})
+
+
+def test_kill_in_the_middle_of_a_parallel_group(tmp_path: Path) -> None:
+    items = [{"id": f"i{n}", "n": n} for n in range(6)]
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "fanout.lwir.yaml", {"items": items}, "run_fan",
+                  LWTOOL_TEST_BLOCK="i3")
+    _wait_for(work / "blocked-i3", proc)
+    time.sleep(0.2)  # let the sibling branch in flight commit too
+    _kill(proc)
+    before = _calls(work)
+    committed = {json.loads(line)["stepPath"] for line in run_cli(
+        "events", "run_fan", "--data-dir", str(work / "data"), "--json", "--type",
+        "StepCompleted").stdout.splitlines()}
+    assert {"each[i0].work", "each[i1].work", "each[i2].work"} <= committed
+    assert "each[i3].work" not in committed
+    result = _replay(work, "run_fan")
+    assert result["output"] == _uninterrupted(tmp_path, "fanout.lwir.yaml", {"items": items})
+    after = _calls(work)
+    for n in range(6):
+        key = f"i{n}"
+        if f"each[{key}].work" in committed:
+            assert after[f"work:{key}"] == before[f"work:{key}"] == 1  # never re-run
+        else:
+            assert after[f"work:{key}"] >= 1
+    assert after["work:i3"] == 2  # in flight when killed: at-least-once
+
+
+def test_kill_during_visit_2_of_a_loop(tmp_path: Path) -> None:
+    work = tmp_path / "killed"
+    work.mkdir()
+    run_input = {"text": "go"}
+    proc = _start(work, "loop.lwir.yaml", run_input, "run_loop",
+                  LWTOOL_TEST_BLOCK="improve-3")
+    _wait_for(work / "blocked-improve-3", proc)
+    _kill(proc)
+    result = _replay(work, "run_loop")
+    assert result["output"] == _uninterrupted(tmp_path, "loop.lwir.yaml", run_input)
+    assert result["output"] == {"text": "go!!!", "rounds": 3}
+    assert _calls(work) == Counter({"improve:improve-1": 1, "check:check-1": 1,
+                                    "improve:improve-2": 1, "check:check-2": 1,
+                                    "improve:improve-3": 2, "check:check-3": 1,
+                                    "publish:publish": 1})
+    paths = [json.loads(line)["stepPath"] for line in run_cli(
+        "events", "run_loop", "--data-dir", str(work / "data"), "--json", "--type",
+        "StepCompleted").stdout.splitlines()]
+    assert paths == ["improve.visit[0]", "check.visit[0]", "again.visit[0]",
+                     "improve.visit[1]", "check.visit[1]", "again.visit[1]",
+                     "improve.visit[2]", "check.visit[2]", "again.visit[2]", "publish"]
+
+
+def test_a_second_replay_of_a_running_run_is_refused(tmp_path: Path) -> None:
+    work = tmp_path / "busy"
+    work.mkdir()
+    proc = _start(work, "chain.lwir.yaml", {"seed": "s"}, "run_busy", LWTOOL_TEST_BLOCK="b")
+    _wait_for(work / "blocked-b", proc)
+    try:
+        second = run_cli("replay", "run_busy", "--tools", TOOLS, "--data-dir",
+                         str(work / "data"), env=_env(work))
+        assert second.returncode == 2
+        assert "being executed by another process" in second.stderr
+        again = run_cli("run", str(HERE / "workflows" / "chain.lwir.yaml"), "--input",
+                        str(work / "input.json"), "--tools", TOOLS, "--data-dir",
+                        str(work / "data"), "--run-id", "run_busy", env=_env(work))
+        assert again.returncode == 2
+    finally:
+        _kill(proc)
+    assert _calls(work)["record:b"] == 1
+    assert _replay(work, "run_busy")["output"] == {"key": "d", "value": "s-b-c-d"}
