@@ -1,0 +1,192 @@
+"""`lwtool run/replay/events/report/runs` as a user runs them, failure paths included."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+EX = ROOT / "examples"
+TOOLS = f"{EX / 'tools.py'}:tools"
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+def _run_loop(data: Path, *extra: str):  # type: ignore[no-untyped-def]
+    return run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input",
+                   str(EX / "inputs" / "refine-loop.json"), "--tools", TOOLS,
+                   "--data-dir", str(data), *extra)
+
+
+def test_run_prints_output_and_announces_the_run_id(data: Path) -> None:
+    result = _run_loop(data)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"text": "Durable workflows replay after a crash!!!",
+                                         "rounds": 3}
+    assert result.stderr.startswith("lwtool: run run_")
+
+
+def test_run_json_and_replay_give_the_same_result(data: Path) -> None:
+    first = _run_loop(data, "--json", "--run-id", "run_fixed")
+    result = json.loads(first.stdout)
+    assert set(result) == {"runId", "workflowVersionId", "status", "output", "usage",
+                           "artifacts"}
+    assert result["runId"] == "run_fixed" and result["status"] == "completed"
+    replay = run_cli("replay", "run_fixed", "--data-dir", str(data), "--json")
+    assert replay.returncode == 0 and json.loads(replay.stdout) == result
+    again = _run_loop(data, "--json", "--run-id", "run_fixed")
+    assert json.loads(again.stdout) == result  # an existing id resumes, it does not rerun
+    runs = json.loads(run_cli("runs", "--json", "--data-dir", str(data)).stdout)
+    assert [(r["runId"], r["status"]) for r in runs] == [("run_fixed", "completed")]
+
+
+def test_offline_model_example(data: Path) -> None:
+    result = run_cli("run", str(EX / "candidate-review.lwir.yaml"), "--input",
+                     str(EX / "inputs" / "candidate-review.json"), "--models",
+                     str(EX / "models.offline.yaml"), "--data-dir", str(data), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert len(payload["output"]) == 3 and all(o["passed"] for o in payload["output"])
+    report = run_cli("report", payload["runId"], "--data-dir", str(data), "--json")
+    parsed = json.loads(report.stdout)
+    assert parsed["run"]["costUsd"] is None and parsed["run"]["unpricedCalls"] == 6
+    assert set(parsed["steps"]) == {f"review-cands[cand_00{i}].{s}.visit[0]"
+                                    for i in (1, 2, 3) for s in ("worker", "review")}
+    text = run_cli("report", payload["runId"], "--data-dir", str(data)).stdout
+    assert "unpriced" in text
+
+
+def test_events_filters(data: Path) -> None:
+    _run_loop(data, "--run-id", "run_ev")
+    lines = run_cli("events", "run_ev", "--data-dir", str(data), "--json").stdout.splitlines()
+    events = [json.loads(line) for line in lines]
+    assert events[0]["type"] == "RunStarted" and events[-1]["type"] == "RunCompleted"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert all({"seq", "type", "runId", "payload"} <= set(e) for e in events)
+    tool_calls = run_cli("events", "run_ev", "--data-dir", str(data), "--type",
+                         "harness.tool_call.*", "--json").stdout.splitlines()
+    assert len(tool_calls) == 14  # 7 calls, started + succeeded
+    assert run_cli("events", "run_ev", "--data-dir", str(data), "--type", "harness.tool_call.*",
+                   "--caller", "code").stdout == ""
+    assert len(run_cli("events", "run_ev", "--data-dir", str(data), "--caller", "step",
+                       "--json").stdout.splitlines()) == 14
+    assert run_cli("events", "run_ev", "--data-dir", str(data), "--caller",
+                   "robot").returncode == 2
+
+
+def test_failed_run_json_and_exit_code(data: Path, tmp_path: Path) -> None:
+    bad_input = tmp_path / "in.json"
+    bad_input.write_text('{"text": ""}')
+    failed = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", str(bad_input),
+                     "--tools", TOOLS, "--data-dir", str(data), "--json")
+    assert failed.returncode == 1
+    payload = json.loads(failed.stdout)
+    assert payload["status"] == "failed" and payload["causeCode"] == "input_schema_error"
+    assert {"runId", "status", "causeCode", "failedStepPath"} <= set(payload)
+    assert "input_schema_error" in failed.stderr and "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["replay", "run_nope"], "no run run_nope"),
+    (["events", "run_nope"], "no run run_nope"),
+    (["report", "run_nope"], "no run run_nope"),
+])
+def test_unknown_run_id(data: Path, args: list[str], needle: str) -> None:
+    _run_loop(data)
+    result = run_cli(*args, "--data-dir", str(data))
+    assert result.returncode == 2 and needle in result.stderr
+
+
+def test_missing_tools_and_bad_inputs_are_usage_errors(data: Path, tmp_path: Path) -> None:
+    loop = str(EX / "refine-loop.lwir.yaml")
+    inp = str(EX / "inputs" / "refine-loop.json")
+    cases = [
+        (["run", loop, "--input", inp, "--tools", "nope_module:tools"], "cannot import"),
+        (["run", loop, "--input", inp, "--tools", f"{EX / 'tools.py'}:missing"], "no attribute"),
+        (["run", loop, "--input", str(tmp_path / "none.json")], "does not exist"),
+        (["run", str(tmp_path / "none.yaml"), "--input", inp], "cannot read"),
+    ]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"text": ')
+    cases.append((["run", loop, "--input", str(broken)], "broken.json:1:"))
+    for args, needle in cases:
+        result = run_cli(*args, "--data-dir", str(data))
+        assert result.returncode == 2, (args, result.stderr)
+        assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_tool_fails_the_run_clearly(data: Path) -> None:
+    result = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input",
+                     str(EX / "inputs" / "refine-loop.json"), "--data-dir", str(data))
+    assert result.returncode == 1 and "runtime_config_error" in result.stderr
+    assert "tool 'improve' is not registered" in result.stderr
+
+
+def test_invalid_workflow_is_not_run(data: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.lwir.yaml"
+    bad.write_text((EX / "refine-loop.lwir.yaml").read_text().replace("maxVisits: 4", "maxVisits: 0"))
+    result = run_cli("run", str(bad), "--input", str(EX / "inputs" / "refine-loop.json"),
+                     "--data-dir", str(data))
+    assert result.returncode == 1 and "step.max_visits_out_of_range" in result.stderr
+    assert not (data / "events" / "events.db").exists()
+
+
+def test_definition_with_a_fixed_plan_runs_the_plan(data: Path, tmp_path: Path) -> None:
+    definition = tmp_path / "loop.definition.yaml"
+    definition.write_text(
+        "apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\nid: loop\n"
+        f"tools: [improve, checkText, publish]\nplanner: {{plan: {EX / 'refine-loop.lwir.yaml'}}}\n")
+    assert run_cli("validate", str(definition)).returncode == 0
+    result = run_cli("run", str(definition), "--input", str(EX / "inputs" / "refine-loop.json"),
+                     "--tools", TOOLS, "--data-dir", str(data))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["rounds"] == 3
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate"])
+def test_damaged_data_dir_is_reported_not_crashed(data: Path, damage: str) -> None:
+    _run_loop(data, "--run-id", "run_dmg")
+    db = data / "events" / "events.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database" * 100)
+    else:
+        db.write_bytes(db.read_bytes()[:1500])
+    for args in (["replay", "run_dmg"], ["runs"], ["events", "run_dmg"]):
+        result = run_cli(*args, "--data-dir", str(data))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr and str(data) in result.stderr
+
+
+def test_tampered_history_is_nondeterminism(data: Path, tmp_path: Path) -> None:
+    """A log whose recorded step at a path is not the workflow's step there is refused."""
+    _run_loop(data, "--run-id", "run_t")
+    db = data / "events" / "events.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE events SET payload = replace(payload, '\"stepId\":\"check\"', "
+                     "'\"stepId\":\"other\"') WHERE run_id = 'run_t' AND type = 'StepCompleted'")
+        conn.execute("DELETE FROM events WHERE run_id = 'run_t' AND type = 'RunCompleted'")
+        conn.execute("UPDATE runs SET status = 'running' WHERE run_id = 'run_t'")
+    result = run_cli("replay", "run_t", "--tools", TOOLS, "--data-dir", str(data))
+    assert result.returncode == 2
+    assert "the log has step 'other'" in result.stderr
+
+
+def test_capability_drift_on_resume(data: Path) -> None:
+    _run_loop(data, "--run-id", "run_cd")
+    db = data / "events" / "events.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM events WHERE run_id = 'run_cd' AND type = 'RunCompleted'")
+        conn.execute("UPDATE runs SET status = 'running' WHERE run_id = 'run_cd'")
+    result = run_cli("replay", "run_cd", "--data-dir", str(data), "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["causeCode"] == "capability_drift"
+    assert "improve" in result.stderr

@@ -1,0 +1,224 @@
+"""Runtime semantics through the Python API (real local world in a temp dir)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwtool import RunFailedError, ToolRegistry, TransientError, local_world, run_workflow
+from lwtool.runtime.api import replay_run
+from tests.conftest import MINIMAL_HEADER
+
+HERE = Path(__file__).parent
+
+
+def lwir(steps: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(MINIMAL_HEADER), **top, "steps": steps}
+
+
+def tool(step_id: str, name: str = "echo", **extra: Any) -> dict[str, Any]:
+    return {"id": step_id, "uses": "tool.call", "with": {"tool": name}, **extra}
+
+
+class Probe:
+    """Tools that record calls and track how many run at once."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.active = 0
+        self.peak = 0
+
+    def registry(self) -> ToolRegistry:
+        registry = ToolRegistry()
+
+        async def echo(args: Any) -> Any:
+            self.calls.append(args)
+            return args
+
+        async def slow(args: Any) -> Any:
+            self.calls.append(args)
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            await asyncio.sleep(0.02)
+            self.active -= 1
+            if isinstance(args, dict) and args.get("fail"):
+                raise RuntimeError(f"{args['id']} failed")
+            return {"id": args["id"]} if isinstance(args, dict) else args
+
+        def boom(args: Any) -> Any:
+            raise ValueError("the tool broke")
+
+        def wrong(args: Any) -> Any:
+            return {"nope": 1}
+
+        registry.register("echo", echo)
+        registry.register("slow", slow)
+        registry.register("boom", boom)
+        registry.register("wrong", wrong)
+        return registry
+
+
+def run(doc: dict[str, Any], run_input: Any, tmp_path: Path, probe: Probe | None = None,
+        **kwargs: Any) -> dict[str, Any]:
+    world = local_world(tmp_path / "data", max_concurrent_steps=kwargs.pop("slots", 8))
+    tools = (probe or Probe()).registry()
+    return asyncio.run(run_workflow(doc, run_input, world=world, tools=tools, **kwargs))
+
+
+def fails(doc: dict[str, Any], run_input: Any, tmp_path: Path,
+          probe: Probe | None = None) -> RunFailedError:
+    with pytest.raises(RunFailedError) as info:
+        run(doc, run_input, tmp_path, probe)
+    return info.value
+
+
+def parallel(items: Any, body: list[dict[str, Any]], **with_: Any) -> dict[str, Any]:
+    return {"id": "each", "uses": "parallel", "with": {
+        "items": items, "maxBranches": 10, "maxConcurrency": 2, **with_}, "steps": body}
+
+
+ITEMS = [{"id": "b", "n": 2}, {"id": "c", "n": 3}, {"id": "a", "n": 1}]
+
+
+def test_step_input_rules(tmp_path: Path) -> None:
+    doc = lwir([tool("x", input={"v": "{{ input.v }}"}),
+                {"id": "y", "uses": "tool.call", "needs": ["x"],
+                 "with": {"tool": "echo", "args": {"w": "{{ steps.x.output.v }}"}}},
+                {"id": "z", "uses": "tool.call", "needs": ["y"], "with": {"tool": "echo"}}])
+    probe = Probe()
+    result = run(doc, {"v": 7}, tmp_path, probe)
+    assert probe.calls == [{"v": 7}, {"w": 7}, {"v": 7}]
+    assert result["output"] == {"v": 7}  # the last step's output is the run's
+
+
+def test_fan_in_orders_and_output_step(tmp_path: Path) -> None:
+    body = [tool("work", "slow"), tool("after", needs=["work"], input={"k": "{{ item.id }}"})]
+    by_input = run(lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}")]),
+                   {"items": ITEMS}, tmp_path / "1")
+    assert by_input["output"] == [{"k": "b"}, {"k": "c"}, {"k": "a"}]
+    by_key = run(lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}",
+                                fanIn={"order": "itemKey", "output": "array",
+                                       "outputStep": "work"})]), {"items": ITEMS}, tmp_path / "2")
+    assert by_key["output"] == [{"id": "a"}, {"id": "b"}, {"id": "c"}]
+
+
+def test_concurrency_is_bounded_by_group_and_world(tmp_path: Path) -> None:
+    items = [{"id": f"i{n}"} for n in range(8)]
+    probe = Probe()
+    run(lwir([parallel("{{ input.items }}", [tool("work", "slow")], maxConcurrency=4)]),
+        {"items": items}, tmp_path / "1", probe)
+    assert probe.peak == 4
+    probe = Probe()
+    run(lwir([parallel("{{ input.items }}", [tool("work", "slow")], maxConcurrency=4)]),
+        {"items": items}, tmp_path / "2", probe, slots=2)
+    assert probe.peak == 2
+
+
+def test_fail_fast_and_all_settled(tmp_path: Path) -> None:
+    items = [{"id": "ok1"}, {"id": "bad", "fail": True}, {"id": "ok2"}, {"id": "bad2",
+                                                                     "fail": True}]
+    body = [tool("work", "slow")]
+    error = fails(lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}",
+                                 failureMode="fail_fast", maxConcurrency=1)]),
+                  {"items": items}, tmp_path / "1")
+    assert error.cause_code == "step_failed" and error.failed_step_path == "each[bad].work"
+    probe = Probe()
+    error = fails(lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}",
+                                 failureMode="all_settled", maxConcurrency=1)]),
+                  {"items": items}, tmp_path / "2", probe)
+    assert error.cause_code == "step_failed"
+    assert "each[bad].work" in error.message and "each[bad2].work" in error.message
+    assert [c["id"] for c in probe.calls] == ["ok1", "bad", "ok2", "bad2"]
+
+
+def test_too_many_items_and_duplicate_keys(tmp_path: Path) -> None:
+    doc = lwir([parallel("{{ input.items }}", [tool("work")], maxBranches=2)])
+    assert "more than maxBranches" in fails(doc, {"items": ITEMS}, tmp_path / "1").message
+    doc = lwir([parallel("{{ input.items }}", [tool("work")], itemKey="{{ item.n > 1 }}")])
+    assert "unique" in fails(doc, {"items": ITEMS}, tmp_path / "2").message
+
+
+def test_unchosen_decision_target_is_skipped(tmp_path: Path) -> None:
+    doc = lwir([
+        tool("check", input={"ok": "{{ input.ok }}"}),
+        {"id": "route", "uses": "decision", "needs": ["check"], "with": {
+            "cases": [{"when": "{{ steps.check.output.ok }}", "to": "yes"}], "default": "no"}},
+        tool("yes", input="yes"), tool("no", input="no"),
+        tool("after-no", needs=["no"], input="after-no"),
+    ])
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(doc, {"ok": True}, world=world, tools=Probe().registry()))
+    assert result["output"] == "yes"
+    skipped = [e.step_path for e in world.events(result["runId"]) if e.type == "StepSkipped"]
+    assert skipped == ["no", "after-no"]
+
+
+def test_max_visits_exceeded(tmp_path: Path) -> None:
+    doc = lwir([tool("work", maxVisits=2, input="x"),
+                {"id": "again", "uses": "decision", "needs": ["work"], "maxVisits": 2,
+                 "with": {"cases": [], "default": "work"}}])
+    error = fails(doc, {}, tmp_path)
+    assert error.cause_code == "max_visits_exceeded"
+    assert error.failed_step_path == "work.visit[2]"
+
+
+def test_failures_carry_cause_and_path(tmp_path: Path) -> None:
+    schema = {"schema": {"type": "object", "required": ["v"]}}
+    assert fails(lwir([tool("x")], input=schema), {}, tmp_path / "1").cause_code == \
+        "input_schema_error"
+    error = fails(lwir([tool("x", "boom")]), {}, tmp_path / "2")
+    assert (error.cause_code, error.failed_step_path) == ("step_failed", "x")
+    assert "ValueError: the tool broke" in error.message
+    error = fails(lwir([tool("x", "wrong", output={"mode": "object", "schema": {
+        "type": "object", "required": ["v"]}})]), {}, tmp_path / "3")
+    assert (error.cause_code, error.failed_step_path) == ("step_schema_error", "x")
+    error = fails(lwir([tool("x", "missing-tool")]), {}, tmp_path / "4")
+    assert error.cause_code == "runtime_config_error" and "missing-tool" in error.message
+    error = fails(lwir([tool("x")], output={"schema": {"type": "string"}}), {"a": 1},
+                  tmp_path / "5")
+    assert error.cause_code == "step_schema_error"
+
+
+def test_transient_errors_are_retried_by_policy(tmp_path: Path) -> None:
+    attempts: list[int] = []
+
+    def flaky(args: Any) -> Any:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise TransientError("429")
+        return "ok"
+
+    world = local_world(tmp_path / "data")
+    doc = lwir([tool("x", "flaky", retry={"maxAttempts": 3, "backoffMs": 1})])
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools={"flaky": flaky}))
+    assert result["output"] == "ok" and len(attempts) == 3
+    failed = [e for e in world.events(result["runId"]) if e.type == "StepAttemptFailed"]
+    assert [e.payload["attempt"] for e in failed] == [1, 2]
+    attempts.clear()
+    doc = lwir([tool("x", "flaky", retry={"maxAttempts": 2, "backoffMs": 1})])
+    with pytest.raises(RunFailedError):
+        asyncio.run(run_workflow(doc, {}, world=world, tools={"flaky": flaky}))
+
+
+def test_replay_of_a_finished_run_calls_nothing(tmp_path: Path) -> None:
+    probe = Probe()
+    world = local_world(tmp_path / "data")
+    doc = lwir([tool("x", input={"v": 1})])
+    first = asyncio.run(run_workflow(doc, {}, world=world, tools=probe.registry()))
+    again = asyncio.run(replay_run(first["runId"], world=world, tools=probe.registry()))
+    assert again == first and len(probe.calls) == 1
+    same_id = asyncio.run(run_workflow(doc, {}, world=world, tools=probe.registry(),
+                                       run_id=first["runId"]))
+    assert same_id == first and len(probe.calls) == 1
+
+
+def test_code_run_fails_clearly(tmp_path: Path) -> None:
+    from lwtool.runtime.api import load_lwir
+
+    doc = load_lwir(HERE.parent.parent / "examples" / "filter-candidates.lwir.json")
+    error = fails(doc, {"jobId": "j1"}, tmp_path)
+    assert error.cause_code == "runtime_config_error" and "code.run" in error.message
