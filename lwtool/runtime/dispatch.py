@@ -48,7 +48,11 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
         attempt += 1
         try:
             async with run.step_slots:
-                result = await _attempt(scope, step, path, visit, attempt, kind)
+                run.active_steps += 1
+                try:
+                    result = await _attempt(scope, step, path, visit, attempt, kind)
+                finally:
+                    run.active_steps -= 1
             if uses != "decision":
                 _note_final(scope, sid, path, result)
             return result
@@ -76,8 +80,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     step_input = kind.resolve_input(scope, step, expression_scope, path)
     input_hash = short_hash(step_input)
     manifest = {"harnessId": "lwtool/workflow-harness@1", "workflowVersionId": run.version_id,
-                "stepPath": path, "stepConfigHash": short_hash(step),
-                "allowedToolsHash": short_hash(run.tools.names())}
+                "stepPath": path, "stepConfigHash": run.config_hash(step),
+                "allowedToolsHash": run.tools_hash}
     await run.record([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash}, path),

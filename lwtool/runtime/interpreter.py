@@ -149,8 +149,8 @@ async def _final_output(state: RunState) -> tuple[str | None, Any]:
     (the fan-in array when that is a parallel step)."""
     top_ids = {s.get("id") for s in state.lwir.get("steps") or [] if s.get("uses") != "decision"}
     last: Event | None = None
-    for event in state.world.events(state.run_id):
-        if event.type != "StepCompleted" or event.payload.get("stepId") not in top_ids:
+    for event in state.world.events(state.run_id, ["StepCompleted"]):
+        if event.payload.get("stepId") not in top_ids:
             continue
         path, sid = event.step_path or "", event.payload["stepId"]
         if path == sid or path.startswith(f"{sid}.visit["):
@@ -179,6 +179,6 @@ async def result_of(world: World, run_id: str, version_id: str, output: Any,
                     artifacts: list[str]) -> dict[str, Any]:
     from lwtool.runtime.report import usage_report
 
-    report = usage_report(world.events(run_id))
+    report = usage_report(world.events(run_id, ["harness.model.responded"]))
     return {"runId": run_id, "workflowVersionId": version_id, "status": "completed",
             "output": output, "usage": report["run"], "artifacts": sorted(set(artifacts))}

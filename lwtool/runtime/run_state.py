@@ -11,7 +11,6 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwtool.canonical.jcs import canonical_bytes
 from lwtool.runtime.journal import Journal
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import Event, NewEvent, World
@@ -21,10 +20,13 @@ FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 
 
 def short_hash(value: Any) -> str:
-    try:
-        data = canonical_bytes(value)
-    except ValueError:
-        data = json.dumps(value, sort_keys=True, default=str).encode()
+    """A content hash for event payloads (inputHash, outputHash, manifestHash).
+
+    Deterministic (sorted keys, fixed separators) and C-fast; identity hashes (the
+    WorkflowVersion id) use RFC 8785 instead, in lwtool.canonical.
+    """
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str).encode("utf-8")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -42,12 +44,27 @@ class RunState:
     artifacts: list[str] = field(default_factory=list)
     final: tuple[str, Any] | None = None  # (step path, output) of the last non-decision step
     _fault: tuple[str, str] | None = None
+    _config_hashes: dict[int, str] = field(default_factory=dict)
+    tools_hash: str = ""
+    active_steps: int = 0
+    _queue: list[Any] = field(default_factory=list)
+    _flushing: bool = False
+    _flusher: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
+        self.tools_hash = short_hash(self.tools.names())
         spec = os.environ.get(FAULT_ENV)
         if spec and "@" in spec:
             event_type, _, pattern = spec.partition("@")
             self._fault = (event_type, pattern)
+
+    def config_hash(self, step: dict[str, Any]) -> str:
+        """The hash of a step's configuration (cached: visits share it)."""
+        key = id(step)
+        found = self._config_hashes.get(key)
+        if found is None:
+            found = self._config_hashes[key] = short_hash(step)
+        return found
 
     @property
     def workflow_view(self) -> dict[str, Any]:
@@ -58,16 +75,52 @@ class RunState:
     async def record(self, events: list[NewEvent], durable: bool = True,
                      artifacts: list[tuple[str, bytes]] | None = None,
                      status: str | None = None) -> list[Event]:
-        """Append events. Durable commits (an fsync) run in a worker thread so the event
-        loop keeps serving other branches meanwhile."""
-        if durable:
-            committed = await asyncio.to_thread(self.world.append, self.run_id, events, status,
-                                                artifacts or (), True)
+        """Append events; returns once they are committed.
+
+        Commits without an fsync (evidence) and, with one step in flight (a chain),
+        durable ones too run inline: a thread hand-off would cost more than the fsync.
+        With several steps in flight, durable appends go through a group commit: a
+        flusher task commits everything queued in one transaction in a worker thread, so
+        one fsync serves many branches and the loop keeps running. A step's own events
+        stay in order either way (its closing batch is recorded after its start).
+        """
+        if not durable or (self.active_steps <= 1 and not self._queue and not self._flushing):
+            committed = self.world.append(self.run_id, events, status, artifacts or (), durable)
         else:
-            committed = self.world.append(self.run_id, events, status, artifacts or (), False)
+            future: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
+            self._queue.append((events, artifacts or [], status, durable, future))
+            if not self._flushing:
+                self._flushing = True
+                self._flusher = asyncio.create_task(self._flush())
+            committed = await future
         if self._fault is not None:
             self._maybe_die(committed)
         return committed
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                events = [e for item in batch for e in item[0]]
+                artifacts = [a for item in batch for a in item[1]]
+                status = next((item[2] for item in reversed(batch) if item[2]), None)
+                durable = any(item[3] for item in batch)
+                try:
+                    committed = await asyncio.to_thread(self.world.append, self.run_id, events,
+                                                        status, artifacts, durable)
+                except BaseException as exc:  # noqa: BLE001 - handed to every waiter
+                    for item in batch:
+                        if not item[4].done():
+                            item[4].set_exception(exc)
+                    continue
+                start = 0
+                for item in batch:
+                    count = len(item[0])
+                    if not item[4].done():
+                        item[4].set_result(committed[start:start + count])
+                    start += count
+        finally:
+            self._flushing = False
 
     def _maybe_die(self, committed: list[Event]) -> None:
         """Fault injection for durability tests: SIGKILL this process right after a

@@ -13,6 +13,7 @@ cancelled attempt records nothing) and the failure is the scope's.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lwtool.runtime.errors import StepFailure
@@ -29,6 +30,25 @@ def _dependents(steps: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
             if need in out:
                 out[need].add(sid)
     return out
+
+
+class StepsView(Mapping[str, dict[str, Any]]):
+    """`steps` as expressions see it: id -> {output, lastOutput, allVisits}, built per
+    access (a step reads one or two steps, not the whole scope)."""
+
+    def __init__(self, outputs: dict[str, list[Any]]) -> None:
+        self._outputs = outputs
+
+    def __getitem__(self, step_id: str) -> dict[str, Any]:
+        outputs = self._outputs[step_id]
+        last = outputs[-1] if outputs else None
+        return {"output": last, "lastOutput": last, "allVisits": list(outputs)}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._outputs)
+
+    def __len__(self) -> int:
+        return len(self._outputs)
 
 
 def _closure(start: str, edges: dict[str, set[str]]) -> set[str]:
@@ -54,21 +74,31 @@ class Scope:
         self.has_item = has_item
         self.steps = {s["id"]: s for s in steps}
         self.order = [s["id"] for s in steps]
+        self.position = {sid: i for i, sid in enumerate(self.order)}
         self.visits = dict.fromkeys(self.steps, 0)
         self.outputs: dict[str, list[Any]] = {sid: [] for sid in self.steps}
         self.done: set[str] = set()
         self.skipped: set[str] = set()
         self.released: set[str] = set()
+        self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
         self.ended = False
         self.last_output: tuple[str, str, Any] | None = None  # (id, path, output)
+        self.needs = {sid: [n for n in s.get("needs") or []] for sid, s in self.steps.items()}
         self.dependents = _dependents(self.steps)
-        self.downstream = {sid: _closure(sid, self.dependents) for sid in self.steps}
+        self._downstream: dict[str, set[str]] = {}
         self.gated: set[str] = set()
         for sid, step in self.steps.items():
             if step.get("uses") == "decision":
                 for target in self._targets(step):
-                    if target in self.steps and sid not in self.downstream[target]:
+                    if target in self.steps and sid not in self.downstream(target):
                         self.gated.add(target)
+
+    def downstream(self, step_id: str) -> set[str]:
+        """The step and every step that needs it, directly or not (computed once)."""
+        found = self._downstream.get(step_id)
+        if found is None:
+            found = self._downstream[step_id] = _closure(step_id, self.dependents)
+        return found
 
     @staticmethod
     def _targets(step: dict[str, Any]) -> list[str]:
@@ -77,18 +107,12 @@ class Scope:
 
     # -- expression scope ---------------------------------------------------------------
 
-    def steps_view(self) -> dict[str, dict[str, Any]]:
-        view = {}
-        for sid, outputs in self.outputs.items():
-            last = outputs[-1] if outputs else None
-            view[sid] = {"output": last, "lastOutput": last, "allVisits": list(outputs)}
-        return view
 
     def expression_scope(self, step_id: str, path: str, visit: int,
                          attempt: int) -> dict[str, Any]:
         scope: dict[str, Any] = {
             "input": self.run.run_input,
-            "steps": self.steps_view(),
+            "steps": StepsView(self.outputs),
             "workflow": self.run.workflow_view,
             "step": {"id": step_id, "path": path, "visit": visit, "attempt": attempt},
         }
@@ -104,17 +128,21 @@ class Scope:
     # -- scheduling -----------------------------------------------------------------------
 
     def _runnable(self, running: set[str]) -> list[str]:
-        if self.ended:
+        """Ready steps in document order. Only `dirty` steps are looked at: readiness
+        changes only when a need completes, a decision releases a step or a back-edge
+        resets it, and each of those marks the steps concerned dirty."""
+        if self.ended or not self.dirty:
             return []
         ready = []
-        for sid in self.order:
-            if sid in self.done or sid in self.skipped or sid in running:
+        done = self.done
+        for sid in sorted(self.dirty, key=self.position.__getitem__):
+            if sid in done or sid in self.skipped or sid in running:
                 continue
             if sid in self.gated and sid not in self.released:
                 continue
-            needs = self.steps[sid].get("needs") or []
-            if all(n in self.done for n in needs):
+            if all(n in done for n in self.needs[sid]):
                 ready.append(sid)
+        self.dirty.clear()
         return ready
 
     async def execute(self) -> None:
@@ -136,7 +164,7 @@ class Scope:
                 if not running:
                     break
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(finished, key=lambda t: self.order.index(running[t])):
+                for task in sorted(finished, key=lambda t: self.position[running[t]]):
                     sid = running.pop(task)
                     result = task.result()  # raises the step's failure
                     self._completed(sid, result)
@@ -150,6 +178,7 @@ class Scope:
     def _completed(self, sid: str, result: Any) -> None:
         step = self.steps[sid]
         self.done.add(sid)
+        self.dirty.update(self.dependents[sid])
         if step.get("uses") != "decision":
             self.outputs[sid].append(result)
             path = self.path_of(sid, self.visits[sid] - 1)
@@ -161,16 +190,18 @@ class Scope:
                 self._skip(target)
         if chosen == END:
             self.ended = True
-        elif chosen in self.done or sid in self.downstream.get(chosen, set()):
+        elif chosen in self.done or (chosen in self.steps and sid in self.downstream(chosen)):
             # A back-edge: the target and everything after it in the loop go round again.
-            for again in self.downstream[chosen]:
+            for again in self.downstream(chosen):
                 self.done.discard(again)
+            self.dirty.update(self.downstream(chosen))
         else:
             self.released.add(chosen)
             self.skipped.discard(chosen)
+            self.dirty.add(chosen)
 
     def _skip(self, sid: str) -> None:
-        for gone in self.downstream[sid]:
+        for gone in self.downstream(sid):
             if gone not in self.done:
                 self.skipped.add(gone)
 

@@ -172,13 +172,12 @@ class LocalWorld:
         row = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id}")
-        seq = row[0]
-        out = []
-        for event in events:
-            seq += 1
-            db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                       (run_id, seq, event.type, event.step_path, _dumps(event.payload), now))
-            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+        first = row[0] + 1
+        out = [Event(first + i, run_id, e.type, e.payload, e.step_path, now)
+               for i, e in enumerate(events)]
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                       [(run_id, e.seq, e.type, e.step_path, _dumps(e.payload), now) for e in out])
+        seq = first + len(out) - 1
         if status is None:
             db.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE run_id = ?",
                        (seq, now, run_id))
@@ -204,9 +203,16 @@ class LocalWorld:
         return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
                          json.loads(row[6]))
 
-    def events(self, run_id: str) -> list[Event]:
-        rows = self._read("SELECT seq, type, step_path, payload, at FROM events "
-                          "WHERE run_id = ? ORDER BY seq", (run_id,))
+    def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
+        """A run's events in commit order (only those of `types`, when given)."""
+        if types:
+            marks = ",".join("?" * len(types))
+            rows = self._read("SELECT seq, type, step_path, payload, at FROM events WHERE "
+                              f"run_id = ? AND type IN ({marks}) ORDER BY seq",
+                              (run_id, *types))
+        else:
+            rows = self._read("SELECT seq, type, step_path, payload, at FROM events "
+                              "WHERE run_id = ? ORDER BY seq", (run_id,))
         try:
             return [Event(r[0], run_id, r[1], json.loads(r[3]), r[2], r[4]) for r in rows]
         except ValueError as exc:

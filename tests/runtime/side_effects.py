@@ -15,7 +15,8 @@ from lwtool import ToolRegistry, TransientError
 tools = ToolRegistry()
 
 
-def _note(tool: str, key: str) -> None:
+def _note(tool: str, key: str) -> bool:
+    """Count the call; True when this call should hang (the caller hangs its own way)."""
     folder = Path(os.environ.get("LWTOOL_TEST_DIR", "."))
     with open(folder / "calls.log", "a", encoding="utf-8") as fh:
         fh.write(f"{tool}:{key}\n")
@@ -23,40 +24,47 @@ def _note(tool: str, key: str) -> None:
         os.fsync(fh.fileno())
     if os.environ.get("LWTOOL_TEST_BLOCK") == key:
         (folder / f"blocked-{key}").write_text(str(os.getpid()))
+        return True
+    return False
+
+
+def _hang_sync(blocked: bool) -> None:
+    if blocked:
         time.sleep(3600)
 
 
 @tools.tool()
 def record(args: dict[str, Any]) -> dict[str, Any]:
     """Return the key and the value it was given."""
-    _note("record", str(args["key"]))
+    _hang_sync(_note("record", str(args["key"])))
     return {"key": args["key"], "value": args.get("value")}
 
 
 @tools.tool()
 def improve(args: dict[str, Any]) -> dict[str, Any]:
     text = args["text"] + "!"
-    _note("improve", f"improve-{text.count('!')}")
+    _hang_sync(_note("improve", f"improve-{text.count('!')}"))
     return {"text": text}
 
 
 @tools.tool(name="checkText")
 def check_text(args: dict[str, Any]) -> dict[str, Any]:
-    _note("check", f"check-{args['text'].count('!')}")
+    _hang_sync(_note("check", f"check-{args['text'].count('!')}"))
     return {"ok": args["text"].count("!") >= int(os.environ.get("LWTOOL_TEST_ROUNDS", "3")),
             "text": args["text"]}
 
 
 @tools.tool()
 def publish(args: dict[str, Any]) -> dict[str, Any]:
-    _note("publish", "publish")
+    _hang_sync(_note("publish", "publish"))
     return {"text": args["text"], "rounds": args["rounds"]}
 
 
 @tools.tool()
 async def work(args: dict[str, Any]) -> dict[str, Any]:
     """An async branch worker."""
-    _note("work", str(args["id"]))
+    if _note("work", str(args["id"])):
+        await asyncio.sleep(3600)  # hang without freezing the other branches
     await asyncio.sleep(float(args.get("sleep", 0)))
     if args.get("fail"):
         raise RuntimeError(f"item {args['id']} is broken")
@@ -65,7 +73,7 @@ async def work(args: dict[str, Any]) -> dict[str, Any]:
 
 @tools.tool()
 def bad_output(args: dict[str, Any]) -> dict[str, Any]:
-    _note("bad_output", "x")
+    _hang_sync(_note("bad_output", "x"))
     return {"unexpected": True}
 
 
@@ -76,7 +84,7 @@ _FLAKY: dict[str, int] = {}
 def flaky(args: dict[str, Any]) -> dict[str, Any]:
     """Fails transiently the first `fails` times per key in this process."""
     key = str(args["key"])
-    _note("flaky", key)
+    _hang_sync(_note("flaky", key))
     _FLAKY[key] = _FLAKY.get(key, 0) + 1
     if _FLAKY[key] <= int(args.get("fails", 1)):
         raise TransientError("rate limited, try again")
