@@ -82,7 +82,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     manifest = {"harnessId": "lwtool/workflow-harness@1", "workflowVersionId": run.version_id,
                 "stepPath": path, "stepConfigHash": run.config_hash(step),
                 "allowedToolsHash": run.tools_hash}
-    await run.record([
+    run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash}, path),
         NewEvent("harness.session.started", {"runId": run.run_id, "role": "worker",
@@ -91,7 +91,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                              "manifestHash": short_hash(manifest)}, path),
         NewEvent("harness.execute_step.started", {"stepPath": path, "stepKind": uses,
                                                   "inputHash": input_hash}, path),
-    ], durable=False)
+    ])
     output, call_events = await kind.execute(scope, step, path, step_input, expression_scope)
     duration = int((time.perf_counter() - started) * 1000)
     closing = [

@@ -77,25 +77,39 @@ class RunState:
                      status: str | None = None) -> list[Event]:
         """Append events; returns once they are committed.
 
-        Commits without an fsync (evidence) and, with one step in flight (a chain),
-        durable ones too run inline: a thread hand-off would cost more than the fsync.
-        With several steps in flight, durable appends go through a group commit: a
-        flusher task commits everything queued in one transaction in a worker thread, so
-        one fsync serves many branches and the loop keeps running. A step's own events
-        stay in order either way (its closing batch is recorded after its start).
+        With one step in flight (a chain), the commit runs inline: a thread hand-off
+        would cost more than the fsync. With several steps in flight, appends go through
+        a group commit: a flusher task commits everything queued in one transaction in a
+        worker thread, so one fsync serves many branches and the loop keeps running.
         """
-        if not durable or (self.active_steps <= 1 and not self._queue and not self._flushing):
+        if self.active_steps <= 1 and not self._queue and not self._flushing:
             committed = self.world.append(self.run_id, events, status, artifacts or (), durable)
         else:
-            future: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
-            self._queue.append((events, artifacts or [], status, durable, future))
-            if not self._flushing:
-                self._flushing = True
-                self._flusher = asyncio.create_task(self._flush())
-            committed = await future
+            committed = await self._enqueue(events, artifacts or [], status, durable)
         if self._fault is not None:
             self._maybe_die(committed)
         return committed
+
+    def note(self, events: list[NewEvent]) -> None:
+        """Record evidence (an attempt started) without waiting for its commit. In a
+        chain it commits at once, without an fsync; among concurrent steps it joins the
+        next group commit, ahead of the step's own closing events (the queue is FIFO).
+        A killed process may lose a note that was not yet committed, never a result."""
+        if self.active_steps <= 1 and not self._queue and not self._flushing:
+            committed = self.world.append(self.run_id, events, None, (), False)
+            if self._fault is not None:
+                self._maybe_die(committed)
+            return
+        self._enqueue(events, [], None, False)
+
+    def _enqueue(self, events: list[NewEvent], artifacts: list[tuple[str, bytes]],
+                 status: str | None, durable: bool) -> asyncio.Future[list[Event]]:
+        future: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
+        self._queue.append((events, artifacts, status, durable, future))
+        if not self._flushing:
+            self._flushing = True
+            self._flusher = asyncio.create_task(self._flush())
+        return future
 
     async def _flush(self) -> None:
         try:

@@ -214,4 +214,4 @@ class Scope:
                 if path not in self.run.journal.skipped:
                     events.append(NewEvent("StepSkipped", {"stepId": sid}, path))
         if events:
-            await self.run.record(events, durable=False)
+            self.run.note(events)
