@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# The main job on a real example, offline: validate, hash and check the committed
-# example workflows against their locks.
+# The main job on real examples, offline: check the committed workflows against their
+# locks, then run two of them durably in a scratch data dir and show what was recorded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-.venv/bin/lwtool validate examples/*.lwir.*
-.venv/bin/lwtool hash examples/candidate-review.lwir.yaml
+data="$(mktemp -d)"
+trap 'rm -rf "$data"' EXIT
 .venv/bin/lwtool check examples
+echo "== refine-loop (tool.call + decision back-edge loop)"
+.venv/bin/lwtool run examples/refine-loop.lwir.yaml --input examples/inputs/refine-loop.json \
+  --tools examples/tools.py:tools --data-dir "$data" --run-id demo-loop
+echo "== candidate-review (parallel branches, ai.generate on the offline model)"
+.venv/bin/lwtool run examples/candidate-review.lwir.yaml \
+  --input examples/inputs/candidate-review.json --models examples/models.offline.yaml \
+  --data-dir "$data" --run-id demo-review
+.venv/bin/lwtool report demo-review --data-dir "$data"
+.venv/bin/lwtool runs --data-dir "$data"
