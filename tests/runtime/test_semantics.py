@@ -222,3 +222,26 @@ def test_code_run_fails_clearly(tmp_path: Path) -> None:
     doc = load_lwir(HERE.parent.parent / "examples" / "filter-candidates.lwir.json")
     error = fails(doc, {"jobId": "j1"}, tmp_path)
     assert error.cause_code == "runtime_config_error" and "code.run" in error.message
+
+
+def test_large_outputs_live_only_behind_output_ref(tmp_path: Path) -> None:
+    big = "x" * (300 * 1024)
+
+    def produce(args: Any) -> Any:
+        return {"blob": big}
+
+    world = local_world(tmp_path / "data")
+    doc = lwir([tool("make", "produce"), tool("size", "measure", needs=["make"],
+                                              input={"n": "{{ length(steps.make.output.blob) }}"})])
+    tools = {"produce": produce, "measure": lambda args: args}
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools=tools))
+    assert result["output"] == {"n": len(big)}
+    completed = next(e for e in world.events(result["runId"]) if e.step_path == "make"
+                     and e.type == "StepCompleted")
+    envelope = completed.payload["envelope"]
+    assert "output" not in envelope and envelope["outputRef"].startswith("artifact://sha256:")
+    files = list((tmp_path / "data" / "artifacts").rglob("*"))
+    assert any(f.is_file() and f.stat().st_size > 300 * 1024 for f in files)
+    # replay reads the output back from the artifact
+    again = asyncio.run(replay_run(result["runId"], world=world, tools=tools))
+    assert again["output"] == result["output"]
