@@ -26,7 +26,15 @@ print('HEAVY', heavy)
     ["check", "examples"],
     ["hash", "examples/refine-loop.lwir.yaml"],
 ])
-def test_fast_path_imports_no_litellm(args: list[str]) -> None:
+def test_fast_path_imports_no_litellm(args: list[str]) -> None:  # noqa: D103
     result = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
+    assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+def test_language_server_imports_no_litellm() -> None:
+    code = ("import sys, lwtool.lsp.server; "
+            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from lwtool.cli import canon, check, inspect, lock, run, validate
+from lwtool.cli import canon, check, inspect, lock, lsp, run, validate
 
 app = typer.Typer(
     name="lwtool",
@@ -28,6 +28,7 @@ app.command("replay")(run.replay)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)
 app.command("runs")(inspect.runs)
+app.command("lsp")(lsp.lsp)
 
 
 def main() -> None:

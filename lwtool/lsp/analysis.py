@@ -1,0 +1,235 @@
+"""What the editor features ask of a document, answered from the validator's own
+structures (the loader's source map, the rule context). No LSP types here: positions
+are 1-based code points, like everywhere in lwtool; lsp/convert.py translates."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lwtool.expr.ast import STEP_ACCESSORS
+from lwtool.source.loader import Document, LoadFailed, load_text
+from lwtool.source.position import Pos, Span
+from lwtool.validate.context import Context, StepInfo
+from lwtool.validate.finding import Finding
+from lwtool.validate.flow import decision_targets
+from lwtool.validate.run import document_kind, validate_document
+
+STEP_TYPE_DOCS = {
+    "ai.generate": "One model call on a model slot; the reply is checked against the output "
+                   "mode (text, object, array, choice, json). No tools are offered.",
+    "tool.call": "Calls one registered tool directly with the step input.",
+    "code.run": "Runs pinned TypeScript source in a sandbox enforcing the step's sandbox "
+                "policy; `tools` proxies registered tools (caller: code).",
+    "decision": "Routes to the first case whose `when` is truthy, else `default`; `end` "
+                "ends the scope. Records only `{chosen}`.",
+    "parallel": "Runs its `steps` once per item (bounded by maxBranches and "
+                "maxConcurrency) and fans the branch outputs in, in input or itemKey order.",
+}
+
+
+@dataclass
+class Analysis:
+    """One version of one document: its findings and, when it loaded, its structure."""
+
+    path: str
+    text: str
+    document: Document | None
+    findings: list[Finding]
+    context: Context | None
+
+    @classmethod
+    def of(cls, text: str, path: str) -> Analysis:
+        try:
+            document = load_text(text, path)
+        except LoadFailed as failed:
+            return cls(path, text, None, failed.findings, None)
+        findings = validate_document(document)
+        kind = document_kind(document)
+        context = Context(document, kind) if kind == "Workflow" else None
+        return cls(path, text, document, findings, context)
+
+    # -- positions -----------------------------------------------------------------------
+
+    def offset(self, pos: Pos) -> int:
+        lines = self.text.split("\n")
+        line = min(pos.line, len(lines)) - 1
+        return sum(len(lines[i]) + 1 for i in range(line)) + min(pos.column - 1,
+                                                                 len(lines[line]))
+
+    def pointer_at(self, offset: int) -> tuple[str, bool] | None:
+        """The innermost pointer whose value (or key) holds `offset`; True when on the key."""
+        if self.document is None:
+            return None
+        best: tuple[int, str, bool] | None = None
+        for pointer, (start, end, key_start, key_end, _) in \
+                self.document.source_map.entries.items():
+            for lo, hi, on_key in ((start, end, False), (key_start, key_end, True)):
+                if lo is not None and lo <= offset <= hi and (best is None or hi - lo < best[0]):
+                    best = (hi - lo, pointer, on_key)
+        return (best[1], best[2]) if best else None
+
+    def span_of(self, pointer: str, key: bool = False) -> Span:
+        assert self.document is not None
+        source_map = self.document.source_map
+        return source_map.key_span(pointer) if key else source_map.span(pointer)
+
+    def step_for(self, pointer: str) -> StepInfo | None:
+        """The step that holds `pointer` (the innermost one)."""
+        if self.context is None:
+            return None
+        best = None
+        for info in self.context.steps:
+            if pointer == info.pointer or pointer.startswith(info.pointer + "/"):
+                if best is None or len(info.pointer) > len(best.pointer):
+                    best = info
+        return best
+
+    # -- features ------------------------------------------------------------------------
+
+    def reference_at(self, offset: int) -> tuple[StepInfo, Span] | None:
+        """The step a reference at `offset` names: `steps.X` in an expression, an item of
+        `needs`, a decision `to`/`default`, or `fanIn.outputStep`."""
+        found = self.pointer_at(offset)
+        if found is None or self.context is None:
+            return None
+        pointer, _ = found
+        owner = self.step_for(pointer)
+        if owner is None:
+            return None
+        value = _resolve(self.document.value if self.document else None, pointer)
+        if not isinstance(value, str):
+            return None
+        relative = pointer[len(owner.pointer):]
+        if re.fullmatch(r"/needs/\d+", relative) or re.fullmatch(
+                r"/with/(cases/\d+/to|default)", relative):
+            target = self.context.in_scope(owner.scope).get(value)
+            return (target, self.span_of(pointer)) if target else None
+        if relative == "/with/fanIn/outputStep":
+            target = self.context.in_scope(owner.pointer).get(value)
+            return (target, self.span_of(pointer)) if target else None
+        site = self.context.site_at(pointer)
+        if site is None:
+            return None
+        for ref in site.references():
+            if ref.step is None:
+                continue
+            span = self.context.expression_span(pointer, value, ref.start, ref.end)
+            if span.start <= self._pos(offset) <= span.end:
+                target = self.context.in_scope(owner.scope).get(ref.step) or next(
+                    (s for s in self.context.steps if s.id == ref.step), None)
+                return (target, span) if target else None
+        return None
+
+    def _pos(self, offset: int) -> Pos:
+        assert self.document is not None
+        return Pos(*self.document.source_map.to_pos(offset))
+
+    def hover(self, offset: int) -> tuple[str, Span] | None:
+        reference = self.reference_at(offset)
+        if reference is not None:
+            target, span = reference
+            return describe_step(target), span
+        found = self.pointer_at(offset)
+        if found is None or self.context is None:
+            return None
+        pointer, _ = found
+        owner = self.step_for(pointer)
+        if owner is None:
+            return None
+        if pointer == f"{owner.pointer}/uses" and owner.uses in STEP_TYPE_DOCS:
+            return f"**{owner.uses}**: {STEP_TYPE_DOCS[owner.uses]}", self.span_of(pointer)
+        if pointer == f"{owner.pointer}/id":
+            return describe_step(owner), self.span_of(pointer)
+        return None
+
+    def definition(self, offset: int) -> Span | None:
+        reference = self.reference_at(offset)
+        if reference is None:
+            return None
+        return self.span_of(f"{reference[0].pointer}/id")
+
+    def symbols(self) -> list[tuple[StepInfo, Span, Span]]:
+        """(step, whole step span, id span) for every step, parents first."""
+        if self.context is None:
+            return []
+        return [(info, self.span_of(info.pointer), self.span_of(f"{info.pointer}/id"))
+                for info in self.context.steps]
+
+
+def describe_step(info: StepInfo) -> str:
+    lines = [f"**step `{info.id}`** ({info.uses or '?'})"]
+    if info.needs:
+        lines.append("needs: " + ", ".join(info.needs))
+    if info.max_visits > 1:
+        lines.append(f"maxVisits: {info.max_visits} (read it with lastOutput / allVisits)")
+    output = info.step.get("output")
+    if isinstance(output, dict) and output.get("mode"):
+        lines.append(f"output: {output['mode']}")
+    targets = [t for t, _ in decision_targets(info)]
+    if targets:
+        lines.append("routes to: " + ", ".join(targets))
+    description = info.step.get("description")
+    if isinstance(description, str):
+        lines.append(description)
+    return "\n\n".join(lines)
+
+
+def _resolve(value: Any, pointer: str) -> Any:
+    from lwtool.source import pointer as jp
+
+    try:
+        return jp.resolve(value, pointer)
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+# -- completion ---------------------------------------------------------------------------
+
+_EXPR_STEPS = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z0-9_-]*)$")
+_EXPR_ACCESSOR = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z]*)$")
+_NEEDS = re.compile(r"(^|[\s{,])needs:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-z0-9_-]*$")
+_TARGET = re.compile(r"(^|[\s{,])(to|default):\s*[\"']?[A-Za-z0-9_-]*$")
+
+
+def completions(analysis: Analysis, fallback: Analysis | None, pos: Pos,
+                line_prefix: str) -> list[tuple[str, str]]:
+    """(label, detail) items for the text before the cursor. The structure comes from
+    the current analysis, or from the last one that loaded while the text is broken."""
+    source = analysis if analysis.context is not None else fallback
+    if source is None or source.context is None:
+        return []
+    scope_steps = _scope_near(source, pos)
+    if (match := _EXPR_ACCESSOR.search(line_prefix)) is not None:
+        return [(name, f"steps.{match.group(1)}.{name}") for name in STEP_ACCESSORS]
+    if _EXPR_STEPS.search(line_prefix):
+        return [(s.id, s.uses) for s in scope_steps]
+    if _TARGET.search(line_prefix):
+        return [(s.id, s.uses) for s in scope_steps] + [("end", "end this scope")]
+    if _NEEDS.search(line_prefix) and ("needs" in line_prefix or _in_needs(source, pos)):
+        return [(s.id, s.uses) for s in scope_steps]
+    return []
+
+
+def _scope_near(analysis: Analysis, pos: Pos) -> list[StepInfo]:
+    """The steps of the scope the cursor stands in (the top level when unsure)."""
+    assert analysis.context is not None
+    owner = None
+    for info in analysis.context.steps:
+        span = analysis.span_of(info.pointer)
+        if span.start <= pos <= span.end:
+            owner = info
+    scope = owner.scope if owner is not None else ""
+    return list(analysis.context.in_scope(scope).values())
+
+
+def _in_needs(analysis: Analysis, pos: Pos) -> bool:
+    """Whether the line above the cursor opens or continues a `needs:` block list."""
+    lines = analysis.text.split("\n")
+    for index in range(pos.line - 2, -1, -1):
+        line = lines[index].strip() if index < len(lines) else ""
+        if line.startswith("- "):
+            continue
+        return line.rstrip(":").endswith("needs")
+    return False

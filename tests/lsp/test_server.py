@@ -1,0 +1,134 @@
+"""The language server end to end: a real LSP client (pytest-lsp) over stdio."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+URI = "file:///work/review.lwir.yaml"
+
+BROKEN = """apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: review}
+permissions: {models: [gpt-4o-mini]}
+steps:
+  - id: fetch
+    uses: tool.call
+    with: {tool: fetchCandidates}
+  - id: score
+    uses: ai.generate
+    with:
+      model: gpt-4o-mini
+      prompt: "Score {{ steps.fetch.output }} for naïve 😀 {{ steps.fecth.output }}"
+"""
+
+FIXED = BROKEN.replace("    uses: ai.generate\n", "    uses: ai.generate\n    needs: [fetch]\n") \
+    .replace("steps.fecth.output", "steps.fetch.output")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lwtool",
+                                                               "lsp"]))
+async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, text: str, uri: str = URI) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=text)))
+
+
+async def test_diagnostics_appear_and_clear(client: LanguageClient) -> None:
+    _open(client, BROKEN)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostics = client.diagnostics[URI]
+    found = {(d.code, d.range.start.line, d.range.start.character) for d in diagnostics}
+    # line 13 (0-based 12): `      prompt: "Score {{ steps.fetch.output }} ...`
+    assert ("step.missing_dependency", 12, 24) in found
+    # after "naïve 😀 " the emoji counts two UTF-16 units: the column shifts by one
+    line = BROKEN.splitlines()[12]
+    expected = len(line[: line.index("steps.fecth")].encode("utf-16-le")) // 2
+    assert ("step.missing_dependency", 12, expected) in found
+    assert all(d.source == "lwtool" for d in diagnostics)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=FIXED)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[URI]) == []
+
+
+async def test_syntax_error_is_a_diagnostic(client: LanguageClient) -> None:
+    uri = "file:///work/broken.json"
+    _open(client, '{"apiVersion": "littleworkflow.dev/v0.1",\n "kind": }', uri)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [diagnostic] = client.diagnostics[uri]
+    assert diagnostic.code == "parse.invalid" and diagnostic.range.start.line == 1
+
+
+async def test_hover_on_step_type_and_reference(client: LanguageClient) -> None:
+    _open(client, FIXED)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    on_type = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=6, character=12)))
+    assert on_type is not None and "tool.call" in on_type.contents.value
+    line = FIXED.splitlines()[13].index("steps.fetch")
+    on_ref = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=13, character=line + 8)))
+    assert on_ref is not None and "step `fetch`" in on_ref.contents.value
+
+
+async def test_definition_from_reference_and_needs(client: LanguageClient) -> None:
+    _open(client, FIXED)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    line = FIXED.splitlines()[13].index("steps.fetch")
+    for position in (types.Position(line=13, character=line + 7),
+                     types.Position(line=10, character=13)):
+        result = await client.text_document_definition_async(types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=URI), position=position))
+        assert isinstance(result, types.Location)
+        assert (result.range.start.line, result.range.start.character) == (5, 8)
+
+
+async def test_completion_of_step_ids(client: LanguageClient) -> None:
+    text = FIXED.replace("needs: [fetch]", "needs: [")
+    _open(client, FIXED)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=10, character=len("    needs: ["))))
+    assert {item.label for item in result.items} == {"fetch", "score"}
+    prompt_line = FIXED.splitlines()[13]
+    cut = prompt_line.index("steps.fetch") + len("steps.")
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=13, character=cut)))
+    assert {"fetch", "score"} <= {item.label for item in result.items}
+    cut = prompt_line.index("steps.fetch.") + len("steps.fetch.")
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=13, character=cut)))
+    assert {item.label for item in result.items} == {"output", "lastOutput", "allVisits"}
+
+
+async def test_document_symbols_outline_steps(client: LanguageClient) -> None:
+    text = open("examples/candidate-review.lwir.yaml", encoding="utf-8").read()
+    uri = "file:///work/candidate-review.lwir.yaml"
+    _open(client, text, uri)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert [s.name for s in symbols] == ["review-cands"]
+    assert [c.name for c in symbols[0].children] == ["worker", "review", "route"]
