@@ -1,0 +1,29 @@
+// A thin client: everything (diagnostics, hover, completion, definition, outline)
+// comes from `lwtool lsp`, the same validator as `lwtool validate`.
+const vscode = require("vscode");
+const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
+
+let client;
+
+function activate(context) {
+  const [command, ...args] = vscode.workspace
+    .getConfiguration("lwtool")
+    .get("command", ["lwtool", "lsp"]);
+  const serverOptions = { command, args, transport: TransportKind.stdio };
+  const clientOptions = {
+    documentSelector: [
+      { scheme: "file", language: "lwir-yaml" },
+      { scheme: "file", language: "lwir-json" },
+      { scheme: "file", pattern: "**/*.lwir.{yaml,yml,json}" },
+    ],
+  };
+  client = new LanguageClient("lwtool", "lwtool", serverOptions, clientOptions);
+  context.subscriptions.push({ dispose: () => client && client.stop() });
+  return client.start();
+}
+
+function deactivate() {
+  return client ? client.stop() : undefined;
+}
+
+module.exports = { activate, deactivate };
