@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test suite (what CI runs). Extra arguments go to pytest.
+# The test suite (what CI runs): lint, then pytest. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+.venv/bin/ruff check lwtool tests bench
 .venv/bin/python -m pytest "$@"

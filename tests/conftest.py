@@ -18,7 +18,8 @@ MINIMAL_HEADER = {
 
 
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
-            env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+            env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `lwtool` as a user would: a real subprocess."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "lwtool", *args], cwd=cwd or ROOT,

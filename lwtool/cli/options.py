@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     text = "text"
     json = "json"
     sarif = "sarif"

@@ -29,8 +29,9 @@ def discover(paths: Iterable[Path]) -> list[Path]:
             name = candidate.name.lower()
             if name.endswith(".lock.json"):
                 continue
-            if name.endswith(_LWIR_SUFFIXES) or (
-                    name.endswith((".yaml", ".yml", ".json")) and lock_path_for(candidate).exists()):
+            locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
+                candidate).exists()
+            if name.endswith(_LWIR_SUFFIXES) or locked:
                 found.append(candidate)
     return found
 

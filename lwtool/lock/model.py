@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lwtool.canonical.digest import sha256_of_json, workflow_version_id
 from lwtool.authoring.snapshot import definition_hash
+from lwtool.canonical.digest import sha256_of_json, workflow_version_id
 
 LOCK_VERSION = 1
 LOCK_KIND = "WorkflowVersionLock"

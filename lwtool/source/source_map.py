@@ -54,7 +54,9 @@ class SourceMap:
         start, end, key_start, key_end, style = entry
         to_pos = self._to_pos
         span = Span(Pos(*to_pos(start)), Pos(*to_pos(end)))
-        key = Span(Pos(*to_pos(key_start)), Pos(*to_pos(key_end))) if key_start is not None else None
+        key = None
+        if key_start is not None:
+            key = Span(Pos(*to_pos(key_start)), Pos(*to_pos(key_end)))
         return Located(span, key, style)
 
     def get(self, pointer: str) -> Located | None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from lwtool.source.position import Span
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
@@ -50,4 +50,5 @@ class Finding:
         }
 
     def as_text(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: {self.severity.value} {self.code} {self.message}"
+        where = f"{self.path}:{self.line}:{self.column}"
+        return f"{where}: {self.severity.value} {self.code} {self.message}"

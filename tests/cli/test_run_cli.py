@@ -131,7 +131,8 @@ def test_missing_tool_fails_the_run_clearly(data: Path) -> None:
 
 def test_invalid_workflow_is_not_run(data: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.lwir.yaml"
-    bad.write_text((EX / "refine-loop.lwir.yaml").read_text().replace("maxVisits: 4", "maxVisits: 0"))
+    source = (EX / "refine-loop.lwir.yaml").read_text()
+    bad.write_text(source.replace("maxVisits: 4", "maxVisits: 0"))
     result = run_cli("run", str(bad), "--input", str(EX / "inputs" / "refine-loop.json"),
                      "--data-dir", str(data))
     assert result.returncode == 1 and "step.max_visits_out_of_range" in result.stderr
@@ -142,7 +143,8 @@ def test_definition_with_a_fixed_plan_runs_the_plan(data: Path, tmp_path: Path) 
     definition = tmp_path / "loop.definition.yaml"
     definition.write_text(
         "apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\nid: loop\n"
-        f"tools: [improve, checkText, publish]\nplanner: {{plan: {EX / 'refine-loop.lwir.yaml'}}}\n")
+        "tools: [improve, checkText, publish]\n"
+        f"planner: {{plan: {EX / 'refine-loop.lwir.yaml'}}}\n")
     assert run_cli("validate", str(definition)).returncode == 0
     result = run_cli("run", str(definition), "--input", str(EX / "inputs" / "refine-loop.json"),
                      "--tools", TOOLS, "--data-dir", str(data))

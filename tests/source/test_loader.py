@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lwtool.source.loader import LoadFailed, MAX_FILE_BYTES, load_bytes, load_text
+from lwtool.source.loader import MAX_FILE_BYTES, LoadFailed, load_bytes, load_text
 
 
 def _fail(text: str | bytes, name: str) -> tuple[str, int, int, str]:
@@ -46,7 +46,8 @@ BILLION_LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\
     ("x.yaml", BILLION_LAUGHS, "parse.too_large", 7, 8),
     ("x.json", "[" * 100_000 + "]" * 100_000, "parse.too_large", 1, 257),
     ("x.yaml", "[" * 100_000 + "]" * 100_000, "parse.too_large", 1, 257),
-    ("x.yaml", "a:\n" + "".join("  " * i + "- \n" for i in range(1, 400)), "parse.too_large", 257, 513),
+    ("x.yaml", "a:\n" + "".join("  " * i + "- \n" for i in range(1, 400)),
+     "parse.too_large", 257, 513),
 ])
 def test_bad_input_is_a_finding(name: str, text: str, code: str, line: int, column: int) -> None:
     got = _fail(text, name)
