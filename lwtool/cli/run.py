@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -95,6 +94,8 @@ def _lwir_for(path: Path) -> dict[str, Any]:
 
 
 def _drive(start: Callable[[], Awaitable[dict[str, Any]]], as_json: bool) -> None:
+    import asyncio
+
     from lwtool.runtime.errors import NondeterminismError, RunFailedError
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 

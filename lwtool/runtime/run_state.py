@@ -49,7 +49,6 @@ class RunState:
     active_steps: int = 0
     _queue: list[Any] = field(default_factory=list)
     _flushing: bool = False
-    _flusher: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
@@ -77,10 +76,10 @@ class RunState:
                      status: str | None = None) -> list[Event]:
         """Append events; returns once they are committed.
 
-        With one step in flight (a chain), the commit runs inline: a thread hand-off
-        would cost more than the fsync. With several steps in flight, appends go through
-        a group commit: a flusher task commits everything queued in one transaction in a
-        worker thread, so one fsync serves many branches and the loop keeps running.
+        With one step in flight (a chain), the commit runs at once. With several in
+        flight, appends join a group commit: everything queued during the current turn
+        of the event loop is committed in one transaction, so one fsync serves every
+        branch that finished together.
         """
         if self.active_steps <= 1 and not self._queue and not self._flushing:
             committed = self.world.append(self.run_id, events, status, artifacts or (), durable)
@@ -108,33 +107,33 @@ class RunState:
         self._queue.append((events, artifacts, status, durable, future))
         if not self._flushing:
             self._flushing = True
-            self._flusher = asyncio.create_task(self._flush())
+            asyncio.get_running_loop().call_soon(self._flush)
         return future
 
-    async def _flush(self) -> None:
+    def _flush(self) -> None:
+        """Commit everything queued during this turn of the event loop in one
+        transaction (one fsync), then wake every waiter with its own events."""
+        batch, self._queue = self._queue, []
+        self._flushing = False
+        if not batch:
+            return
+        events = [e for item in batch for e in item[0]]
+        artifacts = [a for item in batch for a in item[1]]
+        status = next((item[2] for item in reversed(batch) if item[2]), None)
+        durable = any(item[3] for item in batch)
         try:
-            while self._queue:
-                batch, self._queue = self._queue, []
-                events = [e for item in batch for e in item[0]]
-                artifacts = [a for item in batch for a in item[1]]
-                status = next((item[2] for item in reversed(batch) if item[2]), None)
-                durable = any(item[3] for item in batch)
-                try:
-                    committed = await asyncio.to_thread(self.world.append, self.run_id, events,
-                                                        status, artifacts, durable)
-                except BaseException as exc:  # noqa: BLE001 - handed to every waiter
-                    for item in batch:
-                        if not item[4].done():
-                            item[4].set_exception(exc)
-                    continue
-                start = 0
-                for item in batch:
-                    count = len(item[0])
-                    if not item[4].done():
-                        item[4].set_result(committed[start:start + count])
-                    start += count
-        finally:
-            self._flushing = False
+            committed = self.world.append(self.run_id, events, status, artifacts, durable)
+        except BaseException as exc:  # noqa: BLE001 - handed to every waiter
+            for item in batch:
+                if not item[4].done():
+                    item[4].set_exception(exc)
+            return
+        start = 0
+        for item in batch:
+            count = len(item[0])
+            if not item[4].done():
+                item[4].set_result(committed[start:start + count])
+            start += count
 
     def _maybe_die(self, committed: list[Event]) -> None:
         """Fault injection for durability tests: SIGKILL this process right after a
