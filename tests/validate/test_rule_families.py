@@ -1,0 +1,140 @@
+"""Rule families beyond the docstring examples: graph rules (cycles, the lastOutput
+exemption), scopes (decisions and references in parallel bodies), expression
+positions in every scalar style."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lwtool.source.loader import load_text
+from lwtool.validate.run import validate_document
+from tests.conftest import MINIMAL_HEADER
+
+HEADER = "".join(f"{k}: {json.dumps(v)}\n" for k, v in MINIMAL_HEADER.items())
+
+
+def findings(steps_yaml: str) -> list[tuple[str, int, int, str]]:
+    document = load_text(HEADER + steps_yaml, "t.yaml")
+    return [(f.code, f.line, f.column, f.message) for f in validate_document(document)]
+
+
+def codes(steps_yaml: str) -> list[str]:
+    return [f[0] for f in findings(steps_yaml)]
+
+
+LOOP = """steps:
+  - id: worker
+    uses: tool.call
+    maxVisits: {worker}
+    with: {{tool: t}}
+    input: {{feedback: "{{{{ steps.review.lastOutput.feedback }}}}"}}
+  - id: review
+    uses: tool.call
+    needs: [worker]
+    maxVisits: 3
+    with: {{tool: t}}
+  - id: route
+    uses: decision
+    needs: [review]
+    maxVisits: 3
+    with:
+      cases: [{{when: "{{{{ steps.review.lastOutput.ok }}}}", to: end}}]
+      default: worker
+"""
+
+
+def test_loop_with_decision_and_visits_is_valid_and_exempt() -> None:
+    assert findings(LOOP.format(worker=3)) == []
+
+
+def test_loop_member_with_one_visit_is_named() -> None:
+    [(code, line, column, message)] = findings(LOOP.format(worker=1))
+    assert code == "lwir.invalid_cycle"
+    assert (line, column) == (6, 9)  # the earliest step of the cycle, at its id
+    assert "worker -> review -> route -> worker" in message and "'worker'" in message
+
+
+def test_self_need_is_a_cycle() -> None:
+    assert codes("steps:\n  - {id: a, uses: tool.call, needs: [a], with: {tool: t}}\n") == [
+        "lwir.invalid_cycle"]
+
+
+def test_each_cycle_reported_once() -> None:
+    text = """steps:
+  - {id: a, uses: tool.call, needs: [c], with: {tool: t}}
+  - {id: b, uses: tool.call, needs: [a], with: {tool: t}}
+  - {id: c, uses: tool.call, needs: [b], with: {tool: t}}
+  - {id: x, uses: tool.call, needs: [y], with: {tool: t}}
+  - {id: y, uses: tool.call, needs: [x], with: {tool: t}}
+"""
+    assert codes(text) == ["lwir.invalid_cycle", "lwir.invalid_cycle"]
+
+
+def test_last_output_of_a_step_that_cannot_reach_the_reader_needs_needs() -> None:
+    text = """steps:
+  - {id: a, uses: tool.call, maxVisits: 2, with: {tool: t}}
+  - id: b
+    uses: tool.call
+    with: {tool: t}
+    input: "{{ steps.a.lastOutput }}"
+"""
+    assert codes(text) == ["step.missing_dependency"]
+
+
+def test_output_of_a_multi_visit_step_is_ambiguous() -> None:
+    text = LOOP.format(worker=3).replace("steps.review.lastOutput.ok", "steps.review.output.ok")
+    assert codes(text) == ["lwir.output_ambiguous_for_multi_visit"]
+
+
+PARALLEL = """steps:
+  - {{id: top, uses: tool.call, with: {{tool: t}}}}
+  - id: each
+    uses: parallel
+    needs: [top]
+    with: {{items: "{{{{ input.rows }}}}", maxBranches: 5, maxConcurrency: 2}}
+    steps:
+      - {{id: top, uses: tool.call, with: {{tool: t}}}}
+      - id: route
+        uses: decision
+        needs: [top]
+        with: {{cases: [], default: {target}}}
+"""
+
+
+def test_same_id_in_different_scopes_is_fine() -> None:
+    assert findings(PARALLEL.format(target="end")) == []
+
+
+def test_decision_in_a_body_cannot_route_out() -> None:
+    text = PARALLEL.format(target="each")
+    [(code, _, _, message)] = findings(text)
+    assert code == "decision.target_out_of_scope" and "parallel body" in message
+
+
+def test_items_literal_beyond_max_branches() -> None:
+    text = PARALLEL.format(target="end").replace('"{{ input.rows }}"', "[1, 2, 3, 4, 5, 6]")
+    assert codes(text) == ["parallel.max_branches_out_of_range"]
+
+
+def _column_of(text: str, needle: str) -> tuple[int, int]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+def test_expression_positions_in_every_scalar_style() -> None:
+    styles: dict[str, Any] = {
+        "plain": "      prompt: Go {{ steps.nope.output }}\n",
+        "double": '      prompt: "Go \\t {{ steps.nope.output }}"\n',
+        "single": "      prompt: 'it''s {{ steps.nope.output }}'\n",
+        "literal": "      prompt: |\n        first line\n        then {{ steps.nope.output }}\n",
+        "folded": "      prompt: >\n        first line\n        then {{ steps.nope.output }}\n",
+    }
+    for style, prompt in styles.items():
+        text = ("steps:\n  - id: g\n    uses: ai.generate\n    with:\n"
+                "      model: gpt-4o-mini\n" + prompt)
+        [(code, line, column, _)] = findings(text)
+        assert code == "step.missing_dependency", style
+        assert (line, column) == _column_of(HEADER + text, "steps.nope"), style
