@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from lwtool.expr import ast
 from lwtool.expr.parser import ExprSyntaxError
 from lwtool.expr.refs import Reference, references
-from lwtool.expr.template import Template, has_template, parse_template
+from lwtool.expr.template import Part, Template, has_template, parse_template
 from lwtool.source import pointer as jp
 from lwtool.source.loader import Document
 from lwtool.source.position import Pos, Span
@@ -149,6 +150,20 @@ class Context:
                     if has_template(text):
                         sites.append(_site(pointer, text, info))
         return sites
+
+    def expression_nodes(self) -> Iterator[tuple[TemplateSite, Part, ast.Node]]:
+        """Every AST node of every parsed expression, with its site and part."""
+        for site in self.templates:
+            for part in site.template.expressions if site.template else ():
+                for node in ast.walk(part.node) if part.node else ():
+                    yield site, part, node
+
+    def template_errors(self, code: str) -> Iterator[Finding]:
+        """A finding of the running rule for each template that failed with `code`."""
+        for site in self.templates:
+            error = site.error
+            if error is not None and error.code == code:
+                yield self.site_finding(site, error.offset, error.offset + 1, error.message)
 
     def site_at(self, pointer: str) -> TemplateSite | None:
         """The template site of a string that holds `{{`, if any."""

@@ -37,7 +37,4 @@ CODE = "expr.too_complex"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    for site in ctx.templates:
-        error = site.error
-        if error is not None and error.code == CODE:
-            yield ctx.site_finding(site, error.offset, error.offset + 1, error.message)
+    yield from ctx.template_errors(CODE)

@@ -39,11 +39,8 @@ CODE = "expr.unknown_function"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    for site in ctx.templates:
-        for part in site.template.expressions if site.template else ():
-            for node in ast.walk(part.node) if part.node else ():
-                if isinstance(node, ast.Call) and node.name not in FUNCTIONS:
-                    yield ctx.site_finding(site, part.offset + node.start,
-                                           part.offset + node.name_end,
-                                           f"unknown function '{node.name}'; available: "
-                                           + ", ".join(FUNCTIONS))
+    for site, part, node in ctx.expression_nodes():
+        if isinstance(node, ast.Call) and node.name not in FUNCTIONS:
+            yield ctx.site_finding(site, part.offset + node.start, part.offset + node.name_end,
+                                   f"unknown function '{node.name}'; available: "
+                                   + ", ".join(FUNCTIONS))

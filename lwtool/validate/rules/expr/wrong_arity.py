@@ -38,19 +38,14 @@ CODE = "expr.wrong_arity"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    for site in ctx.templates:
-        for part in site.template.expressions if site.template else ():
-            for node in ast.walk(part.node) if part.node else ():
-                if not isinstance(node, ast.Call) or node.name not in FUNCTIONS:
-                    continue
-                function = FUNCTIONS[node.name]
-                count = len(node.args)
-                high = function.max_args
-                if count < function.min_args or (high is not None and count > high):
-                    wanted = (f"{function.min_args}" if high == function.min_args else
-                              f"{function.min_args} or more" if high is None else
-                              f"{function.min_args} to {high}")
-                    yield ctx.site_finding(site, part.offset + node.start,
-                                           part.offset + node.end,
-                                           f"{node.name}() takes {wanted} argument(s), "
-                                           f"got {count}")
+    for site, part, node in ctx.expression_nodes():
+        if not isinstance(node, ast.Call) or node.name not in FUNCTIONS:
+            continue
+        function = FUNCTIONS[node.name]
+        count, high = len(node.args), function.max_args
+        if count < function.min_args or (high is not None and count > high):
+            wanted = (f"{function.min_args}" if high == function.min_args else
+                      f"{function.min_args} or more" if high is None else
+                      f"{function.min_args} to {high}")
+            yield ctx.site_finding(site, part.offset + node.start, part.offset + node.end,
+                                   f"{node.name}() takes {wanted} argument(s), got {count}")
