@@ -34,3 +34,11 @@ def test_codes_are_unique_and_name_the_problem() -> None:
 def test_every_code_has_a_summary() -> None:
     for code, summary in registry.all_codes().items():
         assert summary and not summary.startswith("#"), code
+
+
+def test_rules_page_is_current() -> None:
+    from lwtool.validate.rules_doc import render
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+    assert page.read_text(encoding="utf-8") == render(), \
+        "run: python -m lwtool.validate.rules_doc > docs/rules.md"

@@ -1,0 +1,25 @@
+"""The rules page (docs/rules.md), generated from the rule docstrings."""
+
+from __future__ import annotations
+
+from lwtool.validate.registry import OTHER_CODES, rules
+
+
+def render() -> str:
+    out = ["# Finding codes", "",
+           "Generated from the rule docstrings by `python -m lwtool.validate.rules_doc`; "
+           "do not edit by hand (a test keeps it current).", ""]
+    out += ["## Codes outside the rule modules", "", "| code | meaning |", "| --- | --- |"]
+    out += [f"| `{code}` | {text} |" for code, text in sorted(OTHER_CODES.items())]
+    for rule in sorted(rules(), key=lambda r: r.code):
+        doc = rule.doc.strip()
+        summary, _, body = doc.partition("\n")
+        body = body.strip().replace("## ", "#### ")
+        out += ["", f"## `{rule.code}`", "", summary, "", body]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(render())
