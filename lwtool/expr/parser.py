@@ -30,6 +30,9 @@ class ExprSyntaxError(ValueError):
 
 @cache
 def _parser() -> Any:
+    from lwtool.expr._lark import import_lark
+
+    import_lark()
     from lark import Lark
 
     return Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr",
@@ -63,20 +66,20 @@ def _simple_path(text: str) -> ast.Node | None:
 
 
 def parse_expression(text: str) -> ast.Node:
-    from lark.exceptions import UnexpectedInput
-
     _check_bounds(text)
     simple = _simple_path(text)
     if simple is not None:
-        return simple
+        return simple  # lark is not even imported for these
+    parser = _parser()
+    from lark.exceptions import UnexpectedInput
 
     from lwtool.expr.build import ToAst
     from lwtool.expr.messages import explain
 
     try:
-        tree = _parser().parse(text)
+        tree = parser.parse(text)
     except UnexpectedInput as exc:
-        message = explain(_parser(), text, exc)
+        message = explain(parser, text, exc)
         raise ExprSyntaxError(message, getattr(exc, "pos_in_stream", None) or 0) from None
     result: ast.Node = ToAst().transform(tree)
     return result
