@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lwtool.expr import ast
 from lwtool.expr.parser import ExprSyntaxError, parse_expression
@@ -69,8 +70,11 @@ def split(value: str) -> list[tuple[str, int, bool]]:
     return pieces
 
 
+@lru_cache(maxsize=4096)
 def parse_template(value: str) -> Template:
-    """Parse every `{{ }}` in `value`; ExprSyntaxError offsets are relative to `value`."""
+    """Parse every `{{ }}` in `value`; ExprSyntaxError offsets are relative to `value`.
+    Memoized: a Template is immutable, and the runtime renders the same strings for
+    every visit and branch."""
     parts: list[Part] = []
     for text, offset, is_expr in split(value):
         if not is_expr:

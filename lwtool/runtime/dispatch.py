@@ -30,15 +30,11 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
     if recorded is not None:
         if uses == "decision":
             return recorded.get("chosen")
-        output = await run.output_of(recorded)
-        _note_final(scope, sid, path, output)
-        return output
+        return await run.output_of(recorded)
     if uses == "parallel":
         from lwtool.runtime.steps.parallel import run_parallel
 
-        output = await run_parallel(scope, step, path, visit)
-        _note_final(scope, sid, path, output)
-        return output
+        return await run_parallel(scope, step, path, visit)
     kind = STEP_KINDS.get(uses)
     if kind is None:
         raise StepFailure("runtime_config_error", f"unknown step type '{uses}'", path)
@@ -47,14 +43,17 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
     while True:
         attempt += 1
         try:
+            # The slot bounds execution, not the commit: the next step may start while
+            # this one's result is being made durable. Its dependents still wait for it.
             async with run.step_slots:
                 run.active_steps += 1
                 try:
-                    result = await _attempt(scope, step, path, visit, attempt, kind)
+                    result, closing, inline = await _attempt(scope, step, path, visit,
+                                                             attempt, kind)
                 finally:
                     run.active_steps -= 1
-            if uses != "decision":
-                _note_final(scope, sid, path, result)
+            scope.executed(sid)
+            await run.record(closing, artifacts=inline)
             return result
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
@@ -66,13 +65,9 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)
 
 
-def _note_final(scope: Scope, sid: str, path: str, output: Any) -> None:
-    if scope.prefix == "":
-        scope.run.final = (path, output)
-
-
 async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
-                   kind: Any) -> Any:
+                   kind: Any) -> tuple[Any, list[NewEvent], list[tuple[str, bytes]]]:
+    """Execute one attempt; return its output and the closing events to commit."""
     run = scope.run
     sid, uses = step["id"], step["uses"]
     started = time.perf_counter()
@@ -104,10 +99,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     if uses == "decision":
         payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                    "chosen": output}
-        await run.record([*closing, NewEvent("StepCompleted", payload, path)])
-        return output
+        return output, [*closing, NewEvent("StepCompleted", payload, path)], []
     envelope, inline = await run.envelope(output, uses, step.get("output"))
     payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                "envelope": envelope}
-    await run.record([*closing, NewEvent("StepCompleted", payload, path)], artifacts=inline)
-    return output
+    return output, [*closing, NewEvent("StepCompleted", payload, path)], inline

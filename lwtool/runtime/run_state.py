@@ -42,13 +42,12 @@ class RunState:
     journal: Journal
     step_slots: asyncio.Semaphore
     artifacts: list[str] = field(default_factory=list)
-    final: tuple[str, Any] | None = None  # (step path, output) of the last non-decision step
     _fault: tuple[str, str] | None = None
     _config_hashes: dict[int, str] = field(default_factory=dict)
     tools_hash: str = ""
     active_steps: int = 0
     _queue: list[Any] = field(default_factory=list)
-    _flushing: bool = False
+    _flusher: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
@@ -76,12 +75,13 @@ class RunState:
                      status: str | None = None) -> list[Event]:
         """Append events; returns once they are committed.
 
-        With one step in flight (a chain), the commit runs at once. With several in
-        flight, appends join a group commit: everything queued during the current turn
-        of the event loop is committed in one transaction, so one fsync serves every
-        branch that finished together.
+        With one step in flight (a chain), the commit runs at once: a thread hand-off
+        would cost more than the fsync. With several in flight, appends join a group
+        commit: a flusher task commits everything queued in one transaction in a worker
+        thread, so one fsync serves every branch that finished meanwhile and the loop
+        keeps executing the others.
         """
-        if self.active_steps <= 1 and not self._queue and not self._flushing:
+        if self.active_steps <= 1 and not self._queue and not self._flushing():
             committed = self.world.append(self.run_id, events, status, artifacts or (), durable)
         else:
             committed = await self._enqueue(events, artifacts or [], status, durable)
@@ -89,12 +89,15 @@ class RunState:
             self._maybe_die(committed)
         return committed
 
+    def _flushing(self) -> bool:
+        return self._flusher is not None and not self._flusher.done()
+
     def note(self, events: list[NewEvent]) -> None:
         """Record evidence (an attempt started) without waiting for its commit. In a
         chain it commits at once, without an fsync; among concurrent steps it joins the
         next group commit, ahead of the step's own closing events (the queue is FIFO).
         A killed process may lose a note that was not yet committed, never a result."""
-        if self.active_steps <= 1 and not self._queue and not self._flushing:
+        if self.active_steps <= 1 and not self._queue and not self._flushing():
             committed = self.world.append(self.run_id, events, None, (), False)
             if self._fault is not None:
                 self._maybe_die(committed)
@@ -105,35 +108,33 @@ class RunState:
                  status: str | None, durable: bool) -> asyncio.Future[list[Event]]:
         future: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
         self._queue.append((events, artifacts, status, durable, future))
-        if not self._flushing:
-            self._flushing = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
         return future
 
-    def _flush(self) -> None:
-        """Commit everything queued during this turn of the event loop in one
-        transaction (one fsync), then wake every waiter with its own events."""
-        batch, self._queue = self._queue, []
-        self._flushing = False
-        if not batch:
-            return
-        events = [e for item in batch for e in item[0]]
-        artifacts = [a for item in batch for a in item[1]]
-        status = next((item[2] for item in reversed(batch) if item[2]), None)
-        durable = any(item[3] for item in batch)
-        try:
-            committed = self.world.append(self.run_id, events, status, artifacts, durable)
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiter
+    async def _flush(self) -> None:
+        """Commit everything queued, batch after batch, each batch in one transaction
+        (one fsync) run in a worker thread, so the loop keeps executing other steps."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            events = [e for item in batch for e in item[0]]
+            artifacts = [a for item in batch for a in item[1]]
+            status = next((item[2] for item in reversed(batch) if item[2]), None)
+            durable = any(item[3] for item in batch)
+            try:
+                committed = await asyncio.to_thread(self.world.append, self.run_id, events,
+                                                    status, artifacts, durable)
+            except BaseException as exc:  # noqa: BLE001 - handed to every waiter
+                for item in batch:
+                    if not item[4].done():
+                        item[4].set_exception(exc)
+                continue
+            start = 0
             for item in batch:
+                count = len(item[0])
                 if not item[4].done():
-                    item[4].set_exception(exc)
-            return
-        start = 0
-        for item in batch:
-            count = len(item[0])
-            if not item[4].done():
-                item[4].set_result(committed[start:start + count])
-            start += count
+                    item[4].set_result(committed[start:start + count])
+                start += count
 
     def _maybe_die(self, committed: list[Event]) -> None:
         """Fault injection for durability tests: SIGKILL this process right after a

@@ -13,7 +13,7 @@ cancelled attempt records nothing) and the failure is the scope's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lwtool.runtime.errors import StepFailure
@@ -67,8 +67,10 @@ class Scope:
     current parallel item (None at top level)."""
 
     def __init__(self, run: RunState, steps: list[dict[str, Any]], prefix: str,
-                 item: Any = None, has_item: bool = False) -> None:
+                 item: Any = None, has_item: bool = False,
+                 on_last_execution: Callable[[], None] | None = None) -> None:
         self.run = run
+        self.on_last_execution = on_last_execution
         self.prefix = prefix
         self.item = item
         self.has_item = has_item
@@ -174,6 +176,19 @@ class Scope:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    def executed(self, sid: str) -> None:
+        """`sid` finished executing; its commit is next. When nothing else in the scope
+        can run any more (every other step done or skipped, and this one neither a
+        decision nor needed by anyone), tell the owner: a parallel branch frees its
+        concurrency slot for the next branch while this last commit completes."""
+        if self.on_last_execution is None:
+            return
+        step = self.steps[sid]
+        if step.get("uses") == "decision" or self.dependents[sid]:
+            return
+        if all(s == sid or s in self.done or s in self.skipped for s in self.order):
+            self.on_last_execution()
 
     def _completed(self, sid: str, result: Any) -> None:
         step = self.steps[sid]

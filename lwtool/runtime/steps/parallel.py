@@ -50,13 +50,25 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str, visit: int) 
     output_step = fan_in.get("outputStep")
 
     async def branch(item: Any, key: str) -> Any:
-        async with gate:
-            body = Scope(run, step.get("steps") or [], f"{path}[{key}].", item, has_item=True)
+        await gate.acquire()
+        held = True
+
+        def release() -> None:  # once: at the last step's execution, or at the end
+            nonlocal held
+            if held:
+                held = False
+                gate.release()
+
+        try:
+            body = Scope(run, step.get("steps") or [], f"{path}[{key}].", item,
+                         has_item=True, on_last_execution=release)
             await body.execute()
-            if output_step:
-                outputs = body.outputs.get(output_step) or []
-                return outputs[-1] if outputs else None
-            return body.last_output[2] if body.last_output else None
+        finally:
+            release()
+        if output_step:
+            outputs = body.outputs.get(output_step) or []
+            return outputs[-1] if outputs else None
+        return body.last_output[2] if body.last_output else None
 
     tasks = [asyncio.create_task(branch(item, key)) for item, key in zip(items, keys,
                                                                           strict=True)]
