@@ -57,9 +57,12 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
             return result
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
-            await run.record([NewEvent("StepAttemptFailed", {
-                "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
-                "transient": failure.transient, "error": failure.message}, path)])
+            await run.record([
+                NewEvent("harness.session.failed", {"runId": run.run_id,
+                                                    "error": failure.message}, path),
+                NewEvent("StepAttemptFailed", {
+                    "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
+                    "transient": failure.transient, "error": failure.message}, path)])
             if not failure.transient or attempt >= int(retry["maxAttempts"]):
                 raise
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)

@@ -192,3 +192,10 @@ def test_capability_drift_on_resume(data: Path) -> None:
     assert result.returncode == 1
     assert json.loads(result.stdout)["causeCode"] == "capability_drift"
     assert "improve" in result.stderr
+
+
+def test_input_from_stdin(data: Path) -> None:
+    result = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", "-", "--tools", TOOLS,
+                     "--data-dir", str(data), "--json", stdin='{"text": "from stdin"}')
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"]["text"] == "from stdin!!!"
