@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from lwtool.expr import ast
 from lwtool.expr.ast import STEP_ACCESSORS
+from lwtool.expr.functions import FUNCTIONS
 from lwtool.source.loader import Document, LoadFailed, load_text
 from lwtool.source.position import Pos, Span
 from lwtool.validate.context import Context, StepInfo
@@ -26,6 +28,15 @@ STEP_TYPE_DOCS = {
                 "ends the scope. Records only `{chosen}`.",
     "parallel": "Runs its `steps` once per item (bounded by maxBranches and "
                 "maxConcurrency) and fans the branch outputs in, in input or itemKey order.",
+}
+
+
+ROOT_DOCS = {
+    "input": "**input**: the workflow input (checked against `input.schema`).",
+    "item": "**item**: the current element of the enclosing parallel step's `items`.",
+    "workflow": "**workflow**: `name`, `version`, `runId`, `versionId` of this run.",
+    "step": "**step**: `id`, `path`, `visit` and `attempt` of the step being run.",
+    "steps": "**steps**: `steps.<id>.output`, `.lastOutput` or `.allVisits`.",
 }
 
 
@@ -131,6 +142,9 @@ class Analysis:
         if reference is not None:
             target, span = reference
             return describe_step(target), span
+        in_expression = self._expression_hover(offset)
+        if in_expression is not None:
+            return in_expression
         found = self.pointer_at(offset)
         if found is None or self.context is None:
             return None
@@ -142,6 +156,30 @@ class Analysis:
             return f"**{owner.uses}**: {STEP_TYPE_DOCS[owner.uses]}", self.span_of(pointer)
         if pointer == f"{owner.pointer}/id":
             return describe_step(owner), self.span_of(pointer)
+        return None
+
+    def _expression_hover(self, offset: int) -> tuple[str, Span] | None:
+        """A root (`input`, `item`, ...) or a function call under the cursor."""
+        found = self.pointer_at(offset)
+        if found is None or self.context is None:
+            return None
+        site = self.context.site_at(found[0])
+        if site is None or site.template is None:
+            return None
+        pos = self._pos(offset)
+        for part in site.template.expressions:
+            for node in ast.walk(part.node) if part.node else ():
+                if isinstance(node, ast.Call) and node.name in FUNCTIONS:
+                    start, end, text = node.start, node.name_end, FUNCTIONS[node.name].doc
+                    text = f"**{node.name}()**: {text}"
+                elif isinstance(node, ast.Root) and node.name in ROOT_DOCS:
+                    start, end, text = node.start, node.end, ROOT_DOCS[node.name]
+                else:
+                    continue
+                span = self.context.expression_span(site.pointer, site.value,
+                                                    part.offset + start, part.offset + end)
+                if span.start <= pos <= span.end:
+                    return text, span
         return None
 
     def definition(self, offset: int) -> Span | None:

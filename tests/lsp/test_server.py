@@ -84,6 +84,20 @@ async def test_hover_on_step_type_and_reference(client: LanguageClient) -> None:
     assert on_ref is not None and "step `fetch`" in on_ref.contents.value
 
 
+async def test_hover_on_expression_roots_and_functions(client: LanguageClient) -> None:
+    text = FIXED.replace("Score {{ steps.fetch.output }}",
+                         "Score {{ coalesce(input.name, steps.fetch.output) }}")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    line = text.splitlines()[13]
+    for needle, expected in (("coalesce", "first argument that is not null"),
+                             ("input.name", "the workflow input")):
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=URI),
+            position=types.Position(line=13, character=line.index(needle) + 2)))
+        assert hover is not None and expected in hover.contents.value
+
+
 async def test_definition_from_reference_and_needs(client: LanguageClient) -> None:
     _open(client, FIXED)
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
