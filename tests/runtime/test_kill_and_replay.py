@@ -168,3 +168,27 @@ def test_a_second_replay_of_a_running_run_is_refused(tmp_path: Path) -> None:
         _kill(proc)
     assert _calls(work)["record:b"] == 1
     assert _replay(work, "run_busy")["output"] == {"key": "d", "value": "s-b-c-d"}
+
+
+def test_kill_after_a_model_reply_does_not_pay_for_it_again(tmp_path: Path) -> None:
+    work = tmp_path / "killed"
+    work.mkdir()
+    (work / "input.json").write_text(json.dumps({"topic": "durable replay"}))
+    data = str(work / "data")
+    common = ["--tools", TOOLS, "--data-dir", data, "--models",
+              str(HERE / "workflows" / "models.yaml")]
+    killed = subprocess.run(
+        [sys.executable, "-m", "lwtool", "run", str(HERE / "workflows" / "ask.lwir.yaml"),
+         "--input", str(work / "input.json"), "--run-id", "run_ask", *common],
+        cwd=ROOT, env=_env(work, LWTOOL_FAULT_KILL_AFTER="harness.model.responded@second"),
+        capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    replay = run_cli("replay", "run_ask", *common, "--json", env=_env(work))
+    assert replay.returncode == 0, replay.stderr
+    called = run_cli("events", "run_ask", "--data-dir", data, "--type", "harness.model.called",
+                     "--json").stdout.splitlines()
+    assert [json.loads(line)["stepPath"] for line in called] == ["first", "second"]
+    completed = run_cli("events", "run_ask", "--data-dir", data, "--type", "StepCompleted",
+                        "--json").stdout.splitlines()
+    assert len(completed) == 2
+    assert json.loads(replay.stdout)["usage"]["unpricedCalls"] == 2
