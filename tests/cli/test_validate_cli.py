@@ -148,3 +148,28 @@ def test_check_invalid_lock(tmp_path: Path) -> None:
 
 def test_check_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     assert run_cli("check", str(tmp_path / "nowhere")).returncode == 2
+
+
+BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n"
+    for i in range(9))
+
+
+@pytest.mark.parametrize(("name", "content", "code"), [
+    ("binary.yaml", b"\x7fELF\x02\x01\x01\x00\x00", "parse.invalid"),
+    ("huge.yaml", b"a: " + b"x" * (50 * 1024 * 1024), "parse.too_large"),
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, "parse.too_large"),
+    ("bomb.yaml", BOMB.encode(), "parse.too_large"),
+    ("tag.yaml", b"a: !!python/object/apply:os.system [echo pwned]\n", "parse.unsafe_tag"),
+    ("empty.yaml", b"", "parse.invalid"),
+    ("list.yaml", b"- just\n- a list\n", "lwir.unknown_kind"),
+])
+def test_hostile_files_get_findings_not_tracebacks(tmp_path: Path, name: str, content: bytes,
+                                                    code: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli("validate", "--format", "json", str(path), timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    [finding] = json.loads(result.stdout)["files"][0]["findings"]
+    assert finding["code"] == code and finding["line"] >= 1 and finding["column"] >= 1
