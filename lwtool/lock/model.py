@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.authoring.snapshot import definition_hash
-from lwtool.canonical.digest import sha256_of_json, workflow_version_id
+from lwtool.canonical.digest import workflow_version_id
 
 LOCK_VERSION = 1
 LOCK_KIND = "WorkflowVersionLock"
@@ -70,5 +70,3 @@ def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
     return Lock(Path(path).name, kind, definition_hash(value), value.get("id"), None, models,
                 tuple(value.get("tools") or ()))
 
-
-__all__ = ["Lock", "lock_for", "lock_path_for", "digest_of", "sha256_of_json"]
