@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -93,7 +93,7 @@ def _lwir_for(path: Path) -> dict[str, Any]:
     return _lwir_for(path.parent / plan)
 
 
-def _drive(start: Callable[[], Awaitable[dict[str, Any]]], as_json: bool) -> None:
+def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool) -> None:
     import asyncio
 
     from lwtool.runtime.errors import NondeterminismError, RunFailedError

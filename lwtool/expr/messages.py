@@ -33,7 +33,7 @@ def explain(parser: Any, text: str, exc: Any) -> str:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream]
+        char = text[exc.pos_in_stream or 0]
         return _CHARACTERS.get(char, f"unexpected character {char!r}")
     try:
         label = exc.match_examples(parser.parse, _EXAMPLES, use_accepts=True)

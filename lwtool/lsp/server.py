@@ -135,19 +135,16 @@ def document_symbol(ls: LwtoolServer, params: types.DocumentSymbolParams
     document = ls.workspace.get_text_document(uri)
     analysis = ls.current(uri)
     lines, codec = document.lines, document.position_codec
-    by_pointer: dict[str, types.DocumentSymbol] = {}
+    children: dict[str, list[types.DocumentSymbol]] = {}
     roots: list[types.DocumentSymbol] = []
     for info, whole, name in analysis.symbols():
+        own: list[types.DocumentSymbol] = []
         symbol = types.DocumentSymbol(
             name=info.id or "?", detail=info.uses, kind=types.SymbolKind.Function,
             range=to_range(whole, lines, codec), selection_range=to_range(name, lines, codec),
-            children=[])
-        by_pointer[info.pointer] = symbol
-        parent = by_pointer.get(info.scope) if info.scope else None
-        if parent is not None and parent.children is not None:
-            parent.children.append(symbol)
-        else:
-            roots.append(symbol)
+            children=own)
+        children[info.pointer] = own
+        (children[info.scope] if info.scope in children else roots).append(symbol)
     return roots
 
 

@@ -200,7 +200,7 @@ class _YamlBuilder(_Builder):
 
     def _build(self) -> Any:
         from ruamel.yaml import events as ev
-        from ruamel.yaml.clib._ruamel_yaml import CParser  # type: ignore[import-not-found]
+        from ruamel.yaml.clib._ruamel_yaml import CParser
 
         scalar_event, alias_event = ev.ScalarEvent, ev.AliasEvent
         map_start, seq_start = ev.MappingStartEvent, ev.SequenceStartEvent
@@ -422,7 +422,9 @@ class _JsonBuilder(_Builder):
         self.lc = _Offsets(text)
         super().__init__(path, SourceMap(self.lc, build=self._walk_entries))
         self.text = text
-        self.scan_once = json.JSONDecoder(parse_constant=_no_constant).scan_once
+        # The decoder's own C scanner, for one scalar at a time (typeshed omits it).
+        decoder: Any = json.JSONDecoder(parse_constant=_no_constant)
+        self.scan_once = decoder.scan_once
 
     def pos(self, offset: int) -> Pos:
         return Pos(*self.lc(offset))
@@ -451,7 +453,7 @@ class _JsonBuilder(_Builder):
         text = self.text
         ws = _WS.match
         i = ws(text, 0).end()  # type: ignore[union-attr]
-        no_key = (None, None)
+        no_key: tuple[int | None, int | None] = (None, None)
         # A frame: [container, pointer, start offset, key part, pending key, state]
         stack: list[list[Any]] = []
         root: list[Any] = []

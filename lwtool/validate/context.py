@@ -170,7 +170,8 @@ class Context:
         by_pointer = self._cache.get("sites")
         if by_pointer is None:
             by_pointer = self._cache["sites"] = {site.pointer: site for site in self.templates}
-        return by_pointer.get(pointer)  # type: ignore[no-any-return]
+        found: TemplateSite | None = by_pointer.get(pointer)
+        return found
 
     def expression_span(self, site_pointer: str, value: str, start: int, end: int) -> Span:
         """The file span of characters start..end of a string value (offsets in the value).
