@@ -6,7 +6,10 @@ from collections.abc import Iterable
 
 
 def escape(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
 
 
 def join(parent: str, token: str | int) -> str:

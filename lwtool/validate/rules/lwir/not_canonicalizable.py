@@ -28,6 +28,7 @@ steps:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from lwtool.source import pointer as jp
@@ -39,14 +40,32 @@ APPLIES_TO = ("Workflow", "WorkflowDefinition")
 SAFE = 2**53 - 1
 
 
+# An integer beyond 2**53 is written with at least 16 decimal, 14 hex or 18 octal
+# digits (YAML allows `_` between them): a text with no such run has none, and the
+# walk over every value is skipped.
+_LONG_NUMBER = re.compile(r"[0-9a-fA-F_]{14,}")
+
+Link = tuple["Link | None", str | int] | None
+
+
+def _pointer(link: Link) -> str:
+    parts: list[str | int] = []
+    while link is not None:
+        link, key = link
+        parts.append(key)
+    return jp.from_parts(reversed(parts))
+
+
 def check(ctx: Context) -> Iterator[Finding]:
-    todo: list[tuple[object, str]] = [(ctx.value, "")]
+    if not _LONG_NUMBER.search(ctx.document.text) and ctx.document.text:
+        return
+    todo: list[tuple[object, Link]] = [(ctx.value, None)]
     while todo:
-        value, pointer = todo.pop()
+        value, link = todo.pop()
         if isinstance(value, dict):
-            todo.extend((v, jp.join(pointer, k)) for k, v in value.items())
+            todo.extend((v, (link, k)) for k, v in value.items())
         elif isinstance(value, list):
-            todo.extend((v, f"{pointer}/{i}") for i, v in enumerate(value))
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > SAFE:
-            yield ctx.finding(pointer, f"{value} is outside the exact integer range of JSON "
-                              "numbers (±2**53); write it as a string")
+            todo.extend((v, (link, i)) for i, v in enumerate(value))
+        elif type(value) is int and abs(value) > SAFE:  # `type is`: true/false are not ints
+            yield ctx.finding(_pointer(link), f"{value} is outside the exact integer range of "
+                              "JSON numbers (±2**53); write it as a string")
