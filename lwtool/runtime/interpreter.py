@@ -120,6 +120,15 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps))
     try:
+        return await _drive(state)
+    finally:
+        state.close()
+
+
+async def _drive(state: RunState) -> dict[str, Any]:
+    run_id, version_id, lwir = state.run_id, state.version_id, state.lwir
+    run_input, world = state.run_input, state.world
+    try:
         schema = (lwir.get("input") or {}).get("schema")
         try:
             check_schema(run_input, schema, "the run input")
@@ -168,7 +177,10 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
                              payload.get("message", ""), payload.get("failedStepPath"))
     state = RunState(world, terminal.run_id, version_id, lwir, None, ToolRegistry(), {},
                      Journal(), asyncio.Semaphore(1))
-    output = await state.output_of(terminal.payload)
+    try:
+        output = await state.output_of(terminal.payload)
+    finally:
+        state.close()
     refs = sorted({e.payload["envelope"]["outputRef"] for e in events
                    if e.type in ("StepCompleted", "RunCompleted")
                    and "envelope" in e.payload})

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +49,21 @@ class RunState:
     active_steps: int = 0
     _queue: list[Any] = field(default_factory=list)
     _flusher: asyncio.Task[None] | None = None
+    committer: ThreadPoolExecutor = field(init=False)
+    tool_threads: ThreadPoolExecutor = field(init=False)
+
+    def close(self) -> None:
+        """Release the run's threads (after its last commit)."""
+        self.committer.shutdown(wait=True)
+        self.tool_threads.shutdown(wait=False, cancel_futures=True)
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
+        # Own threads: commits must never queue behind sync tools in the default pool,
+        # and sync tools get as many threads as the world lets steps run at once.
+        self.committer = ThreadPoolExecutor(1, thread_name_prefix="lwtool-commit")
+        self.tool_threads = ThreadPoolExecutor(self.world.max_concurrent_steps,
+                                               thread_name_prefix="lwtool-tool")
         spec = os.environ.get(FAULT_ENV)
         if spec and "@" in spec:
             event_type, _, pattern = spec.partition("@")
@@ -122,8 +135,9 @@ class RunState:
             status = next((item[2] for item in reversed(batch) if item[2]), None)
             durable = any(item[3] for item in batch)
             try:
-                committed = await asyncio.to_thread(self.world.append, self.run_id, events,
-                                                    status, artifacts, durable)
+                committed = await asyncio.get_running_loop().run_in_executor(
+                    self.committer, self.world.append, self.run_id, events, status,
+                    artifacts, durable)
             except BaseException as exc:  # noqa: BLE001 - handed to every waiter
                 for item in batch:
                     if not item[4].done():

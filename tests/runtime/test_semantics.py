@@ -245,3 +245,26 @@ def test_large_outputs_live_only_behind_output_ref(tmp_path: Path) -> None:
     # replay reads the output back from the artifact
     again = asyncio.run(replay_run(result["runId"], world=world, tools=tools))
     assert again["output"] == result["output"]
+
+
+def test_sync_tools_get_as_many_threads_as_the_world_allows(tmp_path: Path) -> None:
+    import threading
+    import time as _time
+
+    lock = threading.Lock()
+    state = {"active": 0, "peak": 0}
+
+    def blocking(args: Any) -> Any:
+        with lock:
+            state["active"] += 1
+            state["peak"] = max(state["peak"], state["active"])
+        _time.sleep(0.1)
+        with lock:
+            state["active"] -= 1
+        return args
+
+    items = [{"id": f"i{n}"} for n in range(8)]
+    doc = lwir([parallel("{{ input.items }}", [tool("work", "blocking")], maxConcurrency=8)])
+    world = local_world(tmp_path / "data", max_concurrent_steps=8)
+    asyncio.run(run_workflow(doc, {"items": items}, world=world, tools={"blocking": blocking}))
+    assert state["peak"] == 8  # the default thread pool on a 2-core machine would cap at 6

@@ -30,7 +30,8 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         if tool.is_async:
             result = await tool.fn(value)
         else:
-            result = await asyncio.to_thread(tool.fn, value)
+            result = await asyncio.get_running_loop().run_in_executor(run.tool_threads,
+                                                                      tool.fn, value)
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None
