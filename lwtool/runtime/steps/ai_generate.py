@@ -1,9 +1,9 @@
 """ai.generate: one model call on the step's model slot (more only to repair a reply
 that breaks the output contract, with onFailure.repair mode self). No tools offered.
 
-Every reply is committed (harness.model.called + harness.model.responded, one durable
-commit) before it is used, keyed by (step path, turn): a resumed step reuses committed
-replies and never pays for them twice.
+The request is logged (harness.model.called) before the call; the reply is committed
+(harness.model.responded, durably) before it is used, keyed by (step path, turn): a
+resumed step reuses committed replies and never pays for them twice.
 """
 
 from __future__ import annotations
@@ -88,20 +88,19 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
 
 async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[str, str]],
                 mode: dict[str, Any], prompt_text: str) -> dict[str, Any]:
+    call_id = f"{path}#{turn}"
+    # The request is logged before the call (evidence of a call in flight), the reply
+    # durably after it; only a committed reply is ever reused.
+    run.note([NewEvent("harness.model.called", {
+        "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
+        "request": {"model": model, "messages": messages, "tools": []}}, path)])
     try:
         reply = await call_model(model, messages, mode, prompt_text)
     except ModelCallFailed as exc:
         raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
-    call_id = f"{path}#{turn}"
     responded = {"turn": turn, "callId": call_id, "stepPath": path,
                  "model": {"provider": reply.provider, "modelId": reply.model_id},
                  "response": {"text": reply.text, "usage": reply.usage},
                  "durationMs": reply.duration_ms}
-    await run.record([
-        NewEvent("harness.model.called", {"turn": turn, "callId": call_id,
-                                          "promptHash": short_hash(messages),
-                                          "request": {"model": model, "messages": messages,
-                                                      "tools": []}}, path),
-        NewEvent("harness.model.responded", responded, path),
-    ])
+    await run.record([NewEvent("harness.model.responded", responded, path)])
     return responded
