@@ -16,6 +16,7 @@ _EXPORTS = {
     "RunFailedError": "lwtool.runtime.errors",
     "TransientError": "lwtool.runtime.errors",
     "ToolRegistry": "lwtool.tools",
+    "WorkflowInvalid": "lwtool.runtime.api",
     "local_world": "lwtool.world.local",
     "replay_run": "lwtool.runtime.api",
     "run_workflow": "lwtool.runtime.api",

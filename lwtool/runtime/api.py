@@ -31,12 +31,29 @@ def load_lwir(path: str | Path) -> dict[str, Any]:
     return value
 
 
+def checked_lwir(lwir: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate an LWIR document given as a Python mapping (raises WorkflowInvalid)."""
+    import json
+
+    from lwtool.source.loader import load_text
+    from lwtool.validate.finding import Severity
+    from lwtool.validate.run import document_kind, validate_document
+
+    document = load_text(json.dumps(lwir), "<lwir>.json")
+    findings = validate_document(document)
+    if document_kind(document) != "Workflow" or any(
+            f.severity is Severity.ERROR for f in findings):
+        raise WorkflowInvalid("<lwir>", findings)
+    value: dict[str, Any] = document.value
+    return value
+
+
 async def run_workflow(workflow: str | Path | Mapping[str, Any], run_input: Any, *,
                        world: World | None = None,
                        tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                        models: Mapping[str, str] | None = None, run_id: str | None = None,
                        on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run an LWIR workflow (a file path or an already-validated dict) to completion.
+    """Run an LWIR workflow (a file path, or a dict; either is validated first).
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
@@ -45,7 +62,7 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any], run_input: Any,
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
-    lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else dict(workflow)
+    lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
     return await start_run(world or local_world(), lwir, run_input, ToolRegistry.of(tools),
                            dict(models or {}), run_id, on_start)
 

@@ -94,6 +94,37 @@ class Scope:
                 for target in self._targets(step):
                     if target in self.steps and sid not in self.downstream(target):
                         self.gated.add(target)
+        self.loop_exits, self.loop_waiters = self._loops()
+
+    def _loops(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """A step outside a loop that needs a step inside it waits for the loop to be
+        left: {step: decisions of that loop that must be done}, and the reverse map (who
+        to look at again when such a decision completes). Without this, the step would
+        run on the loop's first round and again on each later one."""
+        decisions = [sid for sid, s in self.steps.items() if s.get("uses") == "decision"]
+        if not decisions:
+            return {}, {}
+        from lwtool.validate.graph import is_cycle, strongly_connected
+
+        edges: dict[str, list[str]] = {sid: sorted(self.dependents[sid]) for sid in self.steps}
+        for sid in decisions:
+            edges[sid] += [t for t in self._targets(self.steps[sid]) if t in self.steps]
+        loop_of: dict[str, frozenset[str]] = {}
+        for component in strongly_connected(list(self.steps), edges):
+            if is_cycle(component, edges) and any(c in decisions for c in component):
+                for member in component:
+                    loop_of[member] = frozenset(component)
+        exits: dict[str, set[str]] = {}
+        waiters: dict[str, set[str]] = {}
+        for sid in self.steps:
+            for need in self.needs[sid]:
+                loop = loop_of.get(need)
+                if loop is None or sid in loop:
+                    continue
+                for decision in (d for d in loop if d in decisions):
+                    exits.setdefault(sid, set()).add(decision)
+                    waiters.setdefault(decision, set()).add(sid)
+        return exits, waiters
 
     def downstream(self, step_id: str) -> set[str]:
         """The step and every step that needs it, directly or not (computed once)."""
@@ -142,7 +173,8 @@ class Scope:
                 continue
             if sid in self.gated and sid not in self.released:
                 continue
-            if all(n in done for n in self.needs[sid]):
+            if all(n in done for n in self.needs[sid]) and all(
+                    d in done for d in self.loop_exits.get(sid, ())):
                 ready.append(sid)
         self.dirty.clear()
         return ready
@@ -200,6 +232,7 @@ class Scope:
             self.last_output = (sid, path, result)
             return
         chosen = result
+        self.dirty.update(self.loop_waiters.get(sid, ()))
         for target in self._targets(step):
             if target in self.gated and target != chosen and target not in self.released:
                 self._skip(target)

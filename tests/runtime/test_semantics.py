@@ -268,3 +268,36 @@ def test_sync_tools_get_as_many_threads_as_the_world_allows(tmp_path: Path) -> N
     world = local_world(tmp_path / "data", max_concurrent_steps=8)
     asyncio.run(run_workflow(doc, {"items": items}, world=world, tools={"blocking": blocking}))
     assert state["peak"] == 8  # the default thread pool on a 2-core machine would cap at 6
+
+
+def test_a_step_after_a_loop_runs_once_when_the_loop_is_left(tmp_path: Path) -> None:
+    rounds: list[int] = []
+
+    def work(args: Any) -> Any:
+        rounds.append(1)
+        return {"n": len(rounds)}
+
+    doc = lwir([
+        tool("work", "work", maxVisits=3, input="x"),
+        {"id": "again", "uses": "decision", "needs": ["work"], "maxVisits": 3,
+         "with": {"cases": [{"when": "{{ steps.work.lastOutput.n >= 3 }}", "to": "done"}],
+                  "default": "work"}},
+        tool("done", "echo", input="finished"),
+        tool("summary", "echo", needs=["work"],
+             input={"rounds": "{{ length(steps.work.allVisits) }}"}),
+    ])
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools={"work": work,
+                                                                   "echo": lambda a: a}))
+    summaries = [e for e in world.events(result["runId"])
+                 if e.type == "StepCompleted" and e.payload["stepId"] == "summary"]
+    assert len(summaries) == 1 and summaries[0].payload["envelope"]["output"] == {"rounds": 3}
+
+
+def test_an_invalid_dict_is_refused_with_findings(tmp_path: Path) -> None:
+    from lwtool import WorkflowInvalid
+
+    doc = lwir([tool("a", maxVisits=0)])
+    with pytest.raises(WorkflowInvalid) as info:
+        run(doc, {}, tmp_path)
+    assert [f.code for f in info.value.findings] == ["step.max_visits_out_of_range"]
