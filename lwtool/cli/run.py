@@ -39,6 +39,13 @@ def run(
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
+    if run_id is not None:
+        from lwtool.world.base import check_run_id
+
+        try:
+            check_run_id(run_id)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
     lwir = _lwir_for(path)
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)

@@ -10,6 +10,7 @@ before the artifact it names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -49,6 +50,18 @@ class RunRecord:
     updated_at: float
     input: Any
     options: dict[str, Any]
+
+
+RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def check_run_id(run_id: str) -> str:
+    """Run ids name files (locks, scratch): letters, digits, `_`, `.`, `-`; at most 128;
+    no leading dot. Raises ValueError otherwise."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '_', '.' and '-' "
+                         "(at most 128, not starting with '.' or '-')")
+    return run_id
 
 
 class WorldError(Exception):

@@ -39,6 +39,7 @@ from lwtool.world.base import (
     RunNotFound,
     RunRecord,
     WorldError,
+    check_run_id,
 )
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
@@ -149,6 +150,7 @@ class LocalWorld:
     def create_run(self, run_id: str, version_id: str, run_input: Any, options: dict[str, Any],
                    first_events: Sequence[NewEvent]) -> list[Event]:
         now = time.time()
+        check_run_id(run_id)
         with self._tx() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise WorldError(f"run {run_id} already exists")
@@ -271,7 +273,7 @@ class LocalWorld:
     def lock_run(self, run_id: str) -> Iterator[None]:
         """Hold the run's lock while executing it. The OS drops it when the process dies,
         so a killed run can be replayed at once; a live holder makes this raise."""
-        path = self.data_dir / "locks" / f"{run_id}.lock"
+        path = self.data_dir / "locks" / f"{check_run_id(run_id)}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:

@@ -199,3 +199,10 @@ def test_input_from_stdin(data: Path) -> None:
                      "--data-dir", str(data), "--json", stdin='{"text": "from stdin"}')
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["output"]["text"] == "from stdin!!!"
+
+
+@pytest.mark.parametrize("bad", ["../../escape", ".hidden", "a/b", "x" * 200, ""])
+def test_run_ids_that_would_name_files_outside_are_refused(data: Path, bad: str) -> None:
+    result = _run_loop(data, "--run-id", bad)
+    assert result.returncode == 2 and "invalid run id" in result.stderr
+    assert not (data.parent / "escape.lock").exists()
