@@ -4,7 +4,7 @@ No messages here; rules/lwir/invalid_cycle.py words the findings."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 N = TypeVar("N", bound=Hashable)
 
@@ -90,3 +90,46 @@ def reachable(start: N, edges: Mapping[N, Iterable[N]]) -> set[N]:
             seen.add(node)
             todo.extend(edges.get(node, ()))
     return seen
+
+
+class Reachability(Generic[N]):
+    """`reaches(a, b)`: can `a` reach `b` by one or more edges?
+
+    Steps of one strongly connected cycle reach each other at once. Other queries run
+    a breadth-first search from `a` that stops as soon as `b` is found, and remember
+    how far it got, so repeated queries from one source cost one search in all. A
+    total budget of visited nodes bounds the time on adversarial graphs; past it,
+    queries answer False (the conservative answer for the rule that asks: the finding
+    is reported rather than an exemption assumed).
+    """
+
+    def __init__(self, nodes: Iterable[N], edges: Mapping[N, Iterable[N]],
+                 budget: int = 2_000_000) -> None:
+        self._edges = edges
+        self._cycle_of: dict[N, int] = {}
+        for number, component in enumerate(strongly_connected(list(nodes), edges)):
+            if is_cycle(component, edges):
+                for member in component:
+                    self._cycle_of[member] = number
+        self._seen: dict[N, set[N]] = {}
+        self._frontier: dict[N, list[N]] = {}
+        self.budget = budget
+
+    def reaches(self, a: N, b: N) -> bool:
+        cycle = self._cycle_of.get(a)
+        if cycle is not None and cycle == self._cycle_of.get(b):
+            return True
+        seen = self._seen.setdefault(a, set())
+        if b in seen:
+            return True
+        frontier = self._frontier.setdefault(a, list(self._edges.get(a, ())))
+        while frontier and self.budget > 0:
+            node = frontier.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            self.budget -= 1
+            frontier.extend(self._edges.get(node, ()))
+            if node == b:
+                return True
+        return False

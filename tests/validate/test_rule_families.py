@@ -138,3 +138,17 @@ def test_expression_positions_in_every_scalar_style() -> None:
         [(code, line, column, _)] = findings(text)
         assert code == "step.missing_dependency", style
         assert (line, column) == _column_of(HEADER + text, "steps.nope"), style
+
+
+def test_large_graphs_validate_in_bounded_time() -> None:
+    """10,000 chained steps, each reading a far-away step's lastOutput: reachability
+    is searched incrementally within a budget instead of once per reference."""
+    import time
+
+    steps = [{"id": f"s{i}", "uses": "tool.call", "with": {"tool": "t"},
+              **({"needs": [f"s{i - 1}"]} if i else {}),
+              "input": f"{{{{ steps.s{i // 2}.lastOutput }}}}"} for i in range(10_000)]
+    doc = {**MINIMAL_HEADER, "steps": steps}
+    started = time.perf_counter()
+    validate_document(load_text(json.dumps(doc), "big.json"))
+    assert time.perf_counter() - started < 30  # a bound, not a benchmark

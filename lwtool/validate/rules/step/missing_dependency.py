@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from lwtool.validate.context import Context
 from lwtool.validate.finding import Finding
 from lwtool.validate.flow import flow_edges
-from lwtool.validate.graph import reachable
+from lwtool.validate.graph import Reachability
 
 CODE = "step.missing_dependency"
 _LOOP_ACCESSORS = ("lastOutput", "allVisits")
@@ -57,6 +57,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                     where = "in this parallel body" if info.scope else "in this workflow"
                     yield ctx.finding(f"{info.pointer}/needs/{i}",
                                       f"needs '{need}', but there is no step '{need}' {where}")
+    reach: dict[str, Reachability[str]] = {}
     for site in ctx.templates:
         owner = site.owner
         if owner is None:
@@ -72,9 +73,11 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             if ref.step not in scope or ref.step in owner.needs:
                 continue  # outside the scope: parallel.reference_outside_body says so
-            if ref.accessor in _LOOP_ACCESSORS and owner.id in reachable(
-                    ref.step, flow_edges(ctx, owner.scope)):
-                continue
+            if ref.accessor in _LOOP_ACCESSORS:
+                if owner.scope not in reach:
+                    reach[owner.scope] = Reachability(scope, flow_edges(ctx, owner.scope))
+                if reach[owner.scope].reaches(ref.step, owner.id):
+                    continue
             yield ctx.site_finding(site, ref.start, ref.end,
                                    f"reads steps.{ref.step} but '{ref.step}' is not in the "
                                    f"needs of step '{owner.id}'")
