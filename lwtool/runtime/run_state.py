@@ -115,7 +115,10 @@ class RunState:
             if self._fault is not None:
                 self._maybe_die(committed)
             return
-        self._enqueue(events, [], None, False)
+        future = self._enqueue(events, [], None, False)
+        # Nobody awaits a note: a failed commit reaches the step through its own closing
+        # events (same or a later batch), so the note's copy of the error is consumed.
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     def _enqueue(self, events: list[NewEvent], artifacts: list[tuple[str, bytes]],
                  status: str | None, durable: bool) -> asyncio.Future[list[Event]]:
