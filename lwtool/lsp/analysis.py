@@ -227,8 +227,9 @@ def _resolve(value: Any, pointer: str) -> Any:
 
 _EXPR_STEPS = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z0-9_-]*)$")
 _EXPR_ACCESSOR = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z]*)$")
-_NEEDS = re.compile(r"(^|[\s{,])needs:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-z0-9_-]*$")
-_TARGET = re.compile(r"(^|[\s{,])(to|default):\s*[\"']?[A-Za-z0-9_-]*$")
+# Keys may be quoted (JSON, or quoted YAML keys): `needs: [`, `"needs": ["a", "`.
+_NEEDS = re.compile(r"(^|[\s{,\"'])needs[\"']?\s*:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-z0-9_-]*$")
+_TARGET = re.compile(r"(^|[\s{,\"'])(to|default)[\"']?\s*:\s*[\"']?[A-Za-z0-9_-]*$")
 
 
 def completions(analysis: Analysis, fallback: Analysis | None, pos: Pos,

@@ -145,3 +145,23 @@ async def test_document_symbols_outline_steps(client: LanguageClient) -> None:
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert [s.name for s in symbols] == ["review-cands"]
     assert [c.name for c in symbols[0].children] == ["worker", "review", "route"]
+
+
+async def test_completion_of_decision_targets_in_json(client: LanguageClient) -> None:
+    uri = "file:///work/route.lwir.json"
+    text = """{
+  "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow", "metadata": {"name": "r"},
+  "steps": [
+    {"id": "check", "uses": "tool.call", "with": {"tool": "t"}},
+    {"id": "route", "uses": "decision", "needs": ["check"],
+     "with": {"cases": [], "default": "end"}}
+  ]
+}"""
+    _open(client, text, uri)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+    line = text.splitlines()[5]
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=5, character=line.index('"end"') + 1)))
+    assert {item.label for item in result.items} == {"check", "route", "end"}
