@@ -1,0 +1,108 @@
+"""The World contract, run against every implementation (the local world now; a
+PostgreSQL world joins WORLDS later and must pass the same tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwtool.world.base import NewEvent, RunLocked, RunNotFound, World, WorldError
+from lwtool.world.local import LAYOUT, LocalWorld
+
+WORLDS: dict[str, Callable[[Path], World]] = {
+    "local": lambda folder: LocalWorld(folder / "data"),
+}
+
+
+@pytest.fixture(params=sorted(WORLDS))
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
+    return WORLDS[request.param](tmp_path)
+
+
+def _start(world: World, run_id: str = "run_a") -> None:
+    world.register_version("sha256:" + "0" * 64, {"kind": "Workflow"})
+    world.create_run(run_id, "sha256:" + "0" * 64, {"x": 1}, {"models": {}},
+                     [NewEvent("RunStarted", {"n": 0})])
+
+
+def test_versions_round_trip_and_are_immutable(world: World) -> None:
+    world.register_version("sha256:" + "1" * 64, {"a": 1})
+    world.register_version("sha256:" + "1" * 64, {"a": 2})  # same id: first one stays
+    assert world.get_version("sha256:" + "1" * 64) == {"a": 1}
+    assert world.get_version("sha256:" + "2" * 64) is None
+
+
+def test_events_are_numbered_in_commit_order(world: World) -> None:
+    _start(world)
+    world.append("run_a", [NewEvent("A", {"i": 1}, "s1"), NewEvent("B", {"i": 2}, "s1")])
+    world.append("run_a", [NewEvent("A", {"i": 3}, "s2")], status="completed")
+    events = world.events("run_a")
+    assert [(e.seq, e.type, e.step_path, e.payload) for e in events] == [
+        (1, "RunStarted", None, {"n": 0}), (2, "A", "s1", {"i": 1}),
+        (3, "B", "s1", {"i": 2}), (4, "A", "s2", {"i": 3})]
+    assert [e.seq for e in world.events("run_a", ["A"])] == [2, 4]
+    record = world.get_run("run_a")
+    assert record.status == "completed" and record.input == {"x": 1}
+    assert [r.run_id for r in world.list_runs()] == ["run_a"]
+
+
+def test_unknown_and_duplicate_runs(world: World) -> None:
+    with pytest.raises(RunNotFound):
+        world.get_run("run_missing")
+    with pytest.raises(RunNotFound):
+        world.append("run_missing", [NewEvent("A", {})])
+    _start(world)
+    with pytest.raises(WorldError):
+        _start(world)
+
+
+def test_artifacts_are_content_addressed(world: World) -> None:
+    small, large = b'{"a":1}', b"x" * (300 * 1024)
+    refs = [asyncio.run(world.put_artifact(data)) for data in (small, large, small)]
+    assert refs[0] == refs[2] and refs[0].startswith("artifact://sha256:")
+    assert asyncio.run(world.get_artifact(refs[0])) == small
+    assert asyncio.run(world.get_artifact(refs[1])) == large
+
+
+def test_artifacts_committed_with_events(world: World) -> None:
+    _start(world)
+    ref = "artifact://sha256:" + "a" * 64
+    world.append("run_a", [NewEvent("StepCompleted", {"outputRef": ref})],
+                 artifacts=[(ref, b"payload")])
+    assert asyncio.run(world.get_artifact(ref)) == b"payload"
+
+
+def _hold(data_dir: str, ready: Any, release: Any) -> None:
+    world = LocalWorld(data_dir)
+    with world.lock_run("run_a"):
+        ready.set()
+        release.wait(30)
+
+
+def test_a_run_lock_excludes_other_processes(tmp_path: Path) -> None:
+    data_dir = str(tmp_path / "data")
+    LocalWorld(data_dir)
+    context = multiprocessing.get_context("spawn")
+    ready, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold, args=(data_dir, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(RunLocked, match="another process"):
+            with LocalWorld(data_dir).lock_run("run_a"):
+                pass
+    finally:
+        release.set()
+        holder.join(30)
+    with LocalWorld(data_dir).lock_run("run_a"):
+        pass  # free again once the holder is gone
+
+
+def test_local_layout(tmp_path: Path) -> None:
+    LocalWorld(tmp_path / "data")
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(LAYOUT)
