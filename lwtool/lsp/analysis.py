@@ -99,16 +99,21 @@ class Analysis:
 
     # -- features ------------------------------------------------------------------------
 
-    def reference_at(self, offset: int) -> tuple[StepInfo, Span] | None:
-        """The step a reference at `offset` names: `steps.X` in an expression, an item of
-        `needs`, a decision `to`/`default`, or `fanIn.outputStep`."""
+    def _owner_at(self, offset: int) -> tuple[str, StepInfo] | None:
+        """The innermost pointer at `offset` and the step that holds it."""
         found = self.pointer_at(offset)
         if found is None or self.context is None:
             return None
-        pointer, _ = found
-        owner = self.step_for(pointer)
-        if owner is None:
+        owner = self.step_for(found[0])
+        return (found[0], owner) if owner is not None else None
+
+    def reference_at(self, offset: int) -> tuple[StepInfo, Span] | None:
+        """The step a reference at `offset` names: `steps.X` in an expression, an item of
+        `needs`, a decision `to`/`default`, or `fanIn.outputStep`."""
+        located = self._owner_at(offset)
+        if located is None or self.context is None:
             return None
+        pointer, owner = located
         value = _resolve(self.document.value if self.document else None, pointer)
         if not isinstance(value, str):
             return None
@@ -145,13 +150,10 @@ class Analysis:
         in_expression = self._expression_hover(offset)
         if in_expression is not None:
             return in_expression
-        found = self.pointer_at(offset)
-        if found is None or self.context is None:
+        located = self._owner_at(offset)
+        if located is None:
             return None
-        pointer, _ = found
-        owner = self.step_for(pointer)
-        if owner is None:
-            return None
+        pointer, owner = located
         if pointer == f"{owner.pointer}/uses" and owner.uses in STEP_TYPE_DOCS:
             return f"**{owner.uses}**: {STEP_TYPE_DOCS[owner.uses]}", self.span_of(pointer)
         if pointer == f"{owner.pointer}/id":

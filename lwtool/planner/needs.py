@@ -33,24 +33,19 @@ def infer_needs(lwir: dict[str, Any]) -> tuple[dict[str, Any], list[AddedNeed]]:
     draft = copy.deepcopy(lwir)
     ctx = Context(Document("<draft>", "", draft, SourceMap(lambda _: (1, 1)), "json"), "Workflow")
     added: list[AddedNeed] = []
-    for site in ctx.templates:
-        owner = site.owner
-        if owner is None:
+    for _, owner, ref in ctx.step_references():
+        target = ref.step
+        if target is None or target == owner.id or target in owner.needs:
             continue
-        scope = ctx.in_scope(owner.scope)
-        for ref in site.references():
-            target = ref.step
-            if target is None or target not in scope or target == owner.id:
-                continue
-            if target in owner.needs:
-                continue
-            edges = flow_edges(ctx, owner.scope)
-            if target in reachable(owner.id, edges) or target == owner.id:
-                continue  # the entry would close a cycle
-            needs = owner.step.setdefault("needs", [])
-            if not isinstance(needs, list):
-                continue
-            needs.append(target)
-            edges[target].append(owner.id)  # later checks see the new edge
-            added.append(AddedNeed(owner.pointer, owner.id, target))
+        if target not in ctx.in_scope(owner.scope):
+            continue  # unknown, or outside a parallel body: left for the planner
+        edges = flow_edges(ctx, owner.scope)
+        if target in reachable(owner.id, edges):
+            continue  # the entry would close a cycle
+        needs = owner.step.setdefault("needs", [])
+        if not isinstance(needs, list):
+            continue
+        needs.append(target)
+        edges[target].append(owner.id)  # later checks see the new edge
+        added.append(AddedNeed(owner.pointer, owner.id, target))
     return draft, added

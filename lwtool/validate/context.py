@@ -151,6 +151,15 @@ class Context:
                         sites.append(_site(pointer, text, info))
         return sites
 
+    def step_references(self) -> Iterator[tuple[TemplateSite, StepInfo, Reference]]:
+        """Every `steps.<id>` reference, with its site and the step that owns it."""
+        for site in self.templates:
+            if site.owner is None:
+                continue
+            for ref in site.references():
+                if ref.step is not None:
+                    yield site, site.owner, ref
+
     def expression_nodes(self) -> Iterator[tuple[TemplateSite, Part, ast.Node]]:
         """Every AST node of every parsed expression, with its site and part."""
         for site in self.templates:

@@ -45,16 +45,12 @@ CODE = "lwir.output_ambiguous_for_multi_visit"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    for site in ctx.templates:
-        if site.owner is None:
+    for site, owner, ref in ctx.step_references():
+        if ref.accessor != "output" or ref.step is None:
             continue
-        for ref in site.references():
-            if ref.step is None or ref.accessor != "output":
-                continue
-            target = ctx.in_scope(site.owner.scope).get(ref.step)
-            if target is not None and target.max_visits > 1:
-                yield ctx.site_finding(site, ref.start, ref.end,
-                                       f"step '{ref.step}' may run up to {target.max_visits} "
-                                       "times; read steps." + ref.step + ".lastOutput or "
-                                       ".allVisits")
-
+        target = ctx.in_scope(owner.scope).get(ref.step)
+        if target is not None and target.max_visits > 1:
+            yield ctx.site_finding(site, ref.start, ref.end,
+                                   f"step '{ref.step}' may run up to {target.max_visits} "
+                                   "times; read steps." + ref.step + ".lastOutput or "
+                                   ".allVisits")

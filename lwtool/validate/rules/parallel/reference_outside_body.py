@@ -50,15 +50,11 @@ CODE = "parallel.reference_outside_body"
 
 def check(ctx: Context) -> Iterator[Finding]:
     every_id = {info.id for info in ctx.steps}
-    for site in ctx.templates:
-        owner = site.owner
-        if owner is None or not owner.scope:
+    for site, owner, ref in ctx.step_references():
+        if not owner.scope or ref.step in ctx.in_scope(owner.scope) or ref.step not in every_id:
             continue
-        scope = ctx.in_scope(owner.scope)
-        for ref in site.references():
-            if ref.step is not None and ref.step not in scope and ref.step in every_id:
-                parent = owner.parent.id if owner.parent else "?"
-                yield ctx.site_finding(site, ref.start, ref.end,
-                                       f"reads steps.{ref.step} from inside parallel step "
-                                       f"'{parent}'; a branch can only read steps of its own "
-                                       "body (pass data in through items)")
+        parent = owner.parent.id if owner.parent else "?"
+        yield ctx.site_finding(site, ref.start, ref.end,
+                               f"reads steps.{ref.step} from inside parallel step "
+                               f"'{parent}'; a branch can only read steps of its own "
+                               "body (pass data in through items)")

@@ -58,26 +58,21 @@ def check(ctx: Context) -> Iterator[Finding]:
                     yield ctx.finding(f"{info.pointer}/needs/{i}",
                                       f"needs '{need}', but there is no step '{need}' {where}")
     reach: dict[str, Reachability[str]] = {}
-    for site in ctx.templates:
-        owner = site.owner
-        if owner is None:
+    for site, owner, ref in ctx.step_references():
+        assert ref.step is not None
+        if ref.step not in all_ids:
+            yield ctx.site_finding(site, ref.start, ref.end,
+                                   f"reads steps.{ref.step}, but there is no step "
+                                   f"'{ref.step}'")
             continue
         scope = ctx.in_scope(owner.scope)
-        for ref in site.references():
-            if ref.step is None:
+        if ref.step not in scope or ref.step in owner.needs:
+            continue  # outside the scope: parallel.reference_outside_body says so
+        if ref.accessor in _LOOP_ACCESSORS:
+            if owner.scope not in reach:
+                reach[owner.scope] = Reachability(scope, flow_edges(ctx, owner.scope))
+            if reach[owner.scope].reaches(ref.step, owner.id):
                 continue
-            if ref.step not in all_ids:
-                yield ctx.site_finding(site, ref.start, ref.end,
-                                       f"reads steps.{ref.step}, but there is no step "
-                                       f"'{ref.step}'")
-                continue
-            if ref.step not in scope or ref.step in owner.needs:
-                continue  # outside the scope: parallel.reference_outside_body says so
-            if ref.accessor in _LOOP_ACCESSORS:
-                if owner.scope not in reach:
-                    reach[owner.scope] = Reachability(scope, flow_edges(ctx, owner.scope))
-                if reach[owner.scope].reaches(ref.step, owner.id):
-                    continue
-            yield ctx.site_finding(site, ref.start, ref.end,
-                                   f"reads steps.{ref.step} but '{ref.step}' is not in the "
-                                   f"needs of step '{owner.id}'")
+        yield ctx.site_finding(site, ref.start, ref.end,
+                               f"reads steps.{ref.step} but '{ref.step}' is not in the "
+                               f"needs of step '{owner.id}'")
