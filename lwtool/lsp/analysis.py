@@ -99,7 +99,7 @@ class Analysis:
 
     # -- features ------------------------------------------------------------------------
 
-    def _owner_at(self, offset: int) -> tuple[str, StepInfo] | None:
+    def owner_at(self, offset: int) -> tuple[str, StepInfo] | None:
         """The innermost pointer at `offset` and the step that holds it."""
         found = self.pointer_at(offset)
         if found is None or self.context is None:
@@ -110,7 +110,7 @@ class Analysis:
     def reference_at(self, offset: int) -> tuple[StepInfo, Span] | None:
         """The step a reference at `offset` names: `steps.X` in an expression, an item of
         `needs`, a decision `to`/`default`, or `fanIn.outputStep`."""
-        located = self._owner_at(offset)
+        located = self.owner_at(offset)
         if located is None or self.context is None:
             return None
         pointer, owner = located
@@ -150,7 +150,7 @@ class Analysis:
         in_expression = self._expression_hover(offset)
         if in_expression is not None:
             return in_expression
-        located = self._owner_at(offset)
+        located = self.owner_at(offset)
         if located is None:
             return None
         pointer, owner = located
@@ -274,3 +274,67 @@ def _in_needs(analysis: Analysis, pos: Pos) -> bool:
             continue
         return line.rstrip(":").endswith("needs")
     return False
+
+
+# -- quick fix: add a missing need ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class TextInsert:
+    """Insert `text` at a 1-based position."""
+
+    at: Pos
+    text: str
+
+
+def missing_need_fix(analysis: Analysis, finding_start: Pos) -> tuple[str, TextInsert] | None:
+    """For a `step.missing_dependency` reference at `finding_start`: the title and the
+    insertion that adds the read step to the reader's `needs` (flow or block lists, a new
+    `needs` key, YAML or JSON)."""
+    if analysis.document is None or analysis.context is None:
+        return None
+    offset = analysis.offset(finding_start)
+    reference = analysis.reference_at(offset)
+    located = analysis.owner_at(offset)
+    if reference is None or located is None:
+        return None
+    target, owner = reference[0], located[1]
+    if target.id in owner.needs or target.scope != owner.scope:
+        return None
+    title = f"Add '{target.id}' to the needs of '{owner.id}'"
+    insert = _needs_insert(analysis, owner, target.id)
+    return (title, insert) if insert is not None else None
+
+
+def _needs_insert(analysis: Analysis, owner: StepInfo, need: str) -> TextInsert | None:
+    assert analysis.document is not None
+    text = analysis.text
+    json_like = analysis.document.format == "json"
+    word = f'"{need}"' if json_like else need
+    entries = analysis.document.source_map.entries
+    to_pos = analysis.document.source_map.to_pos
+    needs = entries.get(f"{owner.pointer}/needs")
+    if needs is not None:
+        start, end = needs[0], needs[1]
+        if text[start] == "[":  # a flow list: before its closing bracket
+            close = text.rindex("]", start, end)
+            empty = not owner.step.get("needs")
+            return TextInsert(Pos(*to_pos(close)), word if empty else f", {word}")
+        items = owner.step.get("needs") or []
+        last = entries.get(f"{owner.pointer}/needs/{len(items) - 1}")
+        if last is None:
+            return None
+        column = to_pos(last[0])[1]
+        indent = " " * max(column - 3, 0)  # the item's value stands after "- "
+        return TextInsert(Pos(*to_pos(last[1])), f"\n{indent}- {word}")
+    uses = entries.get(f"{owner.pointer}/uses")
+    if uses is None or uses[2] is None:
+        return None
+    key_start = uses[2]
+    before = text[:key_start].rstrip(" \t")
+    if json_like or before.endswith(("{", ",")):  # a flow mapping: a key before `uses`
+        key = '"needs"' if json_like else "needs"
+        return TextInsert(Pos(*to_pos(key_start)), f"{key}: [{word}], ")
+    line_end = text.find("\n", uses[1])
+    line_end = len(text) if line_end < 0 else line_end
+    indent = " " * (to_pos(key_start)[1] - 1)
+    return TextInsert(Pos(*to_pos(line_end)), f"\n{indent}needs: [{word}]")

@@ -16,8 +16,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from lwtool import __version__
-from lwtool.lsp.analysis import Analysis, completions
-from lwtool.lsp.convert import from_position, to_diagnostic, to_range
+from lwtool.lsp.analysis import Analysis, completions, missing_need_fix
+from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
 
 DEBOUNCE_SECONDS = 0.02
 
@@ -126,6 +126,30 @@ def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.Comple
     return types.CompletionList(is_incomplete=False, items=[
         types.CompletionItem(label=label, detail=detail, kind=types.CompletionItemKind.Reference)
         for label, detail in items])
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix]))
+def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """Quick fix for `step.missing_dependency`: add the read step to `needs`."""
+    uri = params.text_document.uri
+    document = ls.workspace.get_text_document(uri)
+    analysis = ls.current(uri)
+    lines, codec = document.lines, document.position_codec
+    actions = []
+    for diagnostic in params.context.diagnostics:
+        if diagnostic.code != "step.missing_dependency":
+            continue
+        fix = missing_need_fix(analysis, from_position(diagnostic.range.start, lines, codec))
+        if fix is None:
+            continue
+        title, insert = fix
+        at = to_position(insert.at, lines, codec)
+        edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=insert.text)
+        actions.append(types.CodeAction(
+            title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            is_preferred=True, edit=types.WorkspaceEdit(changes={uri: [edit]})))
+    return actions
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)

@@ -165,3 +165,26 @@ async def test_completion_of_decision_targets_in_json(client: LanguageClient) ->
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=5, character=line.index('"end"') + 1)))
     assert {item.label for item in result.items} == {"check", "route", "end"}
+
+
+async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
+    text = FIXED.replace("    needs: [fetch]\n", "")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostic = client.diagnostics[URI][0]  # the prompt reads steps.fetch twice
+    assert {d.code for d in client.diagnostics[URI]} == {"step.missing_dependency"}
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic])))
+    [action] = actions
+    assert action.title == "Add 'fetch' to the needs of 'score'"
+    [edit] = action.edit.changes[URI]
+    lines = text.split("\n")
+    line = lines[edit.range.start.line]
+    lines[edit.range.start.line] = (line[: edit.range.start.character] + edit.new_text
+                                    + line[edit.range.start.character:])
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[URI]) == []
