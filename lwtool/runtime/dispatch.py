@@ -103,7 +103,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                    "chosen": output}
         return output, [*closing, NewEvent("StepCompleted", payload, path)], []
-    envelope, inline = await run.envelope(output, uses, step.get("output"))
+    envelope, inline = await run.envelope(output, uses, step.get("output"), path)
     payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                "envelope": envelope}
     return output, [*closing, NewEvent("StepCompleted", payload, path)], inline

@@ -181,9 +181,10 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
         output = await state.output_of(terminal.payload)
     finally:
         state.close()
-    refs = sorted({e.payload["envelope"]["outputRef"] for e in events
-                   if e.type in ("StepCompleted", "RunCompleted")
-                   and "envelope" in e.payload})
+    refs = sorted({ref for e in events
+                   if e.type in ("StepCompleted", "RunCompleted") and "envelope" in e.payload
+                   for ref in (e.payload["envelope"]["outputRef"],
+                               *e.payload["envelope"].get("artifacts", []))})
     return await result_of(world, terminal.run_id, version_id, output, refs)
 
 

@@ -47,6 +47,7 @@ class RunState:
     _config_hashes: dict[int, str] = field(default_factory=dict)
     tools_hash: str = ""
     active_steps: int = 0
+    _attached: dict[str, list[bytes]] = field(default_factory=dict)
     _queue: list[Any] = field(default_factory=list)
     _flusher: asyncio.Task[None] | None = None
     committer: ThreadPoolExecutor = field(init=False)
@@ -162,26 +163,39 @@ class RunState:
             if event.type == event_type and fnmatch.fnmatchcase(event.step_path or "", pattern):
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    async def envelope(self, value: Any, uses: str, mode: dict[str, Any] | None
+    def attach(self, path: str, data: bytes) -> None:
+        """Keep a payload of the step at `path` (a prompt, a response) as an artifact of
+        its result: stored with the step's commit and listed in its envelope."""
+        self._attached.setdefault(path, []).append(data)
+
+    async def _store(self, data: bytes, inline: list[tuple[str, bytes]]) -> str:
+        """Small payloads ride along in the step's own commit; large ones are written
+        (and fsynced) now, before the event that names them."""
+        if len(data) > INLINE_OUTPUT_LIMIT:
+            return await self.world.put_artifact(data)
+        ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+        inline.append((ref, data))
+        return ref
+
+    async def envelope(self, value: Any, uses: str, mode: dict[str, Any] | None,
+                       path: str | None = None
                        ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
         """The result envelope of an output, and small artifacts to commit with it."""
         data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         inline: list[tuple[str, bytes]] = []
-        if len(data) > INLINE_OUTPUT_LIMIT:
-            ref = await self.world.put_artifact(data)
-        else:
-            ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
-            inline.append((ref, data))
+        ref = await self._store(data, inline)
+        attached = [await self._store(extra, inline)
+                    for extra in self._attached.pop(path, [])] if path else []
         envelope: dict[str, Any] = {
             "outputRef": ref,
-            "artifacts": [],
+            "artifacts": attached,
             "metadata": {"uses": uses, "outputMode": (mode or {}).get("mode"),
                          "schemaHash": short_hash((mode or {}).get("schema"))
                          if mode and "schema" in mode else None},
         }
         if len(data) <= INLINE_OUTPUT_LIMIT:
             envelope = {"output": value, **envelope}
-        self.artifacts.append(ref)
+        self.artifacts.extend([ref, *attached])
         return envelope, inline
 
     async def output_of(self, payload: dict[str, Any]) -> Any:

@@ -120,3 +120,24 @@ def test_real_provider(tmp_path: Path) -> None:  # pragma: no cover - needs a ke
     result, _ = run(gen({"mode": "choice", "values": ["bug", "question"]}), tmp_path,
                     {"gpt-4o-mini": "openai/gpt-4o-mini"})
     assert result["output"] in ("bug", "question")
+
+
+def test_prompt_and_response_are_artifacts_of_the_result(tmp_path: Path) -> None:
+    result, world = run(gen({"mode": "text"}), tmp_path)
+    completed = next(e for e in world.events(result["runId"]) if e.type == "StepCompleted")
+    prompt_ref, response_ref = completed.payload["envelope"]["artifacts"]
+    messages = json.loads(asyncio.run(world.get_artifact(prompt_ref)))
+    assert messages[-1]["content"].startswith("Classify a ticket")
+    response = asyncio.run(world.get_artifact(response_ref)).decode()
+    assert response == result["output"]
+
+
+def test_run_result_lists_every_artifact_also_on_replay(tmp_path: Path) -> None:
+    from lwtool.runtime.api import replay_run
+
+    result, world = run(gen({"mode": "text"}), tmp_path)
+    # the step's output (the run's output has the same content, so the same address),
+    # its prompt and its response
+    assert len(result["artifacts"]) == 3
+    again = asyncio.run(replay_run(result["runId"], world=world))
+    assert again["artifacts"] == result["artifacts"]

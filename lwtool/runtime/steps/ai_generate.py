@@ -76,7 +76,10 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
             reply = await _call(run, path, turn, model, messages, mode, prompt_text)
         text = reply["response"]["text"]
         try:
-            return parse_model_text(text, mode), []
+            value = parse_model_text(text, mode)
+            run.attach(path, json.dumps(messages, ensure_ascii=False).encode("utf-8"))
+            run.attach(path, text.encode("utf-8"))
+            return value, []
         except OutputInvalid as exc:
             error = str(exc)
             messages = [*messages, {"role": "assistant", "content": text},
