@@ -4,6 +4,7 @@ imports what it needs when it runs, so `lwtool validate` never pays for the runt
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -17,6 +18,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+def _version(value: bool) -> None:
+    if value:
+        from lwtool import __version__
+
+        typer.echo(f"lwtool {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """LWIR toolchain: validate, lock and check workflow files; run them durably."""
+
 
 app.command("validate")(validate.validate)
 app.command("canon")(canon.canon)

@@ -173,3 +173,11 @@ def test_hostile_files_get_findings_not_tracebacks(tmp_path: Path, name: str, co
     assert "Traceback" not in result.stderr
     [finding] = json.loads(result.stdout)["files"][0]["findings"]
     assert finding["code"] == code and finding["line"] >= 1 and finding["column"] >= 1
+
+
+def test_version_and_unknown_command() -> None:
+    from lwtool import __version__
+
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"lwtool {__version__}"
+    assert run_cli("bogus").returncode == 2
