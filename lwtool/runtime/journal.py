@@ -25,11 +25,10 @@ class Journal:
     failed_attempts: dict[str, int] = field(default_factory=dict)
     replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     terminal: Event | None = None  # RunCompleted or RunFailed
-    event_count: int = 0
 
     @classmethod
     def from_events(cls, events: list[Event]) -> Journal:
-        journal = cls(event_count=len(events))
+        journal = cls()
         for event in events:
             path = event.step_path
             if event.type == "StepCompleted" and path is not None:

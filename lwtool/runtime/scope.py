@@ -84,7 +84,7 @@ class Scope:
         self.released: set[str] = set()
         self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
         self.ended = False
-        self.last_output: tuple[str, str, Any] | None = None  # (id, path, output)
+        self.last_step: str | None = None  # the most recently committed non-decision step
         self.needs = {sid: [n for n in s.get("needs") or []] for sid, s in self.steps.items()}
         self.dependents = _dependents(self.steps)
         self._downstream: dict[str, set[str]] = {}
@@ -202,7 +202,7 @@ class Scope:
                     sid = running.pop(task)
                     result = task.result()  # raises the step's failure
                     self._completed(sid, result)
-            await self._skip_rest()
+            self._skip_rest()
         finally:
             for task in running:
                 task.cancel()
@@ -228,8 +228,7 @@ class Scope:
         self.dirty.update(self.dependents[sid])
         if step.get("uses") != "decision":
             self.outputs[sid].append(result)
-            path = self.path_of(sid, self.visits[sid] - 1)
-            self.last_output = (sid, path, result)
+            self.last_step = sid
             return
         chosen = result
         self.dirty.update(self.loop_waiters.get(sid, ()))
@@ -253,7 +252,7 @@ class Scope:
             if gone not in self.done:
                 self.skipped.add(gone)
 
-    async def _skip_rest(self) -> None:
+    def _skip_rest(self) -> None:
         """Record every step that did not run in this scope as skipped."""
         events = []
         for sid in self.order:

@@ -279,7 +279,7 @@ class _YamlBuilder(_Builder):
                 if frame[5]:
                     open_anchors.discard(frame[5])
                     anchors[frame[5]] = (frame[0], frame[6])
-                self._attach(stack[-1] if stack else None, root, frame[0], frame[6], frame[1])
+                self._attach(stack[-1] if stack else None, root, frame[0], frame[6])
             elif kind is alias_event:
                 sm = event.start_mark
                 pos = Pos(sm.line + 1, sm.column + 1)
@@ -301,7 +301,7 @@ class _YamlBuilder(_Builder):
                 # A copy, so that an edit of one place never changes another.
                 if type(value) is dict or type(value) is list:
                     value = copy.deepcopy(value)
-                self._attach(top, root, value, size, pointer)
+                self._attach(top, root, value, size)
             elif kind is ev.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
@@ -323,8 +323,7 @@ class _YamlBuilder(_Builder):
             return _join(top[1], top[7]), top[8]
         return f"{top[1]}/{len(top[0])}", (None, None)
 
-    def _attach(self, top: list[Any] | None, root: list[Any], value: Any, size: int,
-                pointer: str) -> None:
+    def _attach(self, top: list[Any] | None, root: list[Any], value: Any, size: int) -> None:
         self.nodes += 1
         if top is None:
             root.append(value)

@@ -32,10 +32,3 @@ class Span:
 
 FILE_START = Span.at(1, 1)
 
-
-def pos_of_offset(text: str, offset: int) -> Pos:
-    """The 1-based position of a character offset in `text`."""
-    offset = max(0, min(offset, len(text)))
-    line = text.count("\n", 0, offset) + 1
-    line_start = text.rfind("\n", 0, offset) + 1
-    return Pos(line, offset - line_start + 1)

@@ -68,7 +68,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str, visit: int) 
         if output_step:
             outputs = body.outputs.get(output_step) or []
             return outputs[-1] if outputs else None
-        return body.last_output[2] if body.last_output else None
+        return body.outputs[body.last_step][-1] if body.last_step else None
 
     tasks = [asyncio.create_task(branch(item, key)) for item, key in zip(items, keys,
                                                                           strict=True)]
