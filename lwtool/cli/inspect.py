@@ -64,6 +64,10 @@ def events(
             payload = payload if len(payload) <= 160 else payload[:157] + "..."
             typer.echo(f"{event.seq:>5}  {_stamp(event.at)}  {event.type:<32} "
                        f"{event.step_path or '-':<28} {payload}")
+            for failed in event.payload.get("failedBranches") or []:
+                typer.echo(f"{'':>7}failed branch {failed.get('itemKey')}: "
+                           f"{failed.get('causeCode')} at {failed.get('failedStepPath')}: "
+                           f"{failed.get('message')}")
 
 
 def report(
@@ -72,11 +76,14 @@ def report(
     as_json: AsJson = False,
 ) -> None:
     """Tokens and costUsd per step and per run (costUsd null = unpriced, not free)."""
-    from lwtool.runtime.report import usage_report
+    from lwtool.runtime.report import failed_branches, usage_report
 
-    result = usage_report(_run_events(data_dir, run_id))
+    run_events = _run_events(data_dir, run_id)
+    result = usage_report(run_events)
+    failed = failed_branches(run_events)
     if as_json:
-        typer.echo(json.dumps({"runId": run_id, **result}, ensure_ascii=False, indent=2))
+        typer.echo(json.dumps({"runId": run_id, **result, "failedBranches": failed},
+                              ensure_ascii=False, indent=2))
         return
 
     def cost(value: float | None) -> str:
@@ -91,6 +98,11 @@ def report(
     calls = total["pricedCalls"] + total["unpricedCalls"]
     typer.echo(f"{'run ' + run_id:<40} {total['inputTokens']:>8} {total['outputTokens']:>8} "
                f"{calls:>6}  {cost(total['costUsd'])}")
+    for group, branches in failed.items():
+        typer.echo(f"failed branches of {group} (all_settled; the others fanned in):")
+        for branch in branches:
+            typer.echo(f"  {branch['itemKey']}: {branch['causeCode']} at "
+                       f"{branch['failedStepPath']}: {branch['message']}")
 
 
 def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) -> None:

@@ -17,24 +17,35 @@ from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.run_state import short_hash
 from lwtool.runtime.scope import Scope
 from lwtool.runtime.steps import STEP_KINDS
-from lwtool.world.base import NewEvent
+from lwtool.world.base import Event, NewEvent
 
 DEFAULT_RETRY = {"maxAttempts": 3, "backoffMs": 200}
 
 
-async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
+def _completed_seq(committed: list[Event]) -> int:
+    return next(e.seq for e in reversed(committed) if e.type == "StepCompleted")
+
+
+async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, int]:
+    """The step's result and the commit position of its StepCompleted."""
     step = scope.steps[sid]
     uses = step.get("uses", "")
     run = scope.run
     recorded = run.journal.recorded(path, sid, uses)
     if recorded is not None:
+        seq = run.journal.completed_seq[path]
         if uses == "decision":
-            return recorded.get("chosen")
-        return await run.output_of(recorded)
+            return recorded.get("chosen"), seq
+        return await run.output_of(recorded), seq
+    failed = run.journal.failed_final.get(path)
+    if failed is not None:
+        raise StepFailure(failed.get("causeCode", "step_failed"), str(failed.get("error", "")),
+                          path)
     if uses == "parallel":
         from lwtool.runtime.steps.parallel import run_parallel
 
-        return await run_parallel(scope, step, path, visit)
+        output, committed = await run_parallel(scope, step, path, visit)
+        return output, _completed_seq(committed)
     kind = STEP_KINDS.get(uses)
     if kind is None:
         raise StepFailure("runtime_config_error", f"unknown step type '{uses}'", path)
@@ -53,17 +64,19 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> Any:
                 finally:
                     run.active_steps -= 1
             scope.executed(sid)
-            await run.record(closing, artifacts=inline)
-            return result
+            committed = await run.record(closing, artifacts=inline)
+            return result, _completed_seq(committed)
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
+            final = not failure.transient or attempt >= int(retry["maxAttempts"])
             await run.record([
                 NewEvent("harness.session.failed", {"runId": run.run_id,
                                                     "error": failure.message}, path),
                 NewEvent("StepAttemptFailed", {
                     "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
-                    "transient": failure.transient, "error": failure.message}, path)])
-            if not failure.transient or attempt >= int(retry["maxAttempts"]):
+                    "transient": failure.transient, "final": final,
+                    "error": failure.message}, path)])
+            if final:
                 raise
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)
 

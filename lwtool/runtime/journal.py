@@ -6,7 +6,9 @@ StepCompleted at that key, the step's result comes from the log and nothing is c
 else the step executes and its result is appended. A StepCompleted for another step id
 or type at that key means the log and the LWIR disagree: NondeterminismError.
 Committed model replies are kept per (step path, turn), so a step killed between
-repair turns does not pay for a reply twice.
+repair turns does not pay for a reply twice. A step whose failure was final (not
+transient, or its retries spent) fails again from the log on replay, without being
+called again: an all_settled group killed after one branch failed does not re-run it.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from lwtool.world.base import Event
 @dataclass
 class Journal:
     completed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    completed_seq: dict[str, int] = field(default_factory=dict)  # commit position
     skipped: set[str] = field(default_factory=set)
     failed_attempts: dict[str, int] = field(default_factory=dict)
+    failed_final: dict[str, dict[str, Any]] = field(default_factory=dict)  # no retry left
     replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     terminal: Event | None = None  # RunCompleted or RunFailed
 
@@ -33,10 +37,13 @@ class Journal:
             path = event.step_path
             if event.type == "StepCompleted" and path is not None:
                 journal.completed[path] = event.payload
+                journal.completed_seq[path] = event.seq
             elif event.type == "StepSkipped" and path is not None:
                 journal.skipped.add(path)
             elif event.type == "StepAttemptFailed" and path is not None:
                 journal.failed_attempts[path] = journal.failed_attempts.get(path, 0) + 1
+                if event.payload.get("final", not event.payload.get("transient", False)):
+                    journal.failed_final[path] = event.payload
             elif event.type == "harness.model.responded" and path is not None:
                 journal.replies[(path, int(event.payload.get("turn", 0)))] = event.payload
             elif event.type in ("RunCompleted", "RunFailed"):

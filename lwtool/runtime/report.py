@@ -65,3 +65,11 @@ def usage_report(events: list[Event]) -> dict[str, Any]:
     if calls == 0:
         run["costUsd"] = 0.0
     return {"run": run, "steps": steps}
+
+
+def failed_branches(events: list[Event]) -> dict[str, list[dict[str, Any]]]:
+    """{parallel group path: its failedBranches} for all_settled groups that completed
+    with some branches failed."""
+    return {event.step_path or "?": list(event.payload["failedBranches"])
+            for event in events
+            if event.type == "StepCompleted" and event.payload.get("failedBranches")}

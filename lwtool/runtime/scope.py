@@ -81,10 +81,12 @@ class Scope:
         self.outputs: dict[str, list[Any]] = {sid: [] for sid in self.steps}
         self.done: set[str] = set()
         self.skipped: set[str] = set()
-        self.released: set[str] = set()
+        self.released: set[str] = set()  # gated targets a decision chose
+        self.rejected: set[str] = set()  # gated targets chosen against (and not since)
         self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
         self.ended = False
         self.last_step: str | None = None  # the most recently committed non-decision step
+        self.last_seq = 0  # ... and the commit position of its result
         self.needs = {sid: [n for n in s.get("needs") or []] for sid, s in self.steps.items()}
         self.dependents = _dependents(self.steps)
         self._downstream: dict[str, set[str]] = {}
@@ -94,16 +96,19 @@ class Scope:
                 for target in self._targets(step):
                     if target in self.steps and sid not in self.downstream(target):
                         self.gated.add(target)
-        self.loop_exits, self.loop_waiters = self._loops()
+        loop_of = self._loop_members()
+        self.loop_exits, self.loop_waiters = self._loop_exits(loop_of)
+        # Steps whose paths carry `.visit[N]`: multi-visit steps, and decisions on a loop
+        # (they need no maxVisits of their own, yet run once per round).
+        self.repeating = {sid for sid, s in self.steps.items()
+                          if int(s.get("maxVisits", 1)) > 1
+                          or (s.get("uses") == "decision" and sid in loop_of)}
 
-    def _loops(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-        """A step outside a loop that needs a step inside it waits for the loop to be
-        left: {step: decisions of that loop that must be done}, and the reverse map (who
-        to look at again when such a decision completes). Without this, the step would
-        run on the loop's first round and again on each later one."""
+    def _loop_members(self) -> dict[str, frozenset[str]]:
+        """{step: the loop (strongly connected component with a decision) it is on}."""
         decisions = [sid for sid, s in self.steps.items() if s.get("uses") == "decision"]
         if not decisions:
-            return {}, {}
+            return {}
         from lwtool.validate.graph import is_cycle, strongly_connected
 
         edges: dict[str, list[str]] = {sid: sorted(self.dependents[sid]) for sid in self.steps}
@@ -114,6 +119,14 @@ class Scope:
             if is_cycle(component, edges) and any(c in decisions for c in component):
                 for member in component:
                     loop_of[member] = frozenset(component)
+        return loop_of
+
+    def _loop_exits(self, loop_of: dict[str, frozenset[str]]
+                    ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """A step outside a loop that needs a step inside it waits for the loop to be
+        left: {step: decisions of that loop that must be done}, and the reverse map (who
+        to look at again when such a decision completes). Without this, the step would
+        run on the loop's first round and again on each later one."""
         exits: dict[str, set[str]] = {}
         waiters: dict[str, set[str]] = {}
         for sid in self.steps:
@@ -121,7 +134,7 @@ class Scope:
                 loop = loop_of.get(need)
                 if loop is None or sid in loop:
                     continue
-                for decision in (d for d in loop if d in decisions):
+                for decision in (d for d in loop if self.steps[d].get("uses") == "decision"):
                     exits.setdefault(sid, set()).add(decision)
                     waiters.setdefault(decision, set()).add(sid)
         return exits, waiters
@@ -154,8 +167,7 @@ class Scope:
         return scope
 
     def path_of(self, step_id: str, visit: int) -> str:
-        step = self.steps[step_id]
-        suffix = f".visit[{visit}]" if int(step.get("maxVisits", 1)) > 1 else ""
+        suffix = f".visit[{visit}]" if step_id in self.repeating else ""
         return f"{self.prefix}{step_id}{suffix}"
 
     # -- scheduling -----------------------------------------------------------------------
@@ -189,7 +201,9 @@ class Scope:
                     visit = self.visits[sid]
                     limit = int(self.steps[sid].get("maxVisits", 1))
                     path = self.path_of(sid, visit)
-                    if visit >= limit:
+                    # A decision is bounded by the loop's other steps, not by its own
+                    # maxVisits (the spec: it "does not use maxVisits meaningfully").
+                    if visit >= limit and self.steps[sid].get("uses") != "decision":
                         raise StepFailure("max_visits_exceeded", f"step '{sid}' would start "
                                           f"visit {visit + 1} of at most {limit}", path)
                     self.visits[sid] = visit + 1
@@ -198,10 +212,15 @@ class Scope:
                 if not running:
                     break
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                # A failure first (it raises), then results in commit order.
                 for task in sorted(finished, key=lambda t: self.position[running[t]]):
+                    if task.exception() is not None:
+                        running.pop(task)
+                        task.result()
+                for task in sorted(finished, key=lambda t: t.result()[1]):
                     sid = running.pop(task)
-                    result = task.result()  # raises the step's failure
-                    self._completed(sid, result)
+                    result, seq = task.result()
+                    self._completed(sid, result, seq)
             self._skip_rest()
         finally:
             for task in running:
@@ -222,19 +241,23 @@ class Scope:
         if all(s == sid or s in self.done or s in self.skipped for s in self.order):
             self.on_last_execution()
 
-    def _completed(self, sid: str, result: Any) -> None:
+    def _completed(self, sid: str, result: Any, seq: int) -> None:
+        """Apply a committed result. `seq` is its commit position in the run's log, so a
+        replay (where recorded results come back all at once) orders "the most recently
+        committed step" exactly as the first run did."""
         step = self.steps[sid]
         self.done.add(sid)
         self.dirty.update(self.dependents[sid])
         if step.get("uses") != "decision":
             self.outputs[sid].append(result)
-            self.last_step = sid
+            if seq >= self.last_seq:
+                self.last_step, self.last_seq = sid, seq
             return
         chosen = result
         self.dirty.update(self.loop_waiters.get(sid, ()))
         for target in self._targets(step):
             if target in self.gated and target != chosen and target not in self.released:
-                self._skip(target)
+                self.rejected.add(target)
         if chosen == END:
             self.ended = True
         elif chosen in self.done or (chosen in self.steps and sid in self.downstream(chosen)):
@@ -243,14 +266,13 @@ class Scope:
                 self.done.discard(again)
             self.dirty.update(self.downstream(chosen))
         else:
+            # A forward target, possibly one an earlier round chose against: it and the
+            # steps after it become runnable again.
             self.released.add(chosen)
-            self.skipped.discard(chosen)
-            self.dirty.add(chosen)
-
-    def _skip(self, sid: str) -> None:
-        for gone in self.downstream(sid):
-            if gone not in self.done:
-                self.skipped.add(gone)
+            self.rejected.discard(chosen)
+            self.dirty.update(self.downstream(chosen))
+        self.skipped = {gone for target in self.rejected for gone in self.downstream(target)
+                        if gone not in self.done}
 
     def _skip_rest(self) -> None:
         """Record every step that did not run in this scope as skipped."""

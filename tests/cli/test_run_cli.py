@@ -206,3 +206,26 @@ def test_run_ids_that_would_name_files_outside_are_refused(data: Path, bad: str)
     result = _run_loop(data, "--run-id", bad)
     assert result.returncode == 2 and "invalid run id" in result.stderr
     assert not (data.parent / "escape.lock").exists()
+
+
+def test_all_settled_failed_branches_in_events_and_report(data: Path, tmp_path: Path,
+                                                          snapshot) -> None:  # type: ignore[no-untyped-def]
+    side_effects = ROOT / "tests" / "runtime"
+    run_input = tmp_path / "in.json"
+    run_input.write_text(json.dumps({"items": [
+        {"id": "a", "n": 1}, {"id": "b", "n": 2, "fail": True}, {"id": "c", "n": 3}]}))
+    result = run_cli("run", str(side_effects / "workflows" / "fanout-settled.lwir.yaml"),
+                     "--input", str(run_input), "--tools",
+                     f"{side_effects / 'side_effects.py'}:tools", "--data-dir", str(data),
+                     "--run-id", "run_settled", "--json", env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"] == [{"id": "a", "double": 2},
+                                                   {"id": "c", "double": 6}]
+    events = run_cli("events", "run_settled", "--data-dir", str(data), "--type",
+                     "StepCompleted").stdout
+    failed_lines = [line.strip() for line in events.splitlines() if "failed branch" in line]
+    report = run_cli("report", "run_settled", "--data-dir", str(data))
+    assert (failed_lines, report.stdout.splitlines()[-2:]) == snapshot
+    parsed = json.loads(run_cli("report", "run_settled", "--data-dir", str(data),
+                                "--json").stdout)
+    assert [b["itemKey"] for b in parsed["failedBranches"]["each"]] == ["b"]

@@ -192,3 +192,83 @@ def test_kill_after_a_model_reply_does_not_pay_for_it_again(tmp_path: Path) -> N
                         "--json").stdout.splitlines()
     assert len(completed) == 2
     assert json.loads(replay.stdout)["usage"]["unpricedCalls"] == 2
+
+
+def _completed_paths(work: Path, run_id: str) -> list[str]:
+    return [json.loads(line)["stepPath"] for line in run_cli(
+        "events", run_id, "--data-dir", str(work / "data"), "--json", "--type",
+        "StepCompleted").stdout.splitlines()]
+
+
+def test_kill_with_multi_step_branches_keeps_each_branch_contribution(tmp_path: Path) -> None:
+    """Each branch's contribution is its most recently *committed* step (`slow`, which
+    commits after `fast -> after`); a replay re-applies recorded results in commit
+    order, so it contributes the same step (document order would pick `after`)."""
+    items = [{"id": f"i{n}", "n": n} for n in range(4)]
+    reference = _uninterrupted(tmp_path, "branches.lwir.yaml", {"items": items})
+    assert reference == [{"id": f"i{n}-slow", "double": 2 * n} for n in range(4)]
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "branches.lwir.yaml", {"items": items}, "run_branches",
+                  LWTOOL_TEST_BLOCK="i3-slow")
+    _wait_for(work / "blocked-i3-slow", proc)
+    deadline = time.monotonic() + 30
+    while "each[i2].slow" not in _completed_paths(work, "run_branches"):
+        assert time.monotonic() < deadline, "branch i2 never committed"
+        time.sleep(0.05)
+    _kill(proc)
+    committed = _completed_paths(work, "run_branches")
+    assert {"each[i0].slow", "each[i0].after", "each[i1].slow", "each[i2].slow"} <= set(
+        committed)
+    before = _calls(work)
+    result = _replay(work, "run_branches")
+    assert result["output"] == reference
+    after = _calls(work)
+    for path in committed:  # no committed step ran again
+        key = path.split("[")[1].split("]")[0] + "-" + path.rsplit(".", 1)[1]
+        assert after[f"work:{key}"] == before[f"work:{key}"] == 1
+    assert after["work:i3-slow"] == 2
+
+
+def test_kill_in_a_diamond_keeps_the_final_output(tmp_path: Path) -> None:
+    reference = _uninterrupted(tmp_path, "diamond.lwir.yaml", {"n": 1})
+    assert reference == {"id": "late", "double": 16}
+    for block in ("d", "late"):
+        work = tmp_path / f"killed-{block}"
+        work.mkdir()
+        proc = _start(work, "diamond.lwir.yaml", {"n": 1}, "run_diamond",
+                      LWTOOL_TEST_BLOCK=block)
+        _wait_for(work / f"blocked-{block}", proc)
+        if block == "late":  # `early` commits while `late` hangs
+            deadline = time.monotonic() + 30
+            while "early" not in _completed_paths(work, "run_diamond"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        _kill(proc)
+        result = _replay(work, "run_diamond")
+        assert result["output"] == reference
+        calls = _calls(work)
+        assert {k: v for k, v in calls.items() if k != f"work:{block}"} == {
+            f"work:{s}": 1 for s in "a b c d late early".split() if s != block}
+        assert calls[f"work:{block}"] == 2
+
+
+def test_kill_after_a_loop_exit_runs_the_steps_after_it(tmp_path: Path) -> None:
+    """The loop goes round three times; `publish` (the exit target, chosen against on
+    rounds one and two) and `announce` after it still run, once each."""
+    run_input = {"text": "go"}
+    reference = _uninterrupted(tmp_path, "loop-exit.lwir.yaml", run_input)
+    assert reference == {"key": "announce", "value": "go!!!"}
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "loop-exit.lwir.yaml", run_input, "run_exit",
+                  LWTOOL_FAULT_KILL_AFTER="StepCompleted@publish")
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    result = _replay(work, "run_exit")
+    assert result["output"] == reference
+    assert _calls(work) == Counter({"improve:improve-1": 1, "check:check-1": 1,
+                                    "improve:improve-2": 1, "check:check-2": 1,
+                                    "improve:improve-3": 1, "check:check-3": 1,
+                                    "publish:publish": 1, "record:announce": 1})
+    assert _completed_paths(work, "run_exit")[-2:] == ["publish", "announce"]

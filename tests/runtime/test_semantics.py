@@ -127,12 +127,105 @@ def test_fail_fast_and_all_settled(tmp_path: Path) -> None:
                   {"items": items}, tmp_path / "1")
     assert error.cause_code == "step_failed" and error.failed_step_path == "each[bad].work"
     probe = Probe()
-    error = fails(lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}",
-                                 failureMode="all_settled", maxConcurrency=1)]),
-                  {"items": items}, tmp_path / "2", probe)
-    assert error.cause_code == "step_failed"
-    assert "each[bad].work" in error.message and "each[bad2].work" in error.message
+    world = local_world(tmp_path / "2")
+    doc = lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}",
+                         failureMode="all_settled", maxConcurrency=1)])
+    result = asyncio.run(run_workflow(doc, {"items": items}, world=world,
+                                      tools=probe.registry()))
     assert [c["id"] for c in probe.calls] == ["ok1", "bad", "ok2", "bad2"]
+    assert result["output"] == [{"id": "ok1"}, {"id": "ok2"}]  # the branches that succeeded
+    group = next(e for e in world.events(result["runId"], ["StepCompleted"])
+                 if e.step_path == "each")
+    assert group.payload["branches"] == ["ok1", "ok2"]
+    assert group.payload["failedBranches"] == [
+        {"itemKey": "bad", "causeCode": "step_failed", "failedStepPath": "each[bad].work",
+         "message": "tool 'slow' raised RuntimeError: bad failed"},
+        {"itemKey": "bad2", "causeCode": "step_failed", "failedStepPath": "each[bad2].work",
+         "message": "tool 'slow' raised RuntimeError: bad2 failed"}]
+
+
+def test_all_settled_fails_only_when_no_branch_succeeded(tmp_path: Path) -> None:
+    items = [{"id": "x", "fail": True}, {"id": "y", "fail": True}]
+    error = fails(lwir([parallel("{{ input.items }}", [tool("work", "slow")],
+                                 itemKey="{{ item.id }}", failureMode="all_settled")]),
+                  {"items": items}, tmp_path)
+    assert error.cause_code == "step_failed" and error.failed_step_path == "each[x].work"
+    assert "each[x].work" in error.message and "each[y].work" in error.message
+
+
+def _visit_loop(**with_: Any) -> dict[str, Any]:
+    """A branch loop that never passes: it runs out of visits."""
+    body = [tool("work", maxVisits=2, input="{{ item }}"),
+            {"id": "route", "uses": "decision", "needs": ["work"],
+             "with": {"cases": [{"when": "{{ steps.work.lastOutput.done }}", "to": "end"}],
+                      "default": "work"}}]
+    return lwir([parallel("{{ input.items }}", body, itemKey="{{ item.id }}", **with_)])
+
+
+@pytest.mark.parametrize("mode", ["fail_fast", "all_settled"])
+def test_a_branch_out_of_visits_fails_with_max_visits_exceeded(tmp_path: Path,
+                                                               mode: str) -> None:
+    error = fails(_visit_loop(failureMode=mode), {"items": [{"id": "a"}]}, tmp_path)
+    assert error.cause_code == "max_visits_exceeded"
+    assert error.failed_step_path == "each[a].work.visit[2]"
+
+
+def test_all_settled_lists_a_branch_out_of_visits(tmp_path: Path) -> None:
+    world = local_world(tmp_path / "data")
+    items = [{"id": "a"}, {"id": "b", "done": True}]
+    result = asyncio.run(run_workflow(_visit_loop(failureMode="all_settled"),
+                                      {"items": items}, world=world, tools=Probe().registry()))
+    assert result["output"] == [{"id": "b", "done": True}]
+    group = next(e for e in world.events(result["runId"], ["StepCompleted"])
+                 if e.step_path == "each")
+    assert [(f["itemKey"], f["causeCode"], f["failedStepPath"])
+            for f in group.payload["failedBranches"]] == [
+        ("a", "max_visits_exceeded", "each[a].work.visit[2]")]
+
+
+def test_a_decision_on_a_loop_needs_no_max_visits(tmp_path: Path) -> None:
+    """The spec's worked example: the decision has no maxVisits, runs once per round,
+    and its rounds get distinct paths (`route.visit[N]`)."""
+    world = local_world(tmp_path / "data")
+    calls: list[Any] = []
+
+    def count(args: Any) -> Any:
+        calls.append(args)
+        return {"done": len(calls) >= 3}
+
+    doc = lwir([tool("work", "count", maxVisits=5, input="x"),
+                {"id": "route", "uses": "decision", "needs": ["work"],
+                 "with": {"cases": [{"when": "{{ steps.work.lastOutput.done }}", "to": "end"}],
+                          "default": "work"}}])
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools={"count": count}))
+    assert result["output"] == {"done": True}
+    paths = [e.step_path for e in world.events(result["runId"], ["StepCompleted"])]
+    assert paths == ["work.visit[0]", "route.visit[0]", "work.visit[1]", "route.visit[1]",
+                     "work.visit[2]", "route.visit[2]"]
+
+
+def test_steps_after_a_loop_exit_run_once_the_exit_is_chosen(tmp_path: Path) -> None:
+    world = local_world(tmp_path / "data")
+    rounds: list[Any] = []
+
+    def count(args: Any) -> Any:
+        rounds.append(args)
+        return {"done": len(rounds) >= 2}
+
+    doc = lwir([tool("work", "count", maxVisits=3, input="x"),
+                {"id": "route", "uses": "decision", "needs": ["work"],
+                 "with": {"cases": [{"when": "{{ steps.work.lastOutput.done }}", "to": "out"}],
+                          "default": "work"}},
+                tool("out", input="out"), tool("after", needs=["out"], input="after")])
+    def echo(args: Any) -> Any:
+        return args
+
+    result = asyncio.run(run_workflow(doc, {}, world=world,
+                                      tools={"count": count, "echo": echo}))
+    assert result["output"] == "after"
+    events = world.events(result["runId"])
+    assert [e.step_path for e in events if e.type == "StepCompleted"][-2:] == ["out", "after"]
+    assert not [e for e in events if e.type == "StepSkipped"]
 
 
 def test_too_many_items_and_duplicate_keys(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ Each branch runs the body as its own scope, with step paths `<parallel>[<key>].<
 Concurrency is bounded by `maxConcurrency` here and by the world's
 `max_concurrent_steps` across the run (leaf steps hold a world slot; the coordinating
 parallel step does not, so nesting cannot deadlock). `fail_fast` cancels the other
-branches at the first failure; `all_settled` lets every branch finish, then fails
-naming each failed branch if any did. Completed branches stay committed either way.
+branches at the first failure, and the group fails with that branch's cause.
+`all_settled` never cancels: once every branch has settled, the group's output is the
+fan-in of the branches that succeeded (declared order), its StepCompleted lists
+`failedBranches` ({itemKey, causeCode, failedStepPath, message}), and it fails only
+when no branch succeeded. Completed branches stay committed either way.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from typing import Any
 from lwtool.expr.functions import to_text
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.steps.inputs import resolve
-from lwtool.world.base import NewEvent
+from lwtool.world.base import Event, NewEvent
 
 
-async def run_parallel(scope: Any, step: dict[str, Any], path: str, visit: int) -> list[Any]:
+async def run_parallel(scope: Any, step: dict[str, Any], path: str,
+                       visit: int) -> tuple[list[Any], list[Event]]:
     from lwtool.runtime.scope import Scope
 
     run = scope.run
@@ -82,21 +86,25 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str, visit: int) 
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-    failures = [r for r in results if isinstance(r, BaseException)]
-    for failure in failures:
-        if not isinstance(failure, StepFailure):
-            raise failure
-    if failures:
-        paths = [f.step_path or path for f in failures if isinstance(f, StepFailure)]
-        raise StepFailure("step_failed", f"{len(failures)} of {len(items)} branches failed: "
-                          + "; ".join(f"{f.step_path}: {f.message}" for f in failures
-                                      if isinstance(f, StepFailure)), paths[0],
-                          details={"failedBranches": paths})
-    order = range(len(items)) if fan_in.get("order", "input") == "input" else \
-        sorted(range(len(items)), key=lambda i: keys[i])
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, StepFailure):
+            raise result
+    failed = [{"itemKey": key, "causeCode": r.cause, "failedStepPath": r.step_path or path,
+               "message": r.message}
+              for key, r in zip(keys, results, strict=True) if isinstance(r, StepFailure)]
+    if failed and len(failed) == len(items):
+        causes = {r.cause for r in results if isinstance(r, StepFailure)}
+        raise StepFailure(causes.pop() if len(causes) == 1 else "step_failed",
+                          f"all {len(items)} branches failed: " + "; ".join(
+                              f"{f['failedStepPath']}: {f['message']}" for f in failed),
+                          failed[0]["failedStepPath"], details={"failedBranches": failed})
+    order = [i for i in (range(len(items)) if fan_in.get("order", "input") == "input" else
+                         sorted(range(len(items)), key=lambda i: keys[i]))
+             if not isinstance(results[i], StepFailure)]
     output = [results[i] for i in order]
     envelope, inline = await run.envelope(output, "parallel", {"mode": "array"})
-    await run.record([NewEvent("StepCompleted", {
+    committed = await run.record([NewEvent("StepCompleted", {
         "stepId": step["id"], "uses": "parallel", "visit": visit, "attempt": 1,
-        "branches": [keys[i] for i in order], "envelope": envelope}, path)], artifacts=inline)
-    return output
+        "branches": [keys[i] for i in order], **({"failedBranches": failed} if failed else {}),
+        "envelope": envelope}, path)], artifacts=inline)
+    return output, committed

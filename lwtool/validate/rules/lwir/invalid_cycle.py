@@ -3,7 +3,10 @@
 ## What it flags
 Tarjan's strongly connected components over needs edges plus decision transition
 edges, per scope. A cycle is allowed only when it holds a decision step (its way out)
-and every step on it has `maxVisits` of at least 2.
+and every other step on it has `maxVisits` of at least 2. Decision steps need no
+`maxVisits` (the spec's worked example gives its `route` none): a decision runs once
+per round, and the loop is bounded by the other steps' `maxVisits`. A cycle made of
+decisions alone has nothing to bound it and is flagged too.
 
 ## Why
 A cycle without a decision never ends; a step with `maxVisits: 1` on a loop would fail
@@ -23,7 +26,6 @@ steps:
   - id: again
     uses: decision
     needs: [a]
-    maxVisits: 3
     with:
       cases: [{when: "{{ steps.a.lastOutput.done }}", to: end}]
       default: a
@@ -55,7 +57,11 @@ def check(ctx: Context) -> Iterator[Finding]:
                 yield ctx.finding(f"{first.pointer}/id", f"cycle {path} has no decision step, "
                                   "so nothing can end it")
                 continue
-            low = sorted((m for m in members if m.max_visits < 2),
+            if all(m.uses == "decision" for m in members):
+                yield ctx.finding(f"{first.pointer}/id", f"cycle {path} holds only decision "
+                                  "steps, so no step's maxVisits bounds it")
+                continue
+            low = sorted((m for m in members if m.max_visits < 2 and m.uses != "decision"),
                          key=lambda s: ctx.document.source_map.span(s.pointer))
             if low:
                 names = ", ".join(f"'{m.id}'" for m in low)
