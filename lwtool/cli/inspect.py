@@ -35,14 +35,14 @@ def events(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     type: Annotated[str | None, typer.Option("--type", help="Event type glob, e.g. "
                                              "'harness.tool_call.*'.")] = None,
-    caller: Annotated[str | None, typer.Option("--caller", help="Tool calls by 'model', "
-                                               "'code' or 'step'.")] = None,
+    caller: Annotated[str | None, typer.Option("--caller", help="Tool calls by 'model' "
+                                               "or 'code'.")] = None,
     data_dir: DataDir = Path(".little-workflow"),
     as_json: AsJson = False,
 ) -> None:
     """Print a run's events in commit order, one a line."""
-    if caller is not None and caller not in ("model", "code", "step"):
-        raise fail(f"--caller takes model, code or step, not '{caller}'")
+    if caller is not None and caller not in ("model", "code"):
+        raise fail(f"--caller takes model or code, not '{caller}'")
     selected = []
     call_callers: dict[str, str] = {}
     for event in _run_events(data_dir, run_id):

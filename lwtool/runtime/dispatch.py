@@ -1,10 +1,13 @@
 """Run one step attempt durably: replay it from the journal, or execute it by type with
 retries, record its events and commit its result envelope.
 
-Events of one attempt: StepAttemptStarted, harness.session.started and
-harness.execute_step.started (committed together, without an fsync: evidence), the
-type's own calls (harness.tool_call.* or harness.model.*), then StepCompleted with the
-session's completion, in one durable commit (or StepAttemptFailed).
+Events of one attempt (the spec's sequence per task kind): StepAttemptStarted,
+harness.session.started and, for the direct-execute types (tool.call, code.run,
+decision), harness.execute_step.started (committed together, without an fsync:
+evidence); ai.generate's harness.model.called/responded; then
+harness.execute_step.succeeded (direct types), harness.session.completed (with the
+session's token usage) and StepCompleted in one durable commit (or
+harness.session.failed and StepAttemptFailed).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
             final = not failure.transient or attempt >= int(retry["maxAttempts"])
+            run.session_usage(path)  # a failed session's tokens stay in its model events
             await run.record([
                 NewEvent("harness.session.failed", {"runId": run.run_id,
                                                     "error": failure.message}, path),
@@ -93,6 +97,11 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     manifest = {"harnessId": "lwtool/workflow-harness@1", "workflowVersionId": run.version_id,
                 "stepPath": path, "stepConfigHash": run.config_hash(step),
                 "allowedToolsHash": run.tools_hash}
+    direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
+    execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
+                                       "inputHash": input_hash}
+    if uses == "tool.call":
+        execute_started["toolName"] = (step.get("with") or {}).get("tool")
     run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash}, path),
@@ -100,17 +109,18 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                              "task": {"kind": "execute_step"},
                                              "manifest": manifest,
                                              "manifestHash": short_hash(manifest)}, path),
-        NewEvent("harness.execute_step.started", {"stepPath": path, "stepKind": uses,
-                                                  "inputHash": input_hash}, path),
+        *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
     output, call_events = await kind.execute(scope, step, path, step_input, expression_scope)
     duration = int((time.perf_counter() - started) * 1000)
     closing = [
         *call_events,
-        NewEvent("harness.execute_step.succeeded", {"stepPath": path,
-                                                    "outputHash": short_hash(output),
-                                                    "durationMs": duration}, path),
-        NewEvent("harness.session.completed", {"runId": run.run_id}, path),
+        *([NewEvent("harness.execute_step.succeeded", {"stepPath": path,
+                                                       "outputHash": short_hash(output),
+                                                       "durationMs": duration}, path)]
+          if direct else []),
+        NewEvent("harness.session.completed", {"runId": run.run_id,
+                                               "usage": run.session_usage(path)}, path),
     ]
     if uses == "decision":
         payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,

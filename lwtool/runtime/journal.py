@@ -28,6 +28,7 @@ class Journal:
     failed_attempts: dict[str, int] = field(default_factory=dict)
     failed_final: dict[str, dict[str, Any]] = field(default_factory=dict)  # no retry left
     replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    tool_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # callId -> outcome
     terminal: Event | None = None  # RunCompleted or RunFailed
 
     @classmethod
@@ -46,6 +47,8 @@ class Journal:
                     journal.failed_final[path] = event.payload
             elif event.type == "harness.model.responded" and path is not None:
                 journal.replies[(path, int(event.payload.get("turn", 0)))] = event.payload
+            elif event.type in ("harness.tool_call.succeeded", "harness.tool_call.failed"):
+                journal.tool_calls[str(event.payload.get("callId"))] = event.payload
             elif event.type in ("RunCompleted", "RunFailed"):
                 journal.terminal = event
         return journal

@@ -14,10 +14,11 @@ from typing import Any
 
 from lwtool.runtime.journal import Journal
 from lwtool.tools import ToolRegistry
+from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
 from lwtool.world.base import Event, NewEvent, World
 
-INLINE_OUTPUT_LIMIT = 256 * 1024
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
+SESSION_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 
 
 def short_hash(value: Any) -> str:
@@ -48,6 +49,7 @@ class RunState:
     tools_hash: str = ""
     active_steps: int = 0
     _attached: dict[str, list[bytes]] = field(default_factory=dict)
+    _usage: dict[str, dict[str, int]] = field(default_factory=dict)
     _queue: list[Any] = field(default_factory=list)
     _flusher: asyncio.Task[None] | None = None
     committer: ThreadPoolExecutor = field(init=False)
@@ -167,6 +169,16 @@ class RunState:
         """Keep a payload of the step at `path` (a prompt, a response) as an artifact of
         its result: stored with the step's commit and listed in its envelope."""
         self._attached.setdefault(path, []).append(data)
+
+    def add_usage(self, path: str, usage: dict[str, int]) -> None:
+        """Count a model reply's tokens toward the step session at `path`."""
+        total = self._usage.setdefault(path, dict.fromkeys(SESSION_USAGE, 0))
+        for key in SESSION_USAGE:
+            total[key] += int(usage.get(key, 0))
+
+    def session_usage(self, path: str) -> dict[str, int]:
+        """The tokens of the step session at `path` (zeros without model calls)."""
+        return self._usage.pop(path, None) or dict.fromkeys(SESSION_USAGE, 0)
 
     async def _store(self, data: bytes, inline: list[tuple[str, bytes]]) -> str:
         """Small payloads ride along in the step's own commit; large ones are written

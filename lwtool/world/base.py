@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+INLINE_LIMIT = 256 * 1024  # payloads larger than this live only in artifacts
+
 
 @dataclass(frozen=True, slots=True)
 class Event:

@@ -70,15 +70,18 @@ def test_events_filters(data: Path) -> None:
     assert events[0]["type"] == "RunStarted" and events[-1]["type"] == "RunCompleted"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert all({"seq", "type", "runId", "payload"} <= set(e) for e in events)
-    tool_calls = run_cli("events", "run_ev", "--data-dir", str(data), "--type",
-                         "harness.tool_call.*", "--json").stdout.splitlines()
-    assert len(tool_calls) == 14  # 7 calls, started + succeeded
-    assert run_cli("events", "run_ev", "--data-dir", str(data), "--type", "harness.tool_call.*",
-                   "--caller", "code").stdout == ""
-    assert len(run_cli("events", "run_ev", "--data-dir", str(data), "--caller", "step",
-                       "--json").stdout.splitlines()) == 14
-    assert run_cli("events", "run_ev", "--data-dir", str(data), "--caller",
-                   "robot").returncode == 2
+    steps = [json.loads(line) for line in run_cli(
+        "events", "run_ev", "--data-dir", str(data), "--type", "harness.execute_step.*",
+        "--json").stdout.splitlines()]
+    # 7 tool.call attempts and 3 decisions, each started + succeeded; a tool.call step is
+    # a direct-execute step, so it has no harness.tool_call.* events
+    assert len(steps) == 20
+    assert [e["payload"].get("toolName") for e in steps[:1]] == ["improve"]
+    assert run_cli("events", "run_ev", "--data-dir", str(data), "--type",
+                   "harness.tool_call.*").stdout == ""
+    for bad in ("robot", "step"):
+        assert run_cli("events", "run_ev", "--data-dir", str(data), "--caller",
+                       bad).returncode == 2
 
 
 def test_failed_run_json_and_exit_code(data: Path, tmp_path: Path) -> None:

@@ -141,3 +141,18 @@ def test_run_result_lists_every_artifact_also_on_replay(tmp_path: Path) -> None:
     assert len(result["artifacts"]) == 3
     again = asyncio.run(replay_run(result["runId"], world=world))
     assert again["artifacts"] == result["artifacts"]
+
+
+def test_session_events_follow_the_spec_sequence_and_carry_usage(tmp_path: Path) -> None:
+    result, world = run(gen({"mode": "text"}), tmp_path)
+    events = [e for e in world.events(result["runId"]) if e.step_path == "write"]
+    # ai.generate is not a direct-execute type: no harness.execute_step.* events
+    assert [e.type for e in events] == [
+        "StepAttemptStarted", "harness.session.started", "harness.model.called",
+        "harness.model.responded", "harness.session.completed", "StepCompleted"]
+    reply_usage = events[3].payload["response"]["usage"]
+    completed = events[4].payload
+    assert completed["runId"] == result["runId"]
+    assert completed["usage"] == {k: reply_usage[k] for k in (
+        "inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")}
+    assert completed["usage"]["inputTokens"] > 0

@@ -74,6 +74,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         reply = run.journal.replies.get((path, turn))
         if reply is None:
             reply = await _call(run, path, turn, model, messages, mode, prompt_text)
+        run.add_usage(path, reply["response"].get("usage") or {})
         text = reply["response"]["text"]
         try:
             value = parse_model_text(text, mode)

@@ -1,10 +1,12 @@
-"""tool.call: one registered tool, called directly with the step input."""
+"""tool.call: one registered tool, called directly with the step input.
+
+A direct-execute step type (spec: executeToolCallStep): its call is recorded by
+`harness.execute_step.started` (with `toolName`) and `.succeeded`, and its result by
+StepCompleted; `harness.tool_call.*` is for calls by a model or by code."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from typing import Any
 
 from lwtool.runtime.errors import StepFailure, TransientError
@@ -24,8 +26,6 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         known = ", ".join(run.tools.names()) or "none"
         raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
                           f"(registered: {known}; pass --tools MODULE:ATTR)", path)
-    call_id = f"call_{uuid.uuid4().hex[:16]}"
-    started = time.perf_counter()
     try:
         if tool.is_async:
             result = await tool.fn(value)
@@ -42,10 +42,4 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         check_output(result, step.get("output"), f"tool '{name}' output")
     except OutputInvalid as exc:
         raise StepFailure("step_schema_error", str(exc), path) from None
-    duration = int((time.perf_counter() - started) * 1000)
-    return result, [
-        NewEvent("harness.tool_call.started", {"callId": call_id, "caller": "step",
-                                               "toolName": name, "args": value}, path),
-        NewEvent("harness.tool_call.succeeded", {"callId": call_id, "durationMs": duration},
-                 path),
-    ]
+    return result, []

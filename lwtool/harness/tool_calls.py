@@ -1,0 +1,77 @@
+"""Tool calls made by a model (agent loop) or by code (the code.run `tools` proxy),
+recorded with the spec's `harness.tool_call.*` events and replayed from them.
+
+`started` is committed before the tool runs (without an fsync: evidence of a call in
+flight), `succeeded` (with `result`, or `resultRef` to an artifact when the result is
+over the inline limit, and `durationMs`) or `failed` (with `error`) durably after it.
+Call ids are deterministic per step attempt (`<stepPath>#<turn>.<n>` for a model's
+calls, `<stepPath>#code.<n>` for code's), so a resumed session finds a committed
+result under the same id and is handed it without the tool being called again.
+
+A `tool.call` step is not a caller here: the spec's `caller` is `"model" | "code"`,
+and a tool.call step is a direct-execute step type, recorded with
+`harness.execute_step.started/succeeded` (carrying `toolName`) and its StepCompleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, Literal
+
+from lwtool.tools import Tool
+from lwtool.world.base import INLINE_LIMIT, NewEvent
+
+Caller = Literal["model", "code"]
+
+
+class ToolCallFailed(Exception):
+    """The tool raised; `message` is what `harness.tool_call.failed` recorded."""
+
+    def __init__(self, call_id: str, message: str) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+        self.message = message
+
+
+async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
+                    call_id: str, turn: int | None = None) -> Any:
+    """Run one tool call durably; a call committed earlier is replayed, not re-run."""
+    recorded = run.journal.tool_calls.get(call_id)
+    if recorded is not None:
+        if "error" in recorded:
+            raise ToolCallFailed(call_id, str(recorded["error"]))
+        if "resultRef" in recorded:
+            return json.loads(await run.world.get_artifact(recorded["resultRef"]))
+        return recorded.get("result")
+    started_payload: dict[str, Any] = {"callId": call_id, "caller": caller,
+                                       "toolName": tool.name, "args": args}
+    if turn is not None:
+        started_payload = {"turn": turn, **started_payload}
+    run.note([NewEvent("harness.tool_call.started", started_payload, path)])
+    started = time.perf_counter()
+    try:
+        if tool.is_async:
+            result = await tool.fn(args)
+        else:
+            result = await asyncio.get_running_loop().run_in_executor(run.tool_threads,
+                                                                      tool.fn, args)
+    except Exception as exc:  # noqa: BLE001 - the caller decides what a failure means
+        message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}"
+        await run.record([NewEvent("harness.tool_call.failed", {
+            "callId": call_id, "error": message,
+            "durationMs": _ms(started)}, path)])
+        raise ToolCallFailed(call_id, message) from None
+    data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}
+    if len(data) > INLINE_LIMIT:
+        payload["resultRef"] = await run.world.put_artifact(data)
+    else:
+        payload["result"] = result
+    await run.record([NewEvent("harness.tool_call.succeeded", payload, path)])
+    return result
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
