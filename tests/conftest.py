@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,34 @@ MINIMAL_HEADER = {
     "apiVersion": "littleworkflow.dev/v0.1",
     "kind": "Workflow",
     "metadata": {"name": "t"},
-    "permissions": {"models": ["gpt-4o-mini"]},
+    "permissions": {"models": ["gpt-4o-mini"], "tools": ["t"]},
 }
+
+
+def used_tools(steps: list[Any]) -> list[str]:
+    """The tool names a step list's tool.call steps name (parallel bodies included)."""
+    found: set[str] = set()
+    todo = list(steps)
+    while todo:
+        step = todo.pop()
+        if not isinstance(step, dict):
+            continue
+        with_ = step.get("with")
+        if step.get("uses") == "tool.call" and isinstance(with_, dict) and isinstance(
+                with_.get("tool"), str):
+            found.add(with_["tool"])
+        if isinstance(step.get("steps"), list):
+            todo.extend(step["steps"])
+    return sorted(found)
+
+
+def permitted(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with `permissions.tools` extended by the tools it calls (for tests about
+    anything but permissions.unknown_tool)."""
+    permissions = dict(doc.get("permissions") or {})
+    listed = permissions.get("tools") or []
+    permissions["tools"] = sorted(set(listed) | set(used_tools(doc.get("steps") or [])))
+    return {**doc, "permissions": permissions}
 
 
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,

@@ -13,7 +13,7 @@ from tests.conftest import ROOT, run_cli
 BAD = """apiVersion: littleworkflow.dev/v0.1
 kind: Workflow
 metadata: {name: bad}
-permissions: {models: [gpt-4o-mini]}
+permissions: {models: [gpt-4o-mini], tools: [t]}
 steps:
   - id: fetch
     uses: tool.call

@@ -13,7 +13,7 @@ URI = "file:///work/review.lwir.yaml"
 BROKEN = """apiVersion: littleworkflow.dev/v0.1
 kind: Workflow
 metadata: {name: review}
-permissions: {models: [gpt-4o-mini]}
+permissions: {models: [gpt-4o-mini], tools: [fetchCandidates]}
 steps:
   - id: fetch
     uses: tool.call
@@ -151,7 +151,7 @@ async def test_completion_of_decision_targets_in_json(client: LanguageClient) ->
     uri = "file:///work/route.lwir.json"
     text = """{
   "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow", "metadata": {"name": "r"},
-  "steps": [
+  "permissions": {"tools": ["t"]}, "steps": [
     {"id": "check", "uses": "tool.call", "with": {"tool": "t"}},
     {"id": "route", "uses": "decision", "needs": ["check"],
      "with": {"cases": [], "default": "end"}}

@@ -11,13 +11,13 @@ import pytest
 
 from lwtool import RunFailedError, ToolRegistry, TransientError, local_world, run_workflow
 from lwtool.runtime.api import replay_run
-from tests.conftest import MINIMAL_HEADER
+from tests.conftest import MINIMAL_HEADER, permitted
 
 HERE = Path(__file__).parent
 
 
 def lwir(steps: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
-    return {**copy.deepcopy(MINIMAL_HEADER), **top, "steps": steps}
+    return permitted({**copy.deepcopy(MINIMAL_HEADER), **top, "steps": steps})
 
 
 def tool(step_id: str, name: str = "echo", **extra: Any) -> dict[str, Any]:
@@ -394,3 +394,22 @@ def test_an_invalid_dict_is_refused_with_findings(tmp_path: Path) -> None:
     with pytest.raises(WorkflowInvalid) as info:
         run(doc, {}, tmp_path)
     assert [f.code for f in info.value.findings] == ["step.max_visits_out_of_range"]
+
+
+def test_a_tool_outside_permissions_is_refused_at_validation_and_at_run_time(
+        tmp_path: Path) -> None:
+    from lwtool import WorkflowInvalid
+    from lwtool.runtime.interpreter import start_run
+
+    doc = {**copy.deepcopy(MINIMAL_HEADER), "steps": [tool("x", "echo", input="hi")]}
+    doc["permissions"]["tools"] = ["other"]
+    probe = Probe()
+    with pytest.raises(WorkflowInvalid) as invalid:
+        run(doc, {}, tmp_path / "1", probe)
+    assert [f.code for f in invalid.value.findings] == ["permissions.unknown_tool"]
+    # A version that got past validation some other way is still refused, uncalled.
+    world = local_world(tmp_path / "2")
+    with pytest.raises(RunFailedError) as failed:
+        asyncio.run(start_run(world, doc, {}, probe.registry(), {}))
+    assert (failed.value.cause_code, failed.value.failed_step_path) == ("capability_drift", "x")
+    assert "permissions.tools" in failed.value.message and probe.calls == []

@@ -7,11 +7,11 @@ from typing import Any
 from lwtool.planner.needs import infer_needs
 from lwtool.source.loader import load_text
 from lwtool.validate.run import validate_document
-from tests.conftest import MINIMAL_HEADER
+from tests.conftest import MINIMAL_HEADER, permitted
 
 
 def _lwir(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    return {**MINIMAL_HEADER, "steps": steps}
+    return permitted({**MINIMAL_HEADER, "steps": steps})
 
 
 def _codes(lwir: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 from lwtool.source.loader import load_text
 from lwtool.validate.registry import Rule, rules
 from lwtool.validate.run import validate_document
-from tests.conftest import MINIMAL_HEADER
+from tests.conftest import MINIMAL_HEADER, permitted
 
 HEADINGS = ("## What it flags", "## Why", "## Example", "## Instead")
 _BLOCK = re.compile(r"## (Example|Instead)\n```yaml\n(.*?)```", re.S)
@@ -28,7 +28,11 @@ def _document(snippet: str) -> str:
     header is prepended, so the snippet's own lines keep their positions shifted only
     by the header)."""
     parsed = YAML(typ="safe", pure=True).load(snippet)
-    header = "".join(f"{k}: {json.dumps(v)}\n" for k, v in MINIMAL_HEADER.items()
+    # The header permits the tools the snippet calls (one line, so positions only shift
+    # by the header's line count); a snippet with its own `permissions` keeps them.
+    values = permitted({**MINIMAL_HEADER, "steps": parsed.get("steps") or []})
+    del values["steps"]
+    header = "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()
                      if k not in parsed and "apiVersion" not in parsed)
     return header + snippet
 

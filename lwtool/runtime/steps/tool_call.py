@@ -21,6 +21,10 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                   expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
     run = scope.run
     name = (step.get("with") or {}).get("tool")
+    allowed = (run.lwir.get("permissions") or {}).get("tools") or []
+    if name not in allowed:
+        raise StepFailure("capability_drift", f"tool '{name}' is not in the locked "
+                          "permissions.tools", path)
     tool = run.tools.get(name)
     if tool is None:
         known = ", ".join(run.tools.names()) or "none"

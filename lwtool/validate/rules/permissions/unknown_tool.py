@@ -1,0 +1,47 @@
+"""A tool.call step calls a tool that `permissions.tools` does not list.
+
+## What it flags
+A `tool.call` step whose `with.tool` is not one of the names in `permissions.tools`
+(a workflow without `permissions.tools` permits no tool).
+
+## Why
+`permissions.tools` is what the WorkflowVersion permits; the runtime refuses any other
+tool (`capability_drift`) before calling it, so the run would fail at that step.
+
+## Example
+```yaml
+permissions: {tools: [fetch], models: []}
+steps:
+  - {id: send, uses: tool.call, with: {tool: sendEmail}}
+```
+
+## Instead
+```yaml
+permissions: {tools: [fetch, sendEmail], models: []}
+steps:
+  - {id: send, uses: tool.call, with: {tool: sendEmail}}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lwtool.validate.context import Context
+from lwtool.validate.finding import Finding
+
+CODE = "permissions.unknown_tool"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    permissions = ctx.value.get("permissions")
+    listed = permissions.get("tools") if isinstance(permissions, dict) else None
+    allowed = {t for t in listed if isinstance(t, str)} if isinstance(listed, list) else set()
+    for info in ctx.steps:
+        if info.uses != "tool.call":
+            continue
+        tool = info.with_.get("tool")
+        if isinstance(tool, str) and tool not in allowed:
+            listed_text = ", ".join(sorted(allowed)) or "none"
+            yield ctx.finding(f"{info.pointer}/with/tool", f"tool '{tool}' is not in "
+                              f"permissions.tools (listed: {listed_text})")
