@@ -117,6 +117,22 @@ def _load(text: str, path: str, fmt: str) -> Document:
     return Document(path, text, value, builder.source_map, fmt, builder.findings)
 
 
+def _deeper_than(value: Any, limit: int, text: str) -> bool:
+    """Whether containers nest more than `limit` deep (cheap when the text cannot)."""
+    if text.count("[") + text.count("{") <= limit or not isinstance(value, (dict, list)):
+        return False
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                todo.append((child, depth + 1))
+    return False
+
+
 def _join(parent: str, key: str) -> str:
     if "~" in key or "/" in key:
         return jp.join(parent, key)
@@ -434,8 +450,12 @@ class _JsonBuilder(_Builder):
 
     def build(self) -> Any:
         try:
-            return json.loads(self.text, object_pairs_hook=_pairs_without_duplicates,
-                              parse_constant=_no_constant)
+            value = json.loads(self.text, object_pairs_hook=_pairs_without_duplicates,
+                               parse_constant=_no_constant)
+            # The fast path must keep the walk's depth limit, or a finding's position
+            # (built later by the walk) would fail on a document that loaded.
+            if not _deeper_than(value, MAX_DEPTH, self.text):
+                return value
         except (ValueError, RecursionError, _DuplicateKey):
             pass
         entries: dict[str, Entry] = {}

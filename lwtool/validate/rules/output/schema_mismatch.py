@@ -43,7 +43,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         output = info.step.get("output")
         if not isinstance(output, dict):
             continue
-        wanted = _MODE_TYPES.get(output.get("mode"))  # type: ignore[arg-type]
+        mode = output.get("mode")
+        wanted = _MODE_TYPES.get(mode) if isinstance(mode, str) else None
         schema = output.get("schema")
         if wanted is None or not isinstance(schema, dict) or "type" not in schema:
             continue
