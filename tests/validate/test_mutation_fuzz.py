@@ -25,7 +25,8 @@ SOURCES = sorted([*(p for p in ROOT.glob("examples/*.lwir.*") if ".lock." not in
                   *(ROOT / "tests" / "runtime" / "workflows").glob("*.lwir.yaml")])
 DOCUMENTS = [load_path(p).value for p in SOURCES]
 OTHER_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-2**60, 2**60), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(), st.booleans(), st.integers(-2**60, 2**60),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8), st.just("{{ steps.x.output }}"), st.just("{{ item"),
     st.just([]), st.just({}), st.lists(st.integers(), max_size=3),
     st.dictionaries(st.sampled_from(["id", "uses", "mode", "steps"]), st.integers(),
