@@ -20,6 +20,81 @@ class ModelReply:
     duration_ms: int
 
 
+@dataclass(frozen=True)
+class OutputRequest:
+    """How a structured output mode is asked of a model.
+
+    `native`: the provider enforces the step's schema (a `json_schema` response format),
+    so the prompt carries no format instruction. Otherwise JSON mode (`json_object`)
+    where the provider has it, and the schema goes into the system prompt. `wrapped`:
+    OpenAI-style structured output needs an object at the root, so another root (an
+    array mode, a json mode with a non-object schema) is asked for as `{"value": …}`
+    and unwrapped from the reply.
+    """
+
+    response_format: dict[str, Any] | None
+    native: bool
+    wrapped: bool = False
+
+
+_STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum",
+                "const", "anyOf", "description", "title"}
+
+
+def _strictable(schema: Any) -> bool:
+    """Whether a schema fits strict structured output: every object closed
+    (`additionalProperties: false`) with all its properties required, and only
+    keywords strict mode enforces."""
+    if not isinstance(schema, dict) or set(schema) - _STRICT_KEYS:
+        return False
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or \
+                set(schema.get("required") or []) != set(properties):
+            return False
+        if not all(_strictable(child) for child in properties.values()):
+            return False
+    if "items" in schema and not _strictable(schema["items"]):
+        return False
+    return all(_strictable(option) for option in schema.get("anyOf") or [])
+
+
+def output_request(model: str, mode: dict[str, Any]) -> OutputRequest:
+    """The response format for a step's output mode on a model (litellm says what the
+    model supports; imported here only for a real provider)."""
+    kind = mode.get("mode", "text")
+    schema = mode.get("schema")
+    if kind not in ("object", "array", "json"):
+        return OutputRequest(None, native=False)
+    if model == OFFLINE_MODEL:  # the offline model answers from the schema itself
+        return OutputRequest(None, native=schema is not None)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    if isinstance(schema, dict) and _supports(litellm.supports_response_schema, model):
+        wrapped = kind == "array" or schema.get("type") != "object"
+        root = {"type": "object", "properties": {"value": schema}, "required": ["value"],
+                "additionalProperties": False} if wrapped else schema
+        name = str(mode.get("name") or "output")
+        json_schema: dict[str, Any] = {"name": name, "schema": root,
+                                       "strict": _strictable(root)}
+        if mode.get("description"):
+            json_schema["description"] = str(mode["description"])
+        return OutputRequest({"type": "json_schema", "json_schema": json_schema},
+                             native=True, wrapped=wrapped)
+    params = _supports(litellm.get_supported_openai_params, model, default=None) or []
+    json_mode = "response_format" in params and (kind == "object" or (
+        isinstance(schema, dict) and schema.get("type") == "object"))
+    return OutputRequest({"type": "json_object"} if json_mode else None, native=False)
+
+
+def _supports(check: Any, model: str, default: Any = False) -> Any:
+    try:
+        return check(model=model)
+    except Exception:  # noqa: BLE001 - an unknown model supports nothing special
+        return default
+
+
 class ModelCallFailed(Exception):
     def __init__(self, message: str, transient: bool) -> None:
         super().__init__(message)
@@ -44,7 +119,8 @@ _TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavail
 
 
 async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str, Any],
-                     prompt_for_offline: str) -> ModelReply:
+                     prompt_for_offline: str, request: OutputRequest | None = None
+                     ) -> ModelReply:
     started = time.perf_counter()
     provider, model_id = provider_and_id(model)
     if model == OFFLINE_MODEL:
@@ -55,8 +131,9 @@ async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str,
     import litellm
 
     kwargs: dict[str, Any] = {}
-    if mode.get("mode") in ("object", "json"):
-        kwargs["response_format"] = {"type": "json_object"}
+    request = request or output_request(model, mode)
+    if request.response_format is not None:
+        kwargs["response_format"] = request.response_format
     try:
         response = await litellm.acompletion(model=model, messages=messages, **kwargs)
     except Exception as exc:  # noqa: BLE001 - classify every provider failure

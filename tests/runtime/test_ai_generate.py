@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from lwtool import RunFailedError, local_world, run_workflow
-from lwtool.harness.models import ModelReply
 from lwtool.runtime.report import usage_report
-from lwtool.runtime.steps import ai_generate
 from tests.conftest import MINIMAL_HEADER
+from tests.fixtures.openai_server import fixture_server
 
 OBJECT = {"type": "object", "required": ["label", "score"], "properties": {
     "label": {"type": "string", "minLength": 3}, "score": {"type": "integer", "minimum": 1,
@@ -64,38 +63,99 @@ def test_prompt_layout(tmp_path: Path) -> None:
                         {"role": "user", "content": 'Classify a ticket\n\nInput:\n{"id": 7}'}]
 
 
-def test_repair_mode_self_retries_with_the_error(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    replies = iter(['{"label": "x"}', '{"label": "fine", "score": 2}'])
-    seen: list[list[dict[str, str]]] = []
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Point litellm's OpenAI provider at a loopback fixture server."""
+    def start(replies: list[str]):  # type: ignore[no-untyped-def]
+        context = fixture_server(replies)
+        server = context.__enter__()
+        started.append(context)
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fixture")
+        return server
 
-    async def fake(model: str, messages: Any, mode: Any, prompt: str) -> ModelReply:
-        seen.append(messages)
-        return ModelReply(next(replies), {"inputTokens": 10, "outputTokens": 5,
-                                          "cachedInputTokens": 0, "reasoningTokens": 0},
-                          "openai", "gpt-4o-mini", 1)
+    started: list[Any] = []
+    yield start
+    for context in started:
+        context.__exit__(None, None, None)
 
-    monkeypatch.setattr(ai_generate, "call_model", fake)
+
+CLOSED = {"type": "object", "required": ["label", "score"], "additionalProperties": False,
+          "properties": {"label": {"type": "string"}, "score": {"type": "integer"}}}
+
+
+def test_native_structured_output_sends_the_schema(tmp_path: Path, provider: Any) -> None:
+    server = provider(['{"label": "billing", "score": 4}'])
+    result, world = run(gen({"mode": "object", "schema": CLOSED, "name": "ticket"}), tmp_path,
+                        {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert result["output"] == {"label": "billing", "score": 4}
+    sent = server.requests[0]
+    assert sent["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "ticket", "schema": CLOSED, "strict": True}}
+    # the provider enforces the schema: no format instruction in the prompt
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    called = world.events(result["runId"], ["harness.model.called"])[0].payload
+    assert called["request"]["responseFormat"] == sent["response_format"]
+
+
+def test_a_schema_strict_mode_cannot_hold_is_sent_not_strict(tmp_path: Path,
+                                                            provider: Any) -> None:
+    server = provider(['{"label": "billing", "score": 3}'])
+    run(gen({"mode": "object", "schema": OBJECT}), tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert server.requests[0]["response_format"]["json_schema"]["strict"] is False
+
+
+def test_array_mode_is_wrapped_and_unwrapped(tmp_path: Path, provider: Any) -> None:
+    server = provider(['{"value": [{"label": "a", "score": 1}]}'])
+    schema = {"type": "array", "items": CLOSED}
+    result, _ = run(gen({"mode": "array", "schema": schema}), tmp_path,
+                    {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert result["output"] == [{"label": "a", "score": 1}]
+    wrapped = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert wrapped == {"type": "object", "properties": {"value": schema},
+                       "required": ["value"], "additionalProperties": False}
+
+
+def test_fallback_is_json_mode_with_the_schema_in_the_prompt(tmp_path: Path,
+                                                             provider: Any) -> None:
+    """A model litellm does not know to support json_schema gets JSON mode, and the
+    schema goes at the end of the system prompt, after with.system."""
+    server = provider(['{"label": "billing", "score": 4}'])
+    result, _ = run(gen({"mode": "object", "schema": OBJECT}), tmp_path,
+                    {"gpt-4o-mini": "openai/local-model"})
+    assert result["output"] == {"label": "billing", "score": 4}
+    sent = server.requests[0]
+    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["messages"][0]["content"] == (
+        "Be brief.\n\nReply with only JSON that matches this JSON Schema: "
+        + json.dumps(OBJECT) + ".")
+    assert sent["messages"][1]["content"] == 'Classify a ticket\n\nInput:\n{"text": "a ticket"}'
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "openai/local-model"])
+def test_repair_mode_self_re_asks_with_the_findings(tmp_path: Path, provider: Any,
+                                                    model: str) -> None:
+    server = provider(['{"label": "x"}', '{"label": "fine", "score": 2}'])
     doc = gen({"mode": "object", "schema": OBJECT},
               onFailure={"repair": {"mode": "self", "maxAttempts": 3}})
-    result, world = run(doc, tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    result, world = run(doc, tmp_path, {"gpt-4o-mini": model})
     assert result["output"] == {"label": "fine", "score": 2}
-    assert len(seen) == 2 and "does not fit" in seen[1][-1]["content"]
+    assert len(server.requests) == 2
+    second = server.requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": '{"label": "x"}'}
+    assert "does not fit" in second[-1]["content"] and "score" in second[-1]["content"]
     report = usage_report(world.events(result["runId"]))
-    assert report["steps"]["write"]["inputTokens"] == 20
+    assert report["steps"]["write"]["inputTokens"] == 22
 
 
-def test_without_repair_a_bad_reply_fails_the_step(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    async def fake(model: str, messages: Any, mode: Any, prompt: str) -> ModelReply:
-        return ModelReply("not json", {"inputTokens": 1, "outputTokens": 1,
-                                       "cachedInputTokens": 0, "reasoningTokens": 0},
-                          "openai", "gpt-4o-mini", 1)
-
-    monkeypatch.setattr(ai_generate, "call_model", fake)
+def test_without_repair_a_bad_reply_fails_the_step(tmp_path: Path, provider: Any) -> None:
+    provider(["not json"])
     with pytest.raises(RunFailedError) as info:
-        run(gen({"mode": "object", "schema": OBJECT}), tmp_path)
+        run(gen({"mode": "object", "schema": OBJECT}), tmp_path,
+            {"gpt-4o-mini": "openai/local-model"})
     assert info.value.cause_code == "step_schema_error"
+    assert "not JSON" in info.value.message
 
 
 def test_litellm_path_with_a_mocked_provider(tmp_path: Path,

@@ -11,7 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lwtool.harness.models import ModelCallFailed, call_model, resolve_slot
+from lwtool.harness.models import (
+    ModelCallFailed,
+    OutputRequest,
+    call_model,
+    output_request,
+    resolve_slot,
+)
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.outputs import OutputInvalid, parse_model_text
 from lwtool.runtime.run_state import short_hash
@@ -36,20 +42,26 @@ def _format_instruction(mode: dict[str, Any]) -> str:
     return ""
 
 
-def build_messages(step: dict[str, Any], value: Any,
-                   expression_scope: dict[str, Any], path: str) -> list[dict[str, str]]:
+def build_messages(step: dict[str, Any], value: Any, expression_scope: dict[str, Any],
+                   path: str, native: bool = False) -> list[dict[str, str]]:
+    """The spec's layout ("The model sees the step as"): the system prompt is the
+    worker's system prompt and skill list (none in the default runtime), then
+    `with.system`; one user message: `with.prompt`, a blank line, `Input:` and the
+    resolved step input (the input alone without `with.prompt`). Where the provider does
+    not enforce the output mode itself (`native`), its format instruction ends the
+    system prompt, after a blank line."""
     with_ = step.get("with") or {}
     mode = step.get("output") or {"mode": "text"}
     system_parts = []
     if "system" in with_:
         system_parts.append(_text(resolve(with_["system"], expression_scope, path, "with.system")))
-    instruction = _format_instruction(mode)
+    instruction = "" if native else _format_instruction(mode)
     if instruction:
         system_parts.append(instruction)
-    user = "Input:\n" + _text(value)
+    user = _text(value)
     if "prompt" in with_:
         user = _text(resolve(with_["prompt"], expression_scope, path, "with.prompt")) + \
-            "\n\n" + user
+            "\n\nInput:\n" + user
     messages = [{"role": "system", "content": "\n\n".join(system_parts)}] if system_parts else []
     return [*messages, {"role": "user", "content": user}]
 
@@ -65,19 +77,20 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                           "permissions.models", path)
     model = resolve_slot(str(slot), run.models)
     mode = step.get("output") or {"mode": "text"}
+    request = output_request(model, mode)
     repair = ((step.get("onFailure") or {}).get("repair") or {})
     turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") == "self" else 1
-    messages = build_messages(step, value, expression_scope, path)
+    messages = build_messages(step, value, expression_scope, path, request.native)
     prompt_text = messages[-1]["content"]
     error = "no reply"
     for turn in range(turns):
         reply = run.journal.replies.get((path, turn))
         if reply is None:
-            reply = await _call(run, path, turn, model, messages, mode, prompt_text)
+            reply = await _call(run, path, turn, model, messages, mode, prompt_text, request)
         run.add_usage(path, reply["response"].get("usage") or {})
         text = reply["response"]["text"]
         try:
-            value = parse_model_text(text, mode)
+            value = parse_model_text(_unwrap(text) if request.wrapped else text, mode)
             run.attach(path, json.dumps(messages, ensure_ascii=False).encode("utf-8"))
             run.attach(path, text.encode("utf-8"))
             return value, []
@@ -90,16 +103,29 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                       f"{turns} attempt(s): {error}", path)
 
 
+def _unwrap(text: str) -> str:
+    """A wrapped structured reply `{"value": …}` -> the value's JSON text."""
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(reply, dict) and set(reply) == {"value"}:
+        return json.dumps(reply["value"], ensure_ascii=False)
+    return text
+
+
 async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[str, str]],
-                mode: dict[str, Any], prompt_text: str) -> dict[str, Any]:
+                mode: dict[str, Any], prompt_text: str,
+                request: OutputRequest) -> dict[str, Any]:
     call_id = f"{path}#{turn}"
     # The request is logged before the call (evidence of a call in flight), the reply
     # durably after it; only a committed reply is ever reused.
     run.note([NewEvent("harness.model.called", {
         "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
-        "request": {"model": model, "messages": messages, "tools": []}}, path)])
+        "request": {"model": model, "messages": messages, "tools": [],
+                    "responseFormat": request.response_format}}, path)])
     try:
-        reply = await call_model(model, messages, mode, prompt_text)
+        reply = await call_model(model, messages, mode, prompt_text, request)
     except ModelCallFailed as exc:
         raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
     responded = {"turn": turn, "callId": call_id, "stepPath": path,
