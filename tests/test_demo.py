@@ -6,14 +6,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import pytest
-
 from tests.conftest import ROOT
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "lwtool").exists(),
-                    reason="needs the .venv that scripts/bootstrap.sh makes")
 def test_demo_script_runs_the_examples() -> None:
+    """Runs wherever the tests run: demo.sh bootstraps .venv itself when it is missing
+    (CI and scripts/test.sh have made it already, so this is quick)."""
     bash = shutil.which("bash")
     assert bash is not None
     result = subprocess.run([bash, str(ROOT / "scripts" / "demo.sh")], cwd=ROOT,

@@ -43,7 +43,7 @@ def run(doc: dict[str, Any], tmp_path: Path, models: dict[str, str] | None = Non
     ({"mode": "array", "schema": {"type": "array", "items": OBJECT, "minItems": 2}},
      lambda v: len(v) == 2),
     ({"mode": "choice", "values": ["low", "high"]}, lambda v: v in ("low", "high")),
-    ({"mode": "json"}, lambda v: v is not None),
+    ({"mode": "json"}, lambda v: isinstance(v, str) and v.startswith("offline: Classify")),
     (None, lambda v: isinstance(v, str)),
 ])
 def test_offline_model_answers_every_mode(tmp_path: Path, mode: Any, check: Any) -> None:
@@ -53,6 +53,15 @@ def test_offline_model_answers_every_mode(tmp_path: Path, mode: Any, check: Any)
     responded = [e for e in world.events(result["runId"]) if e.type == "harness.model.responded"]
     assert responded[0].payload["stepPath"] == "write"
     assert responded[0].payload["model"] == {"provider": "lwtool", "modelId": "offline"}
+
+
+def test_without_a_prompt_the_message_is_the_input_alone(tmp_path: Path) -> None:
+    doc = gen({"mode": "text"}, input={"id": 7})
+    del doc["steps"][0]["with"]["prompt"]
+    result, world = run(doc, tmp_path)
+    called = world.events(result["runId"], ["harness.model.called"])[0]
+    assert called.payload["request"]["messages"][-1] == {"role": "user",
+                                                          "content": '{"id": 7}'}
 
 
 def test_prompt_layout(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lwtool.world.base import NewEvent, RunLocked, RunNotFound, World, WorldError
-from lwtool.world.local import LAYOUT, LocalWorld
+from lwtool.world.local import LocalWorld
 
 WORLDS: dict[str, Callable[[Path], World]] = {
     "local": lambda folder: LocalWorld(folder / "data"),
@@ -104,5 +104,8 @@ def test_a_run_lock_excludes_other_processes(tmp_path: Path) -> None:
 
 
 def test_local_layout(tmp_path: Path) -> None:
+    """The spec's Local World layout, spelled out here (not read from the code)."""
     LocalWorld(tmp_path / "data")
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(LAYOUT)
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+        "artifacts", "events", "locks", "memory", "outer-loops", "runs", "skills-cache"]
+    assert (tmp_path / "data" / "events" / "events.db").is_file()
