@@ -78,7 +78,7 @@ def chain_overhead(folder: Path, steps: int = 200) -> float:
 def parallel_wall(folder: Path) -> float:
     lwir = {
         "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow", "metadata": {"name": "p"},
-        "permissions": {"models": []},
+        "permissions": {"models": [], "tools": ["sleepy"]},
         "steps": [{"id": "each", "uses": "parallel", "with": {
             "items": "{{ input.items }}", "itemKey": "{{ item.id }}", "maxBranches": 100,
             "maxConcurrency": 10}, "steps": [
