@@ -20,6 +20,7 @@ import json
 import time
 from typing import Any, Literal
 
+from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.tools import Tool
 from lwtool.world.base import INLINE_LIMIT, NewEvent
 
@@ -62,6 +63,13 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message,
             "durationMs": _ms(started)}, path)])
+        raise ToolCallFailed(call_id, message) from None
+    try:
+        result = to_json(result)
+    except NotJson as exc:
+        message = f"tool '{tool.name}' returned a value that is not JSON {exc}"
+        await run.record([NewEvent("harness.tool_call.failed", {
+            "callId": call_id, "error": message, "durationMs": _ms(started)}, path)])
         raise ToolCallFailed(call_id, message) from None
     data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}

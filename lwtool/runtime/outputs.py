@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from lwtool.canonical.jcs import canonical_text
+from lwtool.canonical.plain_json import NotJson, to_json
 
 
 class OutputInvalid(ValueError):
@@ -42,6 +43,10 @@ def check_output(value: Any, mode: dict[str, Any] | None, what: str) -> None:
         check_schema(value, mode.get("schema"), what)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_model_text(text: str, mode: dict[str, Any] | None) -> Any:
     """A model's reply text -> the step value for its output mode (then checked)."""
     kind = (mode or {}).get("mode", "text")
@@ -56,7 +61,9 @@ def parse_model_text(text: str, mode: dict[str, Any] | None) -> Any:
         body = body.strip("`")
         body = body[body.find("\n") + 1:] if "\n" in body else body
     try:
-        value = json.loads(body)
+        value = to_json(json.loads(body, parse_constant=_no_constant))
+    except NotJson as exc:
+        raise OutputInvalid(f"the reply is not plain JSON {exc}") from None
     except ValueError as exc:
         raise OutputInvalid(f"the reply is not JSON ({exc})") from None
     check_output(value, mode, "the reply")

@@ -225,3 +225,11 @@ def test_session_events_follow_the_spec_sequence_and_carry_usage(tmp_path: Path)
     assert completed["usage"] == {k: reply_usage[k] for k in (
         "inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")}
     assert completed["usage"]["inputTokens"] > 0
+
+
+def test_a_reply_with_nan_is_not_json(tmp_path: Path, provider: Any) -> None:
+    provider(['{"label": "billing", "score": NaN}'])
+    with pytest.raises(RunFailedError) as info:
+        run(gen({"mode": "json"}), tmp_path, {"gpt-4o-mini": "openai/local-model"})
+    assert info.value.cause_code == "step_schema_error"
+    assert "NaN is not JSON" in info.value.message

@@ -413,3 +413,39 @@ def test_a_tool_outside_permissions_is_refused_at_validation_and_at_run_time(
         asyncio.run(start_run(world, doc, {}, probe.registry(), {}))
     assert (failed.value.cause_code, failed.value.failed_step_path) == ("capability_drift", "x")
     assert "permissions.tools" in failed.value.message and probe.calls == []
+
+
+def test_a_tool_value_is_normalized_so_replay_sees_the_same(tmp_path: Path) -> None:
+    """A tuple is a list both live and after replay (it was one value live and another
+    read back from the log)."""
+    doc = lwir([tool("p", "pair"), tool("use", needs=["p"], input="{{ steps.p.output[0] }}")])
+    world = local_world(tmp_path / "data")
+    tools = {"pair": lambda args: ("first", "second"), "echo": lambda args: args}
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools=tools))
+    assert result["output"] == "first"
+    assert asyncio.run(replay_run(result["runId"], world=world, tools=tools))["output"] == \
+        "first"
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ({0: "first"}, "the key 0 is a int"),
+    (b"bytes", "a bytes is not a JSON value"),
+    ({"x": float("nan")}, "nan has no JSON form"),
+    ({"n": 2**64}, "beyond ±2**53"),
+])
+def test_a_non_json_tool_value_fails_the_run(tmp_path: Path, value: Any, needle: str) -> None:
+    world = local_world(tmp_path / "data")
+    calls: list[Any] = []
+
+    def bad(args: Any) -> Any:
+        calls.append(args)
+        return value
+
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(run_workflow(lwir([tool("p", "bad")]), {}, world=world,
+                                 tools={"bad": bad}, run_id="run_bad"))
+    assert info.value.cause_code == "step_schema_error" and needle in info.value.message
+    assert world.get_run("run_bad").status == "failed"
+    with pytest.raises(RunFailedError):  # a replay reports it, calling nothing
+        asyncio.run(replay_run("run_bad", world=world, tools={"bad": bad}))
+    assert len(calls) == 1

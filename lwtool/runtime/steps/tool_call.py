@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.runtime.errors import StepFailure, TransientError
 from lwtool.runtime.outputs import OutputInvalid, check_output
 from lwtool.runtime.steps.inputs import step_input
@@ -42,6 +43,11 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's failure
         raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}",
                           path) from None
+    try:
+        result = to_json(result)
+    except NotJson as exc:
+        raise StepFailure("step_schema_error", f"tool '{name}' returned a value that is not "
+                          f"JSON {exc}", path) from None
     try:
         check_output(result, step.get("output"), f"tool '{name}' output")
     except OutputInvalid as exc:

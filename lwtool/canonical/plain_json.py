@@ -1,0 +1,89 @@
+"""What a step produces is JSON, checked at the boundary.
+
+A tool's (or a model's) value is turned into plain JSON before any later step sees it,
+so a live run and its replay (which reads the value back from the log) see the same
+value: a tuple becomes a list. What has no single JSON form is refused with a message
+naming where it is: non-string keys (JSON would turn `{0: …}` into `{"0": …}`, so
+`x[0]` would read differently live and after a replay), bytes, sets, other objects,
+NaN and infinities, strings with lone surrogates (not UTF-8), and integers beyond
+±2**53 (no exact form in RFC 8785's canonical JSON).
+
+Iterative, so a deep value cannot overflow the stack; bounded in depth like documents.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_DEPTH = 256
+
+
+class NotJson(ValueError):
+    """The value has no JSON form; the message says where (a JSON Pointer) and why."""
+
+
+def _where(pointer: str) -> str:
+    return f"at {pointer}" if pointer else "at the top"
+
+
+def _leaf(value: Any, pointer: str) -> Any:
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise NotJson(f"{_where(pointer)}: the integer {value} is beyond ±2**53, "
+                          "which canonical JSON cannot hold exactly (send it as a string)")
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotJson(f"{_where(pointer)}: {value} has no JSON form "
+                          "(NaN and infinities are not JSON)")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise NotJson(f"{_where(pointer)}: the string holds a lone surrogate "
+                          "(not valid UTF-8)") from None
+        return str(value)
+    raise NotJson(f"{_where(pointer)}: a {type(value).__name__} is not a JSON value "
+                  "(use objects, arrays, strings, numbers, booleans and null)")
+
+
+def to_json(value: Any) -> Any:
+    """A plain-JSON copy of `value` (tuples become lists), or NotJson."""
+    if not isinstance(value, (dict, list, tuple)):
+        return _leaf(value, "")
+    root: list[Any] = [None]
+    # (source container, target container, pointer, depth)
+    todo: list[tuple[Any, Any, str, int]] = []
+
+    def place(child: Any, pointer: str, depth: int) -> Any:
+        if isinstance(child, dict):
+            target: Any = {}
+        elif isinstance(child, (list, tuple)):
+            target = []
+        else:
+            return _leaf(child, pointer)
+        if depth > MAX_DEPTH:
+            raise NotJson(f"{_where(pointer)}: nested deeper than {MAX_DEPTH} levels")
+        todo.append((child, target, pointer, depth))
+        return target
+
+    root[0] = place(value, "", 1)
+    while todo:
+        source, target, pointer, depth = todo.pop()
+        if isinstance(source, dict):
+            for key, child in source.items():
+                if not isinstance(key, str):
+                    raise NotJson(f"{_where(pointer)}: the key {key!r} is a "
+                                  f"{type(key).__name__}; JSON object keys are strings")
+                _leaf(key, f"{pointer}/{key}")  # lone surrogates in keys too
+                escaped = key.replace("~", "~0").replace("/", "~1")
+                target[key] = place(child, f"{pointer}/{escaped}", depth + 1)
+        else:
+            for index, child in enumerate(source):
+                target.append(place(child, f"{pointer}/{index}", depth + 1))
+    return root[0]
