@@ -54,8 +54,14 @@ def run(
 
     from lwtool.runtime.interpreter import start_run
 
-    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, _announce),
-           as_json)
+    started: list[str] = []
+
+    def announce(new_id: str) -> None:
+        started.append(new_id)
+        _announce(new_id)
+
+    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce),
+           as_json, lambda: started[0] if started else run_id)
 
 
 def replay(
@@ -72,7 +78,7 @@ def replay(
 
     from lwtool.runtime.interpreter import resume_run
 
-    _drive(lambda: resume_run(world, run_id, registry, model_map), as_json)
+    _drive(lambda: resume_run(world, run_id, registry, model_map), as_json, lambda: run_id)
 
 
 def _announce(run_id: str) -> None:
@@ -100,7 +106,8 @@ def _lwir_for(path: Path) -> dict[str, Any]:
     return _lwir_for(path.parent / plan)
 
 
-def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool) -> None:
+def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,
+           current_run: Callable[[], str | None]) -> None:
     import asyncio
 
     from lwtool.runtime.errors import NondeterminismError, RunFailedError
@@ -116,8 +123,11 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
                    f"{failure.message}", exit_codes.INVALID) from None
     except RunNotFound as exc:
         raise fail(f"{exc} (see `lwtool runs`)") from None
-    except (RunLocked, WorldError, NondeterminismError) as exc:
+    except RunLocked as exc:
         raise fail(str(exc)) from None
+    except (WorldError, NondeterminismError) as exc:
+        run_id = current_run()
+        raise fail(f"run {run_id}: {exc}" if run_id else str(exc)) from None
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
     else:

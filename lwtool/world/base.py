@@ -82,6 +82,11 @@ class ArtifactMissing(WorldError):
     pass
 
 
+class StoreDamaged(WorldError):
+    """Something read back from the world does not match what was written (an artifact
+    against its content hash, a version against its id)."""
+
+
 class World(Protocol):
     """Storage for versions, runs, their event logs and artifacts."""
 

@@ -38,6 +38,7 @@ from lwtool.world.base import (
     RunLocked,
     RunNotFound,
     RunRecord,
+    StoreDamaged,
     WorldError,
     check_run_id,
 )
@@ -138,12 +139,29 @@ class LocalWorld:
     # -- versions ---------------------------------------------------------------------------
 
     def register_version(self, version_id: str, lwir: dict[str, Any]) -> None:
+        from lwtool.canonical.digest import workflow_version_id
+
+        if workflow_version_id(lwir) != version_id:
+            raise ValueError(f"{version_id} is not the WorkflowVersion id of that LWIR")
         with self._tx() as db:
             db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, _dumps(lwir)))
 
     def get_version(self, version_id: str) -> dict[str, Any] | None:
+        """The stored LWIR, verified against its id (a WorkflowVersion is immutable)."""
+        from lwtool.canonical.digest import workflow_version_id
+
         rows = self._read("SELECT lwir FROM versions WHERE version_id = ?", (version_id,))
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        try:
+            lwir: dict[str, Any] = json.loads(rows[0][0])
+            intact = workflow_version_id(lwir) == version_id
+        except (ValueError, TypeError):
+            intact = False
+        if not intact:
+            raise StoreDamaged(f"WorkflowVersion {version_id} in {self._db_path} is damaged "
+                               "(its LWIR no longer hashes to its id)")
+        return lwir
 
     # -- runs and events ----------------------------------------------------------------------
 
@@ -165,8 +183,7 @@ class LocalWorld:
         killed process; the next durable commit makes it power-safe too, the WAL being
         sequential): for evidence such as attempt-started events."""
         with self._tx(durable) as db:
-            for ref, data in artifacts:
-                db.execute("INSERT OR IGNORE INTO artifacts VALUES (?, ?)", (ref, data))
+            db.executemany(_PUT_INLINE, artifacts)
             return self._insert(db, run_id, events, status, time.time())
 
     def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
@@ -231,11 +248,11 @@ class LocalWorld:
         ref = f"artifact://sha256:{digest}"
         if len(data) <= INLINE_ARTIFACT_LIMIT:
             with self._tx() as db:
-                db.execute("INSERT OR IGNORE INTO artifacts VALUES (?, ?)", (ref, data))
+                db.execute(_PUT_INLINE, (ref, data))
             return ref
         target = self._artifact_file(digest)
-        if target.exists():
-            return ref
+        if target.exists() and _file_digest(target) == digest:
+            return ref  # present and intact (a damaged copy is rewritten below)
         import aiofiles
         import aiofiles.os
 
@@ -250,21 +267,28 @@ class LocalWorld:
         return ref
 
     async def get_artifact(self, ref: str) -> bytes:
+        digest = ref.removeprefix("artifact://sha256:")
         rows = self._read("SELECT data FROM artifacts WHERE ref = ?", (ref,))
         if rows:
-            return bytes(rows[0][0])
-        digest = ref.removeprefix("artifact://sha256:")
+            data = bytes(rows[0][0])
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise StoreDamaged(f"artifact {ref} in {self._db_path} is damaged (its "
+                                   "content does not match its hash)")
+            return data
         path = self._artifact_file(digest)
         try:
             import aiofiles
 
             async with aiofiles.open(path, "rb") as fh:
-                data: bytes = await fh.read()
+                data = bytes(await fh.read())
         except FileNotFoundError:
             raise ArtifactMissing(f"artifact {ref} is missing from {self.data_dir}") from None
+        except PermissionError as exc:
+            raise WorldError(f"artifact {ref} cannot be read (permission denied: "
+                             f"{exc.filename})") from None
         if hashlib.sha256(data).hexdigest() != digest:
-            raise ArtifactMissing(f"artifact {ref} in {self.data_dir} is damaged "
-                                  "(its content does not match its hash)")
+            raise StoreDamaged(f"artifact {ref} in {path} is damaged (its content does "
+                               "not match its hash)")
         return data
 
     # -- locks ----------------------------------------------------------------------------------
@@ -291,6 +315,19 @@ class LocalWorld:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+# Content-addressed: an existing row is rewritten only when its bytes differ (damaged).
+_PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
+               "SET data = excluded.data WHERE data IS NOT excluded.data")
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:

@@ -232,3 +232,20 @@ def test_all_settled_failed_branches_in_events_and_report(data: Path, tmp_path: 
     parsed = json.loads(run_cli("report", "run_settled", "--data-dir", str(data),
                                 "--json").stdout)
     assert [b["itemKey"] for b in parsed["failedBranches"]["each"]] == ["b"]
+
+
+def test_an_edited_artifact_is_reported_with_the_run(data: Path) -> None:
+    assert _run_loop(data, "--run-id", "run_edit").returncode == 0
+    db = sqlite3.connect(data / "events" / "events.db")
+    db.execute("UPDATE artifacts SET data = ?", (b'{"text": "forged", "rounds": 9}',))
+    db.commit()
+    db.close()
+    replay = run_cli("replay", "run_edit", "--data-dir", str(data), "--tools", TOOLS)
+    assert replay.returncode == 2 and "forged" not in replay.stdout
+    assert replay.stderr.startswith("lwtool: run run_edit: artifact artifact://sha256:")
+    assert "is damaged (its content does not match its hash)" in replay.stderr
+    # a new run storing the same content repairs it instead of trusting the forged copy
+    again = _run_loop(data, "--run-id", "run_new")
+    assert again.returncode == 0 and json.loads(again.stdout)["text"].endswith("!!!")
+    assert run_cli("replay", "run_edit", "--data-dir", str(data), "--tools",
+                   TOOLS).returncode == 0

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from lwtool import ToolRegistry, local_world
+from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.tool_calls import ToolCallFailed, call_tool
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.run_state import RunState
 from lwtool.world.base import NewEvent
 from tests.conftest import run_cli
+
+VERSION = workflow_version_id({"steps": []})
 
 
 def _state(data: Path, tools: ToolRegistry, journal: Journal | None = None) -> RunState:
@@ -24,10 +27,10 @@ def _state(data: Path, tools: ToolRegistry, journal: Journal | None = None) -> R
     try:
         world.get_run("run_calls")
     except Exception:  # noqa: BLE001 - first use: create it
-        world.register_version("sha256:" + "0" * 64, {"steps": []})
-        world.create_run("run_calls", "sha256:" + "0" * 64, {}, {},
+        world.register_version(VERSION, {"steps": []})
+        world.create_run("run_calls", VERSION, {}, {},
                          [NewEvent("RunStarted", {})])
-    return RunState(world, "run_calls", "sha256:" + "0" * 64, {}, {}, tools, {},
+    return RunState(world, "run_calls", VERSION, {}, {}, tools, {},
                     journal or Journal(), asyncio.Semaphore(4))
 
 

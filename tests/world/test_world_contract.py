@@ -4,6 +4,7 @@ PostgreSQL world joins WORLDS later and must pass the same tests)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import multiprocessing
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from lwtool.world.base import NewEvent, RunLocked, RunNotFound, World, WorldError
+from lwtool.canonical.digest import workflow_version_id
+from lwtool.world.base import NewEvent, RunLocked, RunNotFound, StoreDamaged, World, WorldError
 from lwtool.world.local import LocalWorld
 
 WORLDS: dict[str, Callable[[Path], World]] = {
@@ -25,15 +27,18 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
 
 
 def _start(world: World, run_id: str = "run_a") -> None:
-    world.register_version("sha256:" + "0" * 64, {"kind": "Workflow"})
-    world.create_run(run_id, "sha256:" + "0" * 64, {"x": 1}, {"models": {}},
+    world.register_version(workflow_version_id({"kind": "Workflow"}), {"kind": "Workflow"})
+    world.create_run(run_id, workflow_version_id({"kind": "Workflow"}), {"x": 1}, {"models": {}},
                      [NewEvent("RunStarted", {"n": 0})])
 
 
 def test_versions_round_trip_and_are_immutable(world: World) -> None:
-    world.register_version("sha256:" + "1" * 64, {"a": 1})
-    world.register_version("sha256:" + "1" * 64, {"a": 2})  # same id: first one stays
-    assert world.get_version("sha256:" + "1" * 64) == {"a": 1}
+    version = workflow_version_id({"a": 1})
+    world.register_version(version, {"a": 1})
+    world.register_version(version, {"a": 1})  # registering again changes nothing
+    with pytest.raises(ValueError, match="not the WorkflowVersion id"):
+        world.register_version(version, {"a": 2})
+    assert world.get_version(version) == {"a": 1}
     assert world.get_version("sha256:" + "2" * 64) is None
 
 
@@ -71,10 +76,49 @@ def test_artifacts_are_content_addressed(world: World) -> None:
 
 def test_artifacts_committed_with_events(world: World) -> None:
     _start(world)
-    ref = "artifact://sha256:" + "a" * 64
+    ref = "artifact://sha256:" + hashlib.sha256(b"payload").hexdigest()
     world.append("run_a", [NewEvent("StepCompleted", {"outputRef": ref})],
                  artifacts=[(ref, b"payload")])
     assert asyncio.run(world.get_artifact(ref)) == b"payload"
+
+
+def test_a_mislabelled_artifact_is_refused_on_read(world: World) -> None:
+    _start(world)
+    ref = "artifact://sha256:" + "a" * 64
+    world.append("run_a", [NewEvent("StepCompleted", {"outputRef": ref})],
+                 artifacts=[(ref, b"payload")])
+    with pytest.raises(StoreDamaged, match="does not match its hash"):
+        asyncio.run(world.get_artifact(ref))
+
+
+def test_local_store_edits_are_detected_and_healed(tmp_path: Path) -> None:
+    """An inline artifact or a version edited in the database is refused on read; storing
+    the same content again repairs the artifact (it used to be trusted, and even flowed
+    into new runs)."""
+    import sqlite3
+
+    world = LocalWorld(tmp_path / "data")
+    small = asyncio.run(world.put_artifact(b"the real bytes"))
+    large = asyncio.run(world.put_artifact(b"x" * 300_000))
+    version = workflow_version_id({"a": 1})
+    world.register_version(version, {"a": 1})
+    db = sqlite3.connect(tmp_path / "data" / "events" / "events.db")
+    db.execute("UPDATE artifacts SET data = ? WHERE ref = ?", (b"forged", small))
+    db.execute("UPDATE versions SET lwir = ? WHERE version_id = ?", ('{"a": 2}', version))
+    db.commit()
+    db.close()
+    digest = large.removeprefix("artifact://sha256:")
+    file = tmp_path / "data" / "artifacts" / "sha256" / digest[:2] / digest
+    file.write_bytes(b"y" * 300_000)
+    for ref in (small, large):
+        with pytest.raises(StoreDamaged, match="does not match its hash"):
+            asyncio.run(world.get_artifact(ref))
+    with pytest.raises(StoreDamaged, match="no longer hashes to its id"):
+        world.get_version(version)
+    assert asyncio.run(world.put_artifact(b"the real bytes")) == small
+    assert asyncio.run(world.put_artifact(b"x" * 300_000)) == large
+    assert asyncio.run(world.get_artifact(small)) == b"the real bytes"
+    assert asyncio.run(world.get_artifact(large)) == b"x" * 300_000
 
 
 def _hold(data_dir: str, ready: Any, release: Any) -> None:
