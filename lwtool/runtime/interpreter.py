@@ -19,7 +19,7 @@ from lwtool.runtime.outputs import OutputInvalid, check_schema
 from lwtool.runtime.run_state import RunState, short_hash
 from lwtool.runtime.scope import Scope
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import Event, NewEvent, World
+from lwtool.world.base import Event, NewEvent, RunConflict, World
 
 
 def new_run_id() -> str:
@@ -55,6 +55,9 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if existing.version_id != version_id:
             raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
                                        f"run {run_id} exists for another workflow version")
+        if short_hash(existing.input) != short_hash(run_input):
+            raise RunConflict(f"run {run_id} exists with another input; resuming it would "
+                              "not run this input (choose a new run id)")
         return await resume_run(world, run_id, tools, models, on_start)
     capabilities = _capabilities(lwir, tools, models)
     with world.lock_run(run_id):

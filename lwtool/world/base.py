@@ -74,6 +74,10 @@ class RunNotFound(WorldError):
     pass
 
 
+class RunConflict(WorldError):
+    """A run id that exists already was given for a different run."""
+
+
 class RunLocked(WorldError):
     """Another process is executing this run."""
 

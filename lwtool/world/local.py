@@ -92,9 +92,13 @@ class LocalWorld:
             raise ValueError("max_concurrent_steps must be at least 1")
         self.data_dir = Path(data_dir)
         self.max_concurrent_steps = max_concurrent_steps
+        # Private: inputs, outputs and prompts may hold secrets (0700 folders, 0600 files).
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for name in LAYOUT:
-            (self.data_dir / name).mkdir(parents=True, exist_ok=True)
+            (self.data_dir / name).mkdir(mode=0o700, exist_ok=True)
         self._db_path = self.data_dir / "events" / "events.db"
+        if not self._db_path.exists():  # SQLite gives its -wal and -shm files this mode
+            os.close(os.open(self._db_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self._db_path, isolation_level=None,
@@ -256,9 +260,9 @@ class LocalWorld:
         import aiofiles
         import aiofiles.os
 
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{digest}.{os.getpid()}.tmp")
-        async with aiofiles.open(temp, "wb") as fh:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = target.with_name(f".{digest}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        async with aiofiles.open(temp, "wb", opener=_private_new_file) as fh:
             await fh.write(data)
             await fh.flush()
             os.fsync(fh.fileno())
@@ -298,7 +302,11 @@ class LocalWorld:
         """Hold the run's lock while executing it. The OS drops it when the process dies,
         so a killed run can be replayed at once; a live holder makes this raise."""
         path = self.data_dir / "locks" / f"{check_run_id(run_id)}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:  # a symlink (ELOOP), a folder, no permission
+            raise WorldError(f"cannot open the lock file {path} of run {run_id}: "
+                             f"{exc.strerror}") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -320,6 +328,11 @@ class LocalWorld:
 # Content-addressed: an existing row is rewritten only when its bytes differ (damaged).
 _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
                "SET data = excluded.data WHERE data IS NOT excluded.data")
+
+
+def _private_new_file(path: str, flags: int) -> int:
+    """Open a new file 0600, never through a symlink, never an existing one."""
+    return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
 
 
 def _file_digest(path: Path) -> str:

@@ -249,3 +249,13 @@ def test_an_edited_artifact_is_reported_with_the_run(data: Path) -> None:
     assert again.returncode == 0 and json.loads(again.stdout)["text"].endswith("!!!")
     assert run_cli("replay", "run_edit", "--data-dir", str(data), "--tools",
                    TOOLS).returncode == 0
+
+
+def test_an_existing_run_id_with_another_input_is_refused(data: Path, tmp_path: Path) -> None:
+    assert _run_loop(data, "--run-id", "run_same").returncode == 0
+    other = tmp_path / "other.json"
+    other.write_text('{"text": "a different text"}')
+    again = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", str(other),
+                    "--tools", TOOLS, "--data-dir", str(data), "--run-id", "run_same")
+    assert again.returncode == 2 and again.stdout == ""
+    assert "run run_same exists with another input" in again.stderr
