@@ -20,11 +20,16 @@ def fail(message: str, code: int = exit_codes.USAGE) -> typer.Exit:
 
 def read_json_or_yaml(source: str, what: str) -> Any:
     """A JSON or YAML value from a file, or from stdin when `source` is '-'."""
-    from lwtool.source.loader import LoadFailed, load_bytes, load_path
+    from lwtool.source.loader import MAX_FILE_BYTES, LoadFailed, load_bytes, load_path
 
     try:
         if source == "-":
-            document = load_bytes(sys.stdin.buffer.read(), "<stdin>")
+            if sys.stdin is None or sys.stdin.closed:
+                raise fail(f"{what} is '-' but there is no standard input")
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise fail(f"{what} on standard input is larger than {MAX_FILE_BYTES:,} bytes")
+            document = load_bytes(data, "<stdin>")
         else:
             document = load_path(source)
     except FileNotFoundError:
@@ -34,6 +39,8 @@ def read_json_or_yaml(source: str, what: str) -> Any:
     except LoadFailed as failed:
         first = failed.findings[0]
         raise fail(f"{what} {first.path}:{first.line}:{first.column}: {first.message}") from None
+    for finding in document.findings:  # duplicate keys: the value would be a guess
+        raise fail(f"{what} {finding.path}:{finding.line}:{finding.column}: {finding.message}")
     return document.value
 
 

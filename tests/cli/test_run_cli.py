@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -259,3 +261,23 @@ def test_an_existing_run_id_with_another_input_is_refused(data: Path, tmp_path: 
                     "--tools", TOOLS, "--data-dir", str(data), "--run-id", "run_same")
     assert again.returncode == 2 and again.stdout == ""
     assert "run run_same exists with another input" in again.stderr
+
+
+def test_input_edge_cases_are_usage_errors(data: Path, tmp_path: Path) -> None:
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"text": "a", "text": "b"}')
+    result = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", str(dup),
+                     "--tools", TOOLS, "--data-dir", str(data))
+    assert result.returncode == 2 and "duplicate key 'text'" in result.stderr
+    closed = subprocess.run(
+        [sys.executable, "-m", "lwtool", "run", str(EX / "refine-loop.lwir.yaml"), "--input",
+         "-", "--tools", TOOLS, "--data-dir", str(data)], cwd=ROOT, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120)
+    assert closed.returncode == 2 and "Traceback" not in closed.stderr
+    shut = subprocess.run(["bash", "-c", f'"{sys.executable}" -m lwtool run '
+                           f'"{EX / "refine-loop.lwir.yaml"}" --input - --data-dir "{data}" <&-'],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert shut.returncode == 2 and "there is no standard input" in shut.stderr
+    big = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", "-", "--tools", TOOLS,
+                  "--data-dir", str(data), stdin='"' + "x" * (9 * 1024 * 1024) + '"')
+    assert big.returncode == 2 and "larger than 8,388,608 bytes" in big.stderr
