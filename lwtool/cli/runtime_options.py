@@ -41,7 +41,12 @@ def read_json_or_yaml(source: str, what: str) -> Any:
         raise fail(f"{what} {first.path}:{first.line}:{first.column}: {first.message}") from None
     for finding in document.findings:  # duplicate keys: the value would be a guess
         raise fail(f"{what} {finding.path}:{finding.line}:{finding.column}: {finding.message}")
-    return document.value
+    from lwtool.canonical.plain_json import NotJson, to_json
+
+    try:
+        return to_json(document.value)
+    except NotJson as exc:
+        raise fail(f"{what} {document.path} is not plain JSON {exc}") from None
 
 
 def load_models(path: Path | None) -> dict[str, str]:

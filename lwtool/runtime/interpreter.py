@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
+from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.outputs import OutputInvalid, check_schema
@@ -48,6 +49,11 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes."""
     version_id = workflow_version_id(lwir)
+    try:
+        run_input = to_json(run_input)
+    except NotJson as exc:  # refused before anything is stored
+        raise RunFailedError(run_id or "(not started)", version_id, "input_schema_error",
+                             f"the run input is not JSON {exc}") from None
     world.register_version(version_id, lwir)
     run_id = run_id or new_run_id()
     existing = _existing(world, run_id)

@@ -281,3 +281,19 @@ def test_input_edge_cases_are_usage_errors(data: Path, tmp_path: Path) -> None:
     big = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", "-", "--tools", TOOLS,
                   "--data-dir", str(data), stdin='"' + "x" * (9 * 1024 * 1024) + '"')
     assert big.returncode == 2 and "larger than 8,388,608 bytes" in big.stderr
+
+
+def test_lone_surrogates_are_findings_and_input_errors(data: Path, tmp_path: Path) -> None:
+    workflow = tmp_path / "s.lwir.json"
+    workflow.write_text('{"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow", '
+                        '"metadata": {"name": "x\\ud800"}, "permissions": {"tools": ["t"]}, '
+                        '"steps": [{"id": "a", "uses": "tool.call", "with": {"tool": "t"}}]}')
+    for command in ("validate", "hash", "canon"):
+        result = run_cli(command, str(workflow))
+        assert result.returncode == 1 and "Traceback" not in result.stderr, command
+        assert "lwir.not_canonicalizable" in result.stdout + result.stderr
+    bad_input = tmp_path / "in.json"
+    bad_input.write_text('{"text": "a\\ud800"}')
+    run = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", str(bad_input),
+                  "--tools", TOOLS, "--data-dir", str(data))
+    assert run.returncode == 2 and "lone surrogate" in run.stderr

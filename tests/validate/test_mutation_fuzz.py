@@ -28,6 +28,7 @@ OTHER_VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(-2**60, 2**60),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8), st.just("{{ steps.x.output }}"), st.just("{{ item"),
+    st.just("\ud800"), st.just("x\udfff{{ input.a }}"),
     st.just([]), st.just({}), st.lists(st.integers(), max_size=3),
     st.dictionaries(st.sampled_from(["id", "uses", "mode", "steps"]), st.integers(),
                     max_size=2))

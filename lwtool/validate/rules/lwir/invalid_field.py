@@ -30,6 +30,7 @@ steps:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -52,14 +53,33 @@ def validator(kind: str) -> Any:
     return jsonschema_rs.Draft202012Validator(load_schema(_SCHEMA_FILES[kind]))
 
 
+_SURROGATE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
+
+
 def _describe(value: Any) -> str:
     from lwtool.expr.functions import type_name
 
     return type_name(value)
 
 
+def _without_lone_surrogates(value: Any) -> Any:
+    """A copy with lone surrogates replaced by "?": the schema engine cannot take
+    them, and lwir.not_canonicalizable reports them."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
 def check(ctx: Context) -> Iterator[Finding]:
-    for error in validator(ctx.kind).iter_errors(ctx.value):
+    value = ctx.value
+    if _SURROGATE.search(ctx.document.text):
+        value = _without_lone_surrogates(value)
+    for error in validator(ctx.kind).iter_errors(value):
         pointer = jp.from_parts(error.instance_path)
         kind = type(error.kind).__name__
         if kind == "AdditionalProperties":

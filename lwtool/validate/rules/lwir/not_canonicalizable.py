@@ -1,7 +1,9 @@
 """A value has no RFC 8785 canonical form, so the document cannot be hashed.
 
 ## What it flags
-Integers beyond ±2**53 (I-JSON's safe range; RFC 8785 numbers are IEEE doubles).
+Integers beyond ±2**53 (I-JSON's safe range; RFC 8785 numbers are IEEE doubles), and
+strings or keys holding a lone UTF-16 surrogate (a `\\ud800` escape with no pair: not
+Unicode text, so it has no UTF-8 form to hash).
 
 ## Why
 The WorkflowVersion id is the hash of the canonical form; a value that would change
@@ -44,6 +46,9 @@ SAFE = 2**53 - 1
 # digits (YAML allows `_` between them): a text with no such run has none, and the
 # walk over every value is skipped.
 _LONG_NUMBER = re.compile(r"[0-9a-fA-F_]{14,}")
+# A lone surrogate comes from an escape (`\ud800`), or raw from text handed over in
+# memory (a file's raw surrogates are not UTF-8 and never load).
+_SURROGATE_ESCAPE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
 
 Link = tuple["Link | None", str | int] | None
 
@@ -56,16 +61,35 @@ def _pointer(link: Link) -> str:
     return jp.from_parts(reversed(parts))
 
 
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def check(ctx: Context) -> Iterator[Finding]:
-    if not _LONG_NUMBER.search(ctx.document.text) and ctx.document.text:
+    text = ctx.document.text
+    numbers = bool(_LONG_NUMBER.search(text)) or not text
+    surrogates = bool(_SURROGATE_ESCAPE.search(text)) or not text
+    if not numbers and not surrogates:
         return
     todo: list[tuple[object, Link]] = [(ctx.value, None)]
     while todo:
         value, link = todo.pop()
         if isinstance(value, dict):
-            todo.extend((v, (link, k)) for k, v in value.items())
+            for k, v in value.items():
+                if surrogates and isinstance(k, str) and _lone_surrogate(k):
+                    yield ctx.finding(_pointer((link, k)), "this key holds a lone UTF-16 "
+                                      "surrogate (an unpaired \\uD800-\\uDFFF escape), "
+                                      "which is not Unicode text")
+                todo.append((v, (link, k)))
         elif isinstance(value, list):
             todo.extend((v, (link, i)) for i, v in enumerate(value))
-        elif type(value) is int and abs(value) > SAFE:  # `type is`: true/false are not ints
+        elif numbers and type(value) is int and abs(value) > SAFE:  # `type is`: not bools
             yield ctx.finding(_pointer(link), f"{value} is outside the exact integer range of "
                               "JSON numbers (±2**53); write it as a string")
+        elif surrogates and isinstance(value, str) and _lone_surrogate(value):
+            yield ctx.finding(_pointer(link), "this string holds a lone UTF-16 surrogate (an "
+                              "unpaired \\uD800-\\uDFFF escape), which is not Unicode text")
