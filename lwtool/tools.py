@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import inspect
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,12 @@ class Tool:
     @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
+
+    async def invoke(self, args: Any, threads: Executor) -> Any:
+        """Call the tool: awaited when async, else in `threads` (never the event loop)."""
+        if self.is_async:
+            return await self.fn(args)
+        return await asyncio.get_running_loop().run_in_executor(threads, self.fn, args)
 
 
 @dataclass

@@ -15,7 +15,6 @@ and a tool.call step is a direct-execute step type, recorded with
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any, Literal
@@ -53,11 +52,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     run.note([NewEvent("harness.tool_call.started", started_payload, path)])
     started = time.perf_counter()
     try:
-        if tool.is_async:
-            result = await tool.fn(args)
-        else:
-            result = await asyncio.get_running_loop().run_in_executor(run.tool_threads,
-                                                                      tool.fn, args)
+        result = await tool.invoke(args, run.tool_threads)
     except Exception as exc:  # noqa: BLE001 - the caller decides what a failure means
         message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}"
         await run.record([NewEvent("harness.tool_call.failed", {

@@ -92,6 +92,12 @@ class Context:
     def path(self) -> str:
         return self.document.path
 
+    def permitted(self, kind: str) -> set[str]:
+        """The names listed in `permissions.<kind>` (`tools`, `models`)."""
+        permissions = self.value.get("permissions") if isinstance(self.value, dict) else None
+        listed = permissions.get(kind) if isinstance(permissions, dict) else None
+        return {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
+
     def finding(self, pointer: str, message: str, *, key: bool = False,
                 span: Span | None = None, severity: Severity = Severity.ERROR) -> Finding:
         """A finding of the running rule at `pointer` (its key when `key`)."""

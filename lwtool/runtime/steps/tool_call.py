@@ -6,7 +6,6 @@ StepCompleted; `harness.tool_call.*` is for calls by a model or by code."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from lwtool.canonical.plain_json import NotJson, to_json
@@ -32,11 +31,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
                           f"(registered: {known}; pass --tools MODULE:ATTR)", path)
     try:
-        if tool.is_async:
-            result = await tool.fn(value)
-        else:
-            result = await asyncio.get_running_loop().run_in_executor(run.tool_threads,
-                                                                      tool.fn, value)
+        result = await tool.invoke(value, run.tool_threads)
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None

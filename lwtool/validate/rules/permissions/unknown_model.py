@@ -34,9 +34,7 @@ CODE = "permissions.unknown_model"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    permissions = ctx.value.get("permissions")
-    listed = permissions.get("models") if isinstance(permissions, dict) else None
-    allowed = {m for m in listed if isinstance(m, str)} if isinstance(listed, list) else set()
+    allowed = ctx.permitted("models")
     for info in ctx.steps:
         uses_model: list[tuple[object, str]] = []
         if info.uses == "ai.generate":

@@ -34,9 +34,7 @@ CODE = "permissions.unknown_tool"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    permissions = ctx.value.get("permissions")
-    listed = permissions.get("tools") if isinstance(permissions, dict) else None
-    allowed = {t for t in listed if isinstance(t, str)} if isinstance(listed, list) else set()
+    allowed = ctx.permitted("tools")
     for info in ctx.steps:
         if info.uses != "tool.call":
             continue
