@@ -26,6 +26,9 @@ Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolR
 Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "
                                              "model string (or 'offline').")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the RunResult as JSON.")]
+StepTimeout = Annotated[float | None, typer.Option(
+    "--step-timeout", min=0.001, help="Seconds one step attempt may take (default 300; "
+    "replay: the run's own).")]
 
 
 def run(
@@ -36,6 +39,7 @@ def run(
     data_dir: DataDir = Path(".little-workflow"),
     run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the run id (an "
                                                 "existing one resumes).")] = None,
+    step_timeout: StepTimeout = None,
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
@@ -60,7 +64,8 @@ def run(
         started.append(new_id)
         _announce(new_id)
 
-    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce),
+    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
+                             step_timeout),
            as_json, lambda: started[0] if started else run_id)
 
 
@@ -69,6 +74,7 @@ def replay(
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
+    step_timeout: StepTimeout = None,
     as_json: AsJson = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
@@ -78,7 +84,8 @@ def replay(
 
     from lwtool.runtime.interpreter import resume_run
 
-    _drive(lambda: resume_run(world, run_id, registry, model_map), as_json, lambda: run_id)
+    _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout),
+           as_json, lambda: run_id)
 
 
 def _announce(run_id: str) -> None:

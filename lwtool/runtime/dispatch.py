@@ -111,7 +111,14 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                              "manifestHash": short_hash(manifest)}, path),
         *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
-    output, call_events = await kind.execute(scope, step, path, step_input, expression_scope)
+    try:
+        output, call_events = await asyncio.wait_for(
+            kind.execute(scope, step, path, step_input, expression_scope), run.step_timeout)
+    except TimeoutError:
+        # Transient: the step's retry policy applies; a sync tool's thread cannot be
+        # stopped and finishes on its own, its result unused.
+        raise StepFailure("timeout", f"step attempt took longer than {run.step_timeout:g} s "
+                          "(the run's step timeout)", path, transient=True) from None
     duration = int((time.perf_counter() - started) * 1000)
     closing = [
         *call_events,

@@ -44,9 +44,13 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry,
             "models": {slot: models.get(slot, slot) for slot in sorted(slots)}}
 
 
+DEFAULT_STEP_TIMEOUT = 300.0
+
+
 async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,
                     models: dict[str, str], run_id: str | None = None,
-                    on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    on_start: Callable[[str], None] | None = None,
+                    step_timeout: float | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes."""
     version_id = workflow_version_id(lwir)
     try:
@@ -64,17 +68,20 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if short_hash(existing.input) != short_hash(run_input):
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
-        return await resume_run(world, run_id, tools, models, on_start)
+        return await resume_run(world, run_id, tools, models, on_start, step_timeout)
     capabilities = _capabilities(lwir, tools, models)
+    timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
-        world.create_run(run_id, version_id, run_input, {"models": models}, [NewEvent(
+        world.create_run(run_id, version_id, run_input,
+                         {"models": models, "stepTimeoutS": timeout}, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,
-                           "capabilitiesHash": short_hash(capabilities), "pid": os.getpid()})])
+                           "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
+                           "pid": os.getpid()})])
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal())
+                              Journal(), timeout)
 
 
 def _existing(world: World, run_id: str) -> Any:
@@ -86,11 +93,23 @@ def _existing(world: World, run_id: str) -> Any:
         return None
 
 
+def _checked_timeout(step_timeout: float | None) -> float:
+    timeout = DEFAULT_STEP_TIMEOUT if step_timeout is None else float(step_timeout)
+    if not timeout > 0:
+        raise ValueError(f"the step timeout must be more than 0 seconds, not {step_timeout}")
+    return timeout
+
+
 async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      models: dict[str, str] | None = None,
-                     on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Finish a run from its event log (a finished run just reports its result)."""
+                     on_start: Callable[[str], None] | None = None,
+                     step_timeout: float | None = None) -> dict[str, Any]:
+    """Finish a run from its event log (a finished run just reports its result). The
+    step timeout is the one the run started with unless `step_timeout` is given."""
     record = world.get_run(run_id)
+    if step_timeout is None:
+        step_timeout = record.options.get("stepTimeoutS")
+    timeout = _checked_timeout(step_timeout)
     lwir = world.get_version(record.version_id)
     if lwir is None:
         raise RunFailedError(run_id, record.version_id, "runtime_config_error",
@@ -110,7 +129,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
             raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
                                        _drift_message(recorded, current))
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
-                              models, journal)
+                              models, journal, timeout)
 
 
 def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
@@ -125,9 +144,9 @@ def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
                    run_input: Any, tools: ToolRegistry, models: dict[str, str],
-                   journal: Journal) -> dict[str, Any]:
+                   journal: Journal, step_timeout: float) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
-                     asyncio.Semaphore(world.max_concurrent_steps))
+                     asyncio.Semaphore(world.max_concurrent_steps), step_timeout)
     try:
         return await _drive(state)
     finally:

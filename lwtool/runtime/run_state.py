@@ -43,6 +43,7 @@ class RunState:
     models: dict[str, str]
     journal: Journal
     step_slots: asyncio.Semaphore
+    step_timeout: float = 300.0  # seconds per step attempt (cause code `timeout`)
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
     _config_hashes: dict[int, str] = field(default_factory=dict)

@@ -297,3 +297,18 @@ def test_lone_surrogates_are_findings_and_input_errors(data: Path, tmp_path: Pat
     run = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input", str(bad_input),
                   "--tools", TOOLS, "--data-dir", str(data))
     assert run.returncode == 2 and "lone surrogate" in run.stderr
+
+
+def test_step_timeout_flag(data: Path, tmp_path: Path) -> None:
+    side_effects = ROOT / "tests" / "runtime"
+    run_input = tmp_path / "in.json"
+    run_input.write_text(json.dumps({"items": [{"id": "a", "n": 1, "sleep": 5}]}))
+    common = ["--tools", f"{side_effects / 'side_effects.py'}:tools", "--data-dir", str(data)]
+    result = run_cli("run", str(side_effects / "workflows" / "fanout.lwir.yaml"), "--input",
+                     str(run_input), *common, "--step-timeout", "0.3", "--json",
+                     env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert result.returncode == 1
+    payload = json.loads(result.stdout)
+    assert payload["causeCode"] == "timeout" and payload["failedStepPath"] == "each[a].work"
+    assert run_cli("run", str(side_effects / "workflows" / "fanout.lwir.yaml"), "--input",
+                   str(run_input), *common, "--step-timeout", "0").returncode == 2

@@ -449,3 +449,34 @@ def test_a_non_json_tool_value_fails_the_run(tmp_path: Path, value: Any, needle:
     with pytest.raises(RunFailedError):  # a replay reports it, calling nothing
         asyncio.run(replay_run("run_bad", world=world, tools={"bad": bad}))
     assert len(calls) == 1
+
+
+def test_a_step_over_the_timeout_fails_with_timeout_after_its_retries(tmp_path: Path) -> None:
+    calls: list[Any] = []
+
+    async def hang(args: Any) -> Any:
+        calls.append(args)
+        await asyncio.sleep(30)
+
+    world = local_world(tmp_path / "data")
+    doc = lwir([tool("x", "hang", retry={"maxAttempts": 2, "backoffMs": 0})])
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(run_workflow(doc, {}, world=world, tools={"hang": hang},
+                                 step_timeout=0.2, run_id="run_slow"))
+    assert (info.value.cause_code, info.value.failed_step_path) == ("timeout", "x")
+    assert "longer than 0.2 s" in info.value.message and len(calls) == 2
+    failed = world.events("run_slow", ["StepAttemptFailed"])
+    assert [(e.payload["causeCode"], e.payload["final"]) for e in failed] == [
+        ("timeout", False), ("timeout", True)]
+    assert world.events("run_slow", ["RunStarted"])[0].payload["stepTimeoutS"] == 0.2
+
+
+def test_a_step_within_the_timeout_is_unaffected(tmp_path: Path) -> None:
+    async def quick(args: Any) -> Any:
+        await asyncio.sleep(0.01)
+        return "done"
+
+    result = asyncio.run(run_workflow(lwir([tool("x", "quick")]), {},
+                                      world=local_world(tmp_path / "data"),
+                                      tools={"quick": quick}, step_timeout=5))
+    assert result["output"] == "done"
