@@ -112,8 +112,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
     try:
-        output, call_events = await asyncio.wait_for(
-            kind.execute(scope, step, path, step_input, expression_scope), run.step_timeout)
+        async with asyncio.timeout(run.step_timeout):  # no extra task, unlike wait_for
+            output, call_events = await kind.execute(scope, step, path, step_input,
+                                                     expression_scope)
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.

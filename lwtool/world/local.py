@@ -143,10 +143,8 @@ class LocalWorld:
     # -- versions ---------------------------------------------------------------------------
 
     def register_version(self, version_id: str, lwir: dict[str, Any]) -> None:
-        from lwtool.canonical.digest import workflow_version_id
-
-        if workflow_version_id(lwir) != version_id:
-            raise ValueError(f"{version_id} is not the WorkflowVersion id of that LWIR")
+        """Store a version under the id its caller computed (not hashed again here: that
+        doubled a run's start-up cost); `get_version` verifies it on every read."""
         with self._tx() as db:
             db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, _dumps(lwir)))
 

@@ -35,10 +35,12 @@ def _start(world: World, run_id: str = "run_a") -> None:
 def test_versions_round_trip_and_are_immutable(world: World) -> None:
     version = workflow_version_id({"a": 1})
     world.register_version(version, {"a": 1})
-    world.register_version(version, {"a": 1})  # registering again changes nothing
-    with pytest.raises(ValueError, match="not the WorkflowVersion id"):
-        world.register_version(version, {"a": 2})
+    world.register_version(version, {"a": 2})  # same id: the first one stays
     assert world.get_version(version) == {"a": 1}
+    wrong = "sha256:" + "3" * 64
+    world.register_version(wrong, {"a": 3})  # not its hash: refused when read back
+    with pytest.raises(StoreDamaged, match="no longer hashes to its id"):
+        world.get_version(wrong)
     assert world.get_version("sha256:" + "2" * 64) is None
 
 
