@@ -3,7 +3,9 @@ imports what it needs when it runs, so `lwtool validate` never pays for the runt
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -49,8 +51,24 @@ app.command("lsp")(lsp.lsp)
 
 
 def main() -> None:
+    code = 0
     try:
-        app()
+        app()  # standalone: always ends in SystemExit with the command's code
     except KeyboardInterrupt:
         sys.stderr.write("lwtool: interrupted\n")
-        sys.exit(130)
+        code = 130
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """Exit with `code`. A synchronous tool that hangs past its step's timeout leaves a
+    worker thread that Python would join at exit, keeping a finished command alive
+    forever; the run's outcome is already printed and committed, so end the process."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -312,3 +312,18 @@ def test_step_timeout_flag(data: Path, tmp_path: Path) -> None:
     assert payload["causeCode"] == "timeout" and payload["failedStepPath"] == "each[a].work"
     assert run_cli("run", str(side_effects / "workflows" / "fanout.lwir.yaml"), "--input",
                    str(run_input), *common, "--step-timeout", "0").returncode == 2
+
+
+def test_a_hung_sync_tool_does_not_keep_the_process_alive(data: Path, tmp_path: Path) -> None:
+    import time
+
+    side_effects = ROOT / "tests" / "runtime"
+    (tmp_path / "in.json").write_text("{}")
+    started = time.monotonic()
+    result = run_cli("run", str(side_effects / "workflows" / "hang.lwir.yaml"), "--input",
+                     str(tmp_path / "in.json"), "--tools",
+                     f"{side_effects / 'side_effects.py'}:tools", "--data-dir", str(data),
+                     "--step-timeout", "0.5", "--json", env={"LWTOOL_TEST_DIR": str(tmp_path)},
+                     timeout=60)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 1 and json.loads(result.stdout)["causeCode"] == "timeout"

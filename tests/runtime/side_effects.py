@@ -89,3 +89,11 @@ def flaky(args: dict[str, Any]) -> dict[str, Any]:
     if _FLAKY[key] <= int(args.get("fails", 1)):
         raise TransientError("rate limited, try again")
     return {"key": key, "tries": _FLAKY[key]}
+
+
+@tools.tool()
+def hang_forever(args: dict[str, Any]) -> dict[str, Any]:
+    """A synchronous tool that never returns (its thread cannot be stopped)."""
+    _note("hang_forever", "x")
+    time.sleep(3600)
+    return {}
