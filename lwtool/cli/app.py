@@ -4,6 +4,7 @@ imports what it needs when it runs, so `lwtool validate` never pays for the runt
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from typing import Annotated
@@ -50,13 +51,23 @@ app.command("runs")(inspect.runs)
 app.command("lsp")(lsp.lsp)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: unwind, commit nothing more, exit with one line."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main() -> None:
     code = 0
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()  # standalone: always ends in SystemExit with the command's code
-    except KeyboardInterrupt:
-        sys.stderr.write("lwtool: interrupted\n")
-        code = 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        sys.stderr.write(f"lwtool: {'terminated' if terminated else 'interrupted'}\n")
+        code = 143 if terminated else 130
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     _exit(code)

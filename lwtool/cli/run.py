@@ -122,6 +122,13 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
 
     try:
         result = asyncio.run(start())
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (lwtool.cli.app)
+        run_id = current_run()
+        terminated = type(exc).__name__ == "Terminated"
+        what = "terminated" if terminated else "interrupted"
+        resume = f"resume it with `lwtool replay {run_id}`" if run_id else "nothing started"
+        sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")
+        raise typer.Exit(143 if terminated else 130) from None
     except RunFailedError as failure:
         if as_json:
             typer.echo(json.dumps(failure.as_json(), ensure_ascii=False))

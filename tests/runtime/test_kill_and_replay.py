@@ -272,3 +272,29 @@ def test_kill_after_a_loop_exit_runs_the_steps_after_it(tmp_path: Path) -> None:
                                     "improve:improve-3": 1, "check:check-3": 1,
                                     "publish:publish": 1, "record:announce": 1})
     assert _completed_paths(work, "run_exit")[-2:] == ["publish", "announce"]
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_and_sigterm_print_one_line_and_leave_the_run_resumable(
+        tmp_path: Path, sig: signal.Signals, code: int, word: str) -> None:
+    work = tmp_path / "stopped"
+    work.mkdir()
+    proc = _start(work, "chain.lwir.yaml", {"seed": "s"}, "run_stop", LWTOOL_TEST_BLOCK="c")
+    _wait_for(work / "blocked-c", proc)
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # a sync tool's thread sleeps on; the CLI must not
+        proc.kill()
+        raise
+    assert proc.returncode == code, err
+    assert err.splitlines()[1:] == [
+        f"lwtool: run run_stop {word}; resume it with `lwtool replay run_stop`"]
+    assert out == ""
+    events = run_cli("events", "run_stop", "--data-dir", str(work / "data"), "--json")
+    types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    assert "RunFailed" not in types and "RunCompleted" not in types  # nothing false
+    result = _replay(work, "run_stop")
+    assert result["output"] == {"key": "d", "value": "s-b-c-d"}
+    assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 2, "record:d": 1})
