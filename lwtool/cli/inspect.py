@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from lwtool.cli.render import safe_text
 from lwtool.cli.run import AsJson, DataDir
 from lwtool.cli.runtime_options import fail, open_world
 
@@ -62,12 +63,12 @@ def events(
         else:
             payload = json.dumps(event.payload, ensure_ascii=False)
             payload = payload if len(payload) <= 160 else payload[:157] + "..."
-            typer.echo(f"{event.seq:>5}  {_stamp(event.at)}  {event.type:<32} "
-                       f"{event.step_path or '-':<28} {payload}")
+            typer.echo(safe_text(f"{event.seq:>5}  {_stamp(event.at)}  {event.type:<32} "
+                                 f"{event.step_path or '-':<28} {payload}"))
             for failed in event.payload.get("failedBranches") or []:
-                typer.echo(f"{'':>7}failed branch {failed.get('itemKey')}: "
-                           f"{failed.get('causeCode')} at {failed.get('failedStepPath')}: "
-                           f"{failed.get('message')}")
+                typer.echo(safe_text(f"{'':>7}failed branch {failed.get('itemKey')}: "
+                                     f"{failed.get('causeCode')} at "
+                                     f"{failed.get('failedStepPath')}: {failed.get('message')}"))
 
 
 def report(
@@ -92,8 +93,8 @@ def report(
     typer.echo(f"{'step':<40} {'in':>8} {'out':>8} {'calls':>6}  cost")
     for path, usage in result["steps"].items():
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
-        typer.echo(f"{path:<40} {usage['inputTokens']:>8} {usage['outputTokens']:>8} "
-                   f"{calls:>6}  {cost(usage['costUsd'])}")
+        typer.echo(safe_text(f"{path:<40} {usage['inputTokens']:>8} "
+                             f"{usage['outputTokens']:>8} {calls:>6}  {cost(usage['costUsd'])}"))
     total = result["run"]
     calls = total["pricedCalls"] + total["unpricedCalls"]
     typer.echo(f"{'run ' + run_id:<40} {total['inputTokens']:>8} {total['outputTokens']:>8} "
@@ -101,8 +102,8 @@ def report(
     for group, branches in failed.items():
         typer.echo(f"failed branches of {group} (all_settled; the others fanned in):")
         for branch in branches:
-            typer.echo(f"  {branch['itemKey']}: {branch['causeCode']} at "
-                       f"{branch['failedStepPath']}: {branch['message']}")
+            typer.echo(safe_text(f"  {branch['itemKey']}: {branch['causeCode']} at "
+                                 f"{branch['failedStepPath']}: {branch['message']}"))
 
 
 def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) -> None:

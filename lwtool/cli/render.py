@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -79,6 +80,17 @@ def render(reports: Sequence[FileReport], fmt: str) -> str:
     return {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt](reports)
 
 
+# C0 and C1 controls (and DEL): run data (item keys, tool messages) could otherwise move
+# the cursor, recolour or clear a terminal. Tab and newline inside a message are escaped
+# too, so an error stays one line.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """`text` with control characters shown as escapes (`\x1b`, `\n`)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def error(message: str) -> None:
-    """One clear sentence on stderr."""
-    sys.stderr.write(f"lwtool: {message}\n")
+    """One clear sentence on stderr (control characters escaped)."""
+    sys.stderr.write(f"lwtool: {safe_text(message)}\n")

@@ -327,3 +327,24 @@ def test_a_hung_sync_tool_does_not_keep_the_process_alive(data: Path, tmp_path: 
                      timeout=60)
     assert time.monotonic() - started < 30
     assert result.returncode == 1 and json.loads(result.stdout)["causeCode"] == "timeout"
+
+
+def test_control_characters_from_run_data_are_escaped(data: Path, tmp_path: Path) -> None:
+    side_effects = ROOT / "tests" / "runtime"
+    run_input = tmp_path / "in.json"
+    run_input.write_text(json.dumps({"items": [{"id": "ok", "n": 1},
+                                               {"id": "\x1b[2Jevil", "n": 2, "fail": True}]}))
+    common = ["--tools", f"{side_effects / 'side_effects.py'}:tools", "--data-dir", str(data)]
+    result = run_cli("run", str(side_effects / "workflows" / "fanout-settled.lwir.yaml"),
+                     "--input", str(run_input), *common, "--run-id", "run_ctl",
+                     env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    events = run_cli("events", "run_ctl", "--data-dir", str(data)).stdout
+    report = run_cli("report", "run_ctl", "--data-dir", str(data)).stdout
+    for text in (events, report, result.stderr):
+        assert "\x1b" not in text
+    assert "\\x1b[2Jevil" in events and "\\x1b[2Jevil" in report
+    failing = run_cli("run", str(side_effects / "workflows" / "fanout.lwir.yaml"), "--input",
+                      str(run_input), *common, env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert failing.returncode == 1 and "\x1b" not in failing.stderr
+    assert "\\x1b[2Jevil" in failing.stderr
