@@ -93,7 +93,9 @@ def _announce(run_id: str) -> None:
     sys.stderr.flush()
 
 
-def _lwir_for(path: Path) -> dict[str, Any]:
+def _lwir_for(path: Path, plan_of: Path | None = None) -> dict[str, Any]:
+    """The LWIR to run: the file itself, or a definition's fixed `planner.plan` (which
+    must be LWIR: a plan naming a definition, itself included, would never end)."""
     from lwtool.compile import compile_file
 
     try:
@@ -106,11 +108,14 @@ def _lwir_for(path: Path) -> dict[str, Any]:
     if compiled.kind == "Workflow":
         value: dict[str, Any] = compiled.value
         return value
+    if plan_of is not None:
+        raise fail(f"planner.plan of {plan_of} must name an LWIR file (kind: Workflow), "
+                   f"but {path} is a WorkflowDefinition", exit_codes.INVALID)
     plan = (compiled.value.get("planner") or {}).get("plan")
     if not plan:
         raise fail(f"{path} is a definition without a fixed plan; drafting LWIR with a "
                    "planner model is not available yet (give planner.plan)")
-    return _lwir_for(path.parent / plan)
+    return _lwir_for(path.parent / plan, plan_of=path)
 
 
 def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,

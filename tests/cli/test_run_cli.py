@@ -348,3 +348,14 @@ def test_control_characters_from_run_data_are_escaped(data: Path, tmp_path: Path
                       str(run_input), *common, env={"LWTOOL_TEST_DIR": str(tmp_path)})
     assert failing.returncode == 1 and "\x1b" not in failing.stderr
     assert "\\x1b[2Jevil" in failing.stderr
+
+
+def test_a_definition_whose_plan_is_a_definition_is_refused(data: Path, tmp_path: Path) -> None:
+    definition = tmp_path / "self.definition.yaml"
+    definition.write_text("apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\n"
+                          "id: selfref\nplanner:\n  plan: self.definition.yaml\n")
+    (tmp_path / "in.json").write_text("{}")
+    result = run_cli("run", str(definition), "--input", str(tmp_path / "in.json"),
+                     "--data-dir", str(data))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "must name an LWIR file (kind: Workflow)" in result.stderr
