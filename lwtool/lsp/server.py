@@ -173,4 +173,8 @@ def document_symbol(ls: LwtoolServer, params: types.DocumentSymbolParams
 
 
 def main() -> None:
+    """Serve on stdio. The exit code follows LSP: 0 after `shutdown` then `exit`, 1 for
+    an `exit` without `shutdown` (pygls's own sys.exit from a callback is swallowed)."""
     server.start_io()
+    if not getattr(server.protocol, "_shutdown", False):
+        raise SystemExit(1)
