@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -118,6 +120,23 @@ def _lwir_for(path: Path, plan_of: Path | None = None) -> dict[str, Any]:
     return _lwir_for(path.parent / plan, plan_of=path)
 
 
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """stdout is the contract (the output, or with --json one JSON document): whatever
+    tools, models or libraries print while the run executes goes to stderr, from Python
+    and from the process's file descriptor 1 alike."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,
            current_run: Callable[[], str | None]) -> None:
     import asyncio
@@ -126,7 +145,8 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     try:
-        result = asyncio.run(start())
+        with _stdout_to_stderr():
+            result = asyncio.run(start())
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (lwtool.cli.app)
         run_id = current_run()
         terminated = type(exc).__name__ == "Terminated"
@@ -148,7 +168,7 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
         run_id = current_run()
         raise fail(f"run {run_id}: {exc}" if run_id else str(exc)) from None
     if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False))
+        typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
     else:
-        typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False, allow_nan=False))
         sys.stderr.write(f"lwtool: run {result['runId']} completed\n")

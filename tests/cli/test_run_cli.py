@@ -359,3 +359,17 @@ def test_a_definition_whose_plan_is_a_definition_is_refused(data: Path, tmp_path
                      "--data-dir", str(data))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "must name an LWIR file (kind: Workflow)" in result.stderr
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_stdout_holds_only_the_output(data: Path, tmp_path: Path, as_json: bool) -> None:
+    side_effects = ROOT / "tests" / "runtime"
+    (tmp_path / "in.json").write_text("{}")
+    result = run_cli("run", str(side_effects / "workflows" / "chatty.lwir.yaml"), "--input",
+                     str(tmp_path / "in.json"), "--tools",
+                     f"{side_effects / 'side_effects.py'}:tools", "--data-dir", str(data),
+                     *(["--json"] if as_json else []), env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    parsed = json.loads(result.stdout)  # one document, nothing else
+    assert (parsed["output"] if as_json else parsed) == {"said": "hi"}
+    assert "hello from a tool" in result.stderr and "raw bytes on fd 1" in result.stderr

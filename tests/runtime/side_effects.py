@@ -97,3 +97,11 @@ def hang_forever(args: dict[str, Any]) -> dict[str, Any]:
     _note("hang_forever", "x")
     time.sleep(3600)
     return {}
+
+
+@tools.tool()
+def chatty(args: dict[str, Any]) -> dict[str, Any]:
+    """Prints to stdout from Python and from file descriptor 1."""
+    print("hello from a tool")
+    os.write(1, b"raw bytes on fd 1\n")
+    return {"said": "hi"}
