@@ -53,7 +53,8 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     started = time.perf_counter()
     try:
         result = await tool.invoke(args, run.tool_threads)
-    except Exception as exc:  # noqa: BLE001 - the caller decides what a failure means
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the caller
+        # decides what a failure means; a tool's own SystemExit must not end the process
         message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}"
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message,

@@ -480,3 +480,23 @@ def test_a_step_within_the_timeout_is_unaffected(tmp_path: Path) -> None:
                                       world=local_world(tmp_path / "data"),
                                       tools={"quick": quick}, step_timeout=5))
     assert result["output"] == "done"
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_tool_raising_system_exit_fails_its_step(tmp_path: Path, raised: BaseException,
+                                                   is_async: bool) -> None:
+    def sync_tool(args: Any) -> Any:
+        raise raised
+
+    async def async_tool(args: Any) -> Any:
+        raise raised
+
+    world = local_world(tmp_path / "data")
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(run_workflow(lwir([tool("x", "quit")]), {}, world=world,
+                                 tools={"quit": async_tool if is_async else sync_tool},
+                                 run_id="run_quit"))
+    assert info.value.cause_code == "step_failed"
+    assert type(raised).__name__ in info.value.message
+    assert world.get_run("run_quit").status == "failed"

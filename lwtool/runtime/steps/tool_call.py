@@ -35,7 +35,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None
-    except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's failure
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
+        # A tool's failure is the step's, even SystemExit or KeyboardInterrupt raised by
+        # the tool itself (Ctrl-C reaches the main thread, never a tool's own frame).
         raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}",
                           path) from None
     try:
