@@ -14,10 +14,31 @@ Iterative, so a deep value cannot overflow the stack; bounded in depth like docu
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 256
+
+
+# A lone surrogate comes from an escape (`\ud800`) in JSON or YAML source, or raw from
+# text handed over in memory (a file's raw surrogates are not UTF-8 and never load).
+_MAYBE_SURROGATE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
+
+
+def may_hold_lone_surrogate(source_text: str) -> bool:
+    """A cheap pre-check on a document's source: False means no value in it can hold a
+    lone surrogate, so a walk over its strings can be skipped."""
+    return bool(_MAYBE_SURROGATE.search(source_text))
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds an unpaired UTF-16 surrogate (it then has no UTF-8 form)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class NotJson(ValueError):
@@ -42,11 +63,9 @@ def _leaf(value: Any, pointer: str) -> Any:
                           "(NaN and infinities are not JSON)")
         return float(value)
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
+        if has_lone_surrogate(value):
             raise NotJson(f"{_where(pointer)}: the string holds a lone surrogate "
-                          "(not valid UTF-8)") from None
+                          "(not valid UTF-8)")
         return str(value)
     raise NotJson(f"{_where(pointer)}: a {type(value).__name__} is not a JSON value "
                   "(use objects, arrays, strings, numbers, booleans and null)")

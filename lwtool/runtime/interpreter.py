@@ -17,7 +17,7 @@ from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.outputs import OutputInvalid, check_schema
-from lwtool.runtime.run_state import RunState, short_hash
+from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
 from lwtool.runtime.scope import Scope
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import Event, NewEvent, RunConflict, World
@@ -42,9 +42,6 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry,
     slots = (lwir.get("permissions") or {}).get("models") or []
     return {"tools": {name: name in tools.tools for name in sorted(used)},
             "models": {slot: models.get(slot, slot) for slot in sorted(slots)}}
-
-
-DEFAULT_STEP_TIMEOUT = 300.0
 
 
 async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,

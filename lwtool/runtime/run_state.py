@@ -18,6 +18,7 @@ from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
 from lwtool.world.base import Event, NewEvent, World
 
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
+DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
 SESSION_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 
 
@@ -43,7 +44,7 @@ class RunState:
     models: dict[str, str]
     journal: Journal
     step_slots: asyncio.Semaphore
-    step_timeout: float = 300.0  # seconds per step attempt (cause code `timeout`)
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
     _config_hashes: dict[int, str] = field(default_factory=dict)

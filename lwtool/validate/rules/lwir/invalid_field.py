@@ -30,12 +30,12 @@ steps:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
 from lwtool._resources import load_schema
+from lwtool.canonical.plain_json import may_hold_lone_surrogate
 from lwtool.source import pointer as jp
 from lwtool.validate.context import Context
 from lwtool.validate.finding import Finding
@@ -51,9 +51,6 @@ def validator(kind: str) -> Any:
     import jsonschema_rs
 
     return jsonschema_rs.Draft202012Validator(load_schema(_SCHEMA_FILES[kind]))
-
-
-_SURROGATE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def _describe(value: Any) -> str:
@@ -77,7 +74,7 @@ def _without_lone_surrogates(value: Any) -> Any:
 
 def check(ctx: Context) -> Iterator[Finding]:
     value = ctx.value
-    if _SURROGATE.search(ctx.document.text):
+    if may_hold_lone_surrogate(ctx.document.text):
         value = _without_lone_surrogates(value)
     for error in validator(ctx.kind).iter_errors(value):
         pointer = jp.from_parts(error.instance_path)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from lwtool.canonical.plain_json import has_lone_surrogate, may_hold_lone_surrogate
 from lwtool.source import pointer as jp
 from lwtool.validate.context import Context
 from lwtool.validate.finding import Finding
@@ -46,9 +47,6 @@ SAFE = 2**53 - 1
 # digits (YAML allows `_` between them): a text with no such run has none, and the
 # walk over every value is skipped.
 _LONG_NUMBER = re.compile(r"[0-9a-fA-F_]{14,}")
-# A lone surrogate comes from an escape (`\ud800`), or raw from text handed over in
-# memory (a file's raw surrogates are not UTF-8 and never load).
-_SURROGATE_ESCAPE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
 
 Link = tuple["Link | None", str | int] | None
 
@@ -61,18 +59,10 @@ def _pointer(link: Link) -> str:
     return jp.from_parts(reversed(parts))
 
 
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def check(ctx: Context) -> Iterator[Finding]:
     text = ctx.document.text
     numbers = bool(_LONG_NUMBER.search(text)) or not text
-    surrogates = bool(_SURROGATE_ESCAPE.search(text)) or not text
+    surrogates = may_hold_lone_surrogate(text) or not text
     if not numbers and not surrogates:
         return
     todo: list[tuple[object, Link]] = [(ctx.value, None)]
@@ -80,7 +70,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         value, link = todo.pop()
         if isinstance(value, dict):
             for k, v in value.items():
-                if surrogates and isinstance(k, str) and _lone_surrogate(k):
+                if surrogates and isinstance(k, str) and has_lone_surrogate(k):
                     yield ctx.finding(_pointer((link, k)), "this key holds a lone UTF-16 "
                                       "surrogate (an unpaired \\uD800-\\uDFFF escape), "
                                       "which is not Unicode text")
@@ -90,6 +80,6 @@ def check(ctx: Context) -> Iterator[Finding]:
         elif numbers and type(value) is int and abs(value) > SAFE:  # `type is`: not bools
             yield ctx.finding(_pointer(link), f"{value} is outside the exact integer range of "
                               "JSON numbers (±2**53); write it as a string")
-        elif surrogates and isinstance(value, str) and _lone_surrogate(value):
+        elif surrogates and isinstance(value, str) and has_lone_surrogate(value):
             yield ctx.finding(_pointer(link), "this string holds a lone UTF-16 surrogate (an "
                               "unpaired \\uD800-\\uDFFF escape), which is not Unicode text")
