@@ -54,6 +54,26 @@ def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
                           timeout=timeout)
 
 
+def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
+    """Edit a data dir's event store behind lwtool's back, as a careless user would.
+    `rechain` names a run whose hash chain is then recomputed (an edit that keeps the
+    chain intact); None leaves the chain as the edit left it."""
+    import sqlite3
+
+    from lwtool.world.local import chain_run
+
+    conn = sqlite3.connect(data_dir / "events" / "events.db", isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for statement in statements:
+            conn.execute(statement)
+        if rechain is not None:
+            chain_run(conn, rechain)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from lwtool.cli import canon, check, inspect, lock, lsp, run, validate
+from lwtool.cli import canon, check, inspect, lock, lsp, run, validate, verify
 
 app = typer.Typer(
     name="lwtool",
@@ -49,6 +49,7 @@ app.command("events")(inspect.events)
 app.command("report")(inspect.report)
 app.command("runs")(inspect.runs)
 app.command("lsp")(lsp.lsp)
+app.command("verify")(verify.verify)
 
 
 class Terminated(KeyboardInterrupt):

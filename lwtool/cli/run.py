@@ -165,8 +165,9 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
     except RunLocked as exc:
         raise fail(str(exc)) from None
     except (WorldError, NondeterminismError) as exc:
-        run_id = current_run()
-        raise fail(f"run {run_id}: {exc}" if run_id else str(exc)) from None
+        run_id, message = current_run(), str(exc)
+        named = not run_id or message.startswith(f"run {run_id}")
+        raise fail(message if named else f"run {run_id}: {message}") from None
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
     else:

@@ -86,9 +86,14 @@ class ArtifactMissing(WorldError):
     pass
 
 
+class StoreUnavailable(WorldError):
+    """The store is intact as far as can be told but cannot be used now: read-only,
+    full, another user's, busy. Never reported as damage."""
+
+
 class StoreDamaged(WorldError):
     """Something read back from the world does not match what was written (an artifact
-    against its content hash, a version against its id)."""
+    against its content hash, a version against its id, an event against its chain)."""
 
 
 class World(Protocol):

@@ -19,11 +19,14 @@ fsynced and renamed before the referring event is appended.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import re
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -39,9 +42,11 @@ from lwtool.world.base import (
     RunNotFound,
     RunRecord,
     StoreDamaged,
+    StoreUnavailable,
     WorldError,
     check_run_id,
 )
+from lwtool.world.chain import GENESIS, chain_break, event_hash
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
 LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skills-cache")
@@ -60,7 +65,8 @@ CREATE TABLE IF NOT EXISTS runs (
   updated_at REAL NOT NULL,
   input TEXT NOT NULL,
   options TEXT NOT NULL,
-  last_seq INTEGER NOT NULL DEFAULT 0
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  last_hash TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS events (
   run_id TEXT NOT NULL,
@@ -69,6 +75,7 @@ CREATE TABLE IF NOT EXISTS events (
   step_path TEXT,
   payload TEXT NOT NULL,
   at REAL NOT NULL,
+  hash TEXT,
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS artifacts (
@@ -92,13 +99,12 @@ class LocalWorld:
             raise ValueError("max_concurrent_steps must be at least 1")
         self.data_dir = Path(data_dir)
         self.max_concurrent_steps = max_concurrent_steps
-        # Private: inputs, outputs and prompts may hold secrets (0700 folders, 0600 files).
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for name in LAYOUT:
-            (self.data_dir / name).mkdir(mode=0o700, exist_ok=True)
         self._db_path = self.data_dir / "events" / "events.db"
-        if not self._db_path.exists():  # SQLite gives its -wal and -shm files this mode
-            os.close(os.open(self._db_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        try:
+            self._make_layout()
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: "
+                                   f"{_os_reason(exc)}") from None
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self._db_path, isolation_level=None,
@@ -107,11 +113,58 @@ class LocalWorld:
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             self._synchronous = self._current_sync = synchronous
             self._db.execute("PRAGMA busy_timeout=10000")
-            self._db.executescript(_SCHEMA)
-            self._db.execute("SELECT count(*) FROM runs").fetchone()
+            tables = {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"versions", "runs", "events", "artifacts"} <= tables:
+                raise StoreDamaged(f"the event store {self._db_path} is damaged: it lacks "
+                                   "lwtool's tables")
+            _add_hash_chain(self._db)
         except sqlite3.DatabaseError as exc:
-            raise WorldError(f"the data dir {self.data_dir} is damaged: {self._db_path} "
-                             f"cannot be opened as an event store ({exc})") from None
+            raise self._store_error(exc) from None
+
+    def _make_layout(self) -> None:
+        """The folders, then the database: built under a temp name and renamed into place,
+        so an events.db that exists is always one this world finished creating (a
+        zero-length or missing-table one is damage, never re-created silently)."""
+        # Private: inputs, outputs and prompts may hold secrets (0700 folders, 0600 files).
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for name in LAYOUT:
+            (self.data_dir / name).mkdir(mode=0o700, exist_ok=True)
+        if self._db_path.exists() or self._db_path.is_symlink():
+            if self._db_path.is_file() and self._db_path.stat().st_size == 0:
+                raise StoreDamaged(f"the event store {self._db_path} is empty (truncated); "
+                                   "move it away to start a new data dir")
+            return
+        temp = self._db_path.with_name(f".events.db.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        os.close(_private_new_file(str(temp), os.O_WRONLY))
+        try:
+            db = sqlite3.connect(temp, isolation_level=None)
+            try:  # rollback journal while building: no -wal/-shm files beside the temp
+                db.executescript(_SCHEMA)
+                db.execute("PRAGMA user_version = 2")
+            finally:
+                db.close()
+            with open(temp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            try:  # link, not rename: never replaces a store another process just made
+                os.link(temp, self._db_path)
+            except FileExistsError:
+                return
+            _fsync_dir(self._db_path.parent)
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def _store_error(self, exc: sqlite3.DatabaseError) -> WorldError:
+        """Damage (not a database, corrupt pages) apart from a store that is fine but
+        cannot be used now (read-only, full, not ours, busy)."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        where = f"the event store {self._db_path}"
+        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return StoreDamaged(f"{where} is damaged: {exc}")
+        reason = _SQLITE_REASONS.get(code)
+        if reason is None and not self._db_path.exists():
+            reason = "it is missing"
+        return StoreUnavailable(f"{where} cannot be used: {reason or exc}")
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -131,14 +184,26 @@ class LocalWorld:
                     raise
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
-                raise WorldError(f"the event store {self._db_path} failed: {exc}") from None
+                raise self._store_error(exc) from None
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
-                raise WorldError(f"the event store {self._db_path} failed: {exc}") from None
+                raise self._store_error(exc) from None
+
+    def _snapshot(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """Several reads from one consistent state (a live run may be appending)."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                try:
+                    return [self._db.execute(sql, args).fetchall() for sql, args in queries]
+                finally:
+                    self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise self._store_error(exc) from None
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -174,7 +239,7 @@ class LocalWorld:
         with self._tx() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise WorldError(f"run {run_id} already exists")
-            db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0)",
+            db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')",
                        (run_id, version_id, now, now, _dumps(run_input), _dumps(options)))
             return self._insert(db, run_id, first_events, None, now)
 
@@ -190,21 +255,25 @@ class LocalWorld:
 
     def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
                 status: str | None, now: float) -> list[Event]:
-        row = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = db.execute("SELECT last_seq, last_hash FROM runs WHERE run_id = ?",
+                         (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id}")
-        first = row[0] + 1
-        out = [Event(first + i, run_id, e.type, e.payload, e.step_path, now)
-               for i, e in enumerate(events)]
-        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                       [(run_id, e.seq, e.type, e.step_path, _dumps(e.payload), now) for e in out])
-        seq = first + len(out) - 1
+        seq, prev = row
+        out, rows = [], []
+        for event in events:
+            seq += 1
+            text = _dumps(event.payload)
+            prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
+            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+            rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         if status is None:
-            db.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE run_id = ?",
-                       (seq, now, run_id))
+            db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? "
+                       "WHERE run_id = ?", (seq, prev, now, run_id))
         else:
-            db.execute("UPDATE runs SET last_seq = ?, updated_at = ?, status = ? "
-                       "WHERE run_id = ?", (seq, now, status, run_id))
+            db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ?, "
+                       "status = ? WHERE run_id = ?", (seq, prev, now, status, run_id))
         return out
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -221,23 +290,43 @@ class LocalWorld:
 
     @staticmethod
     def _record(row: Any) -> RunRecord:
-        return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
-                         json.loads(row[6]))
+        try:
+            return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
+                             json.loads(row[6]))
+        except (ValueError, TypeError) as exc:
+            raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
+                               f"({exc})") from None
+
+    def version_ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT version_id FROM versions ORDER BY version_id")]
+
+    def inline_artifact_refs(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT ref FROM artifacts ORDER BY ref")]
 
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
-        """A run's events in commit order (only those of `types`, when given)."""
+        """A run's events in commit order (only those of `types`, when given). The whole
+        log is verified against its hash chain first: replay never trusts an edited one."""
         if types:
             marks = ",".join("?" * len(types))
             rows = self._read("SELECT seq, type, step_path, payload, at FROM events WHERE "
                               f"run_id = ? AND type IN ({marks}) ORDER BY seq",
                               (run_id, *types))
         else:
-            rows = self._read("SELECT seq, type, step_path, payload, at FROM events "
-                              "WHERE run_id = ? ORDER BY seq", (run_id,))
+            rows = self._chained_rows(run_id)
         try:
-            return [Event(r[0], run_id, r[1], json.loads(r[3]), r[2], r[4]) for r in rows]
+            return [Event(r[0], run_id, r[1], _payload(r[3]), r[2], r[4]) for r in rows]
         except ValueError as exc:
-            raise WorldError(f"run {run_id}: an event payload is damaged ({exc})") from None
+            raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
+
+    def _chained_rows(self, run_id: str) -> list[Any]:
+        rows, head = self._snapshot(
+            ("SELECT seq, type, step_path, payload, at, hash FROM events WHERE run_id = ? "
+             "ORDER BY seq", (run_id,)),
+            ("SELECT last_seq, last_hash FROM runs WHERE run_id = ?", (run_id,)))
+        broken = chain_break(run_id, rows, head[0][0], head[0][1]) if head else None
+        if broken:
+            raise StoreDamaged(f"run {run_id}: the event log is damaged: {broken}")
+        return rows
 
     # -- artifacts ------------------------------------------------------------------------------
 
@@ -255,20 +344,19 @@ class LocalWorld:
         target = self._artifact_file(digest)
         if target.exists() and _file_digest(target) == digest:
             return ref  # present and intact (a damaged copy is rewritten below)
-        import aiofiles
-        import aiofiles.os
-
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = target.with_name(f".{digest}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        async with aiofiles.open(temp, "wb", opener=_private_new_file) as fh:
-            await fh.write(data)
-            await fh.flush()
-            os.fsync(fh.fileno())
-        await aiofiles.os.replace(temp, target)
-        _fsync_dir(target.parent)
+        try:
+            await _write_file(target, data, digest)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot store an artifact of {len(data):,} bytes in "
+                                   f"{self.data_dir}: {_os_reason(exc)}") from None
         return ref
 
     async def get_artifact(self, ref: str) -> bytes:
+        """The bytes stored under `ref`, verified against it. A ref that is not a content
+        address (`artifact://sha256:<64 hex>`) or names anything but a regular file in
+        this store is damage: it is never followed out of the store."""
+        if not _ARTIFACT_REF.fullmatch(ref):
+            raise StoreDamaged(f"{ref!r} is not an artifact address of this store")
         digest = ref.removeprefix("artifact://sha256:")
         rows = self._read("SELECT data FROM artifacts WHERE ref = ?", (ref,))
         if rows:
@@ -279,15 +367,14 @@ class LocalWorld:
             return data
         path = self._artifact_file(digest)
         try:
-            import aiofiles
-
-            async with aiofiles.open(path, "rb") as fh:
-                data = bytes(await fh.read())
+            data = await _read_file(path)
         except FileNotFoundError:
             raise ArtifactMissing(f"artifact {ref} is missing from {self.data_dir}") from None
-        except PermissionError as exc:
-            raise WorldError(f"artifact {ref} cannot be read (permission denied: "
-                             f"{exc.filename})") from None
+        except NotARegularFile:
+            raise StoreDamaged(f"artifact {ref} is damaged: {path} is not a regular file "
+                               "(a link, device or folder)") from None
+        except OSError as exc:
+            raise StoreUnavailable(f"artifact {ref} cannot be read: {_os_reason(exc)}") from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise StoreDamaged(f"artifact {ref} in {path} is damaged (its content does "
                                "not match its hash)")
@@ -323,9 +410,120 @@ class LocalWorld:
             self._db.close()
 
 
+_SQLITE_REASONS = {
+    sqlite3.SQLITE_READONLY: "it is read-only (a read-only mount, or another user's file)",
+    sqlite3.SQLITE_CANTOPEN: "it cannot be opened (permission denied, or another user's "
+                             "folder)",
+    sqlite3.SQLITE_PERM: "permission denied",
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "a disk I/O error (the device failed or is full)",
+    sqlite3.SQLITE_BUSY: "another process holds it locked",
+}
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OSError as the cause a user can act on."""
+    reasons = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EROFS: "it is on a read-only file system",
+               errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+               errno.ELOOP: "it is a symbolic link", errno.EISDIR: "it is a folder",
+               errno.ENOTDIR: "a part of its path is not a folder"}
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    return f"{reason} ({exc.filename})" if exc.filename else reason
+
+
+def _add_hash_chain(db: sqlite3.Connection) -> None:
+    """Bring a store written before event hash chains up to date: add the columns and
+    chain the events already there (once; later opens find the columns)."""
+    if "hash" in {r[1] for r in db.execute("PRAGMA table_info(events)")}:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    if "hash" in {r[1] for r in db.execute("PRAGMA table_info(events)")}:
+        db.execute("ROLLBACK")  # another process migrated it meanwhile
+        return
+    try:
+        db.execute("ALTER TABLE events ADD COLUMN hash TEXT")
+        db.execute("ALTER TABLE runs ADD COLUMN last_hash TEXT NOT NULL DEFAULT ''")
+        for (run_id,) in db.execute("SELECT run_id FROM runs").fetchall():
+            chain_run(db, run_id)
+        db.execute("PRAGMA user_version = 2")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def chain_run(db: sqlite3.Connection, run_id: str) -> None:
+    """(Re)compute a run's chain over the events as stored and make it the run's head."""
+    prev = GENESIS
+    rows = db.execute("SELECT seq, type, step_path, payload, at FROM events "
+                      "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+    for seq, type_, step_path, payload, at in rows:
+        prev = event_hash(prev, run_id, seq, type_, step_path, at, payload)
+        db.execute("UPDATE events SET hash = ? WHERE run_id = ? AND seq = ?",
+                   (prev, run_id, seq))
+    last = rows[-1][0] if rows else 0
+    db.execute("UPDATE runs SET last_seq = ?, last_hash = ? WHERE run_id = ?",
+               (last, prev, run_id))
+
+
 # Content-addressed: an existing row is rewritten only when its bytes differ (damaged).
 _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
                "SET data = excluded.data WHERE data IS NOT excluded.data")
+
+
+def _payload(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("a payload is not an object")
+    return value
+
+
+_ARTIFACT_REF = re.compile(r"artifact://sha256:[0-9a-f]{64}")
+
+
+class NotARegularFile(OSError):
+    pass
+
+
+async def _write_file(target: Path, data: bytes, digest: str) -> None:
+    """Write to a private temp name, fsync, rename into place; the temp file is removed
+    whatever goes wrong (a full disk must not leave half an artifact behind)."""
+    import aiofiles
+    import aiofiles.os
+
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = target.with_name(f".{digest}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        async with aiofiles.open(temp, "wb", opener=_private_new_file) as fh:
+            await fh.write(data)
+            await fh.flush()
+            os.fsync(fh.fileno())
+        await aiofiles.os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+async def _read_file(path: Path) -> bytes:
+    """A regular file's bytes; never through a symlink, never a FIFO or device."""
+    import aiofiles
+
+    def opener(name: str, flags: int) -> int:
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise NotARegularFile(name)
+        return fd
+
+    try:
+        async with aiofiles.open(path, "rb", opener=opener) as fh:
+            return bytes(await fh.read())
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the file is a symlink
+            raise NotARegularFile(str(path)) from None
+        raise
 
 
 def _private_new_file(path: str, flags: int) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, edit_store, run_cli
 
 EX = ROOT / "examples"
 TOOLS = f"{EX / 'tools.py'}:tools"
@@ -173,15 +173,26 @@ def test_damaged_data_dir_is_reported_not_crashed(data: Path, damage: str) -> No
         assert "Traceback" not in result.stderr and str(data) in result.stderr
 
 
-def test_tampered_history_is_nondeterminism(data: Path, tmp_path: Path) -> None:
-    """A log whose recorded step at a path is not the workflow's step there is refused."""
+_RETARGET = ("UPDATE events SET payload = replace(payload, '\"stepId\":\"check\"', "
+             "'\"stepId\":\"other\"') WHERE run_id = 'run_t' AND type = 'StepCompleted'")
+_REOPEN = ("DELETE FROM events WHERE run_id = 'run_t' AND type = 'RunCompleted'",
+           "UPDATE runs SET status = 'running' WHERE run_id = 'run_t'")
+
+
+def test_edited_history_breaks_the_chain(data: Path) -> None:
+    """An event edited in place no longer matches its hash: replay refuses the log."""
     _run_loop(data, "--run-id", "run_t")
-    db = data / "events" / "events.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE events SET payload = replace(payload, '\"stepId\":\"check\"', "
-                     "'\"stepId\":\"other\"') WHERE run_id = 'run_t' AND type = 'StepCompleted'")
-        conn.execute("DELETE FROM events WHERE run_id = 'run_t' AND type = 'RunCompleted'")
-        conn.execute("UPDATE runs SET status = 'running' WHERE run_id = 'run_t'")
+    edit_store(data, _RETARGET, *_REOPEN, rechain=None)
+    result = run_cli("replay", "run_t", "--tools", TOOLS, "--data-dir", str(data))
+    assert result.returncode == 2
+    assert result.stderr.startswith("lwtool: run run_t: the event log is damaged: event ")
+    assert "does not match its hash" in result.stderr
+
+
+def test_rechained_foreign_history_is_nondeterminism(data: Path) -> None:
+    """A log with a valid chain whose step at a path is not the workflow's is refused."""
+    _run_loop(data, "--run-id", "run_t")
+    edit_store(data, _RETARGET, *_REOPEN, rechain="run_t")
     result = run_cli("replay", "run_t", "--tools", TOOLS, "--data-dir", str(data))
     assert result.returncode == 2
     assert "the log has step 'other'" in result.stderr
@@ -189,10 +200,8 @@ def test_tampered_history_is_nondeterminism(data: Path, tmp_path: Path) -> None:
 
 def test_capability_drift_on_resume(data: Path) -> None:
     _run_loop(data, "--run-id", "run_cd")
-    db = data / "events" / "events.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM events WHERE run_id = 'run_cd' AND type = 'RunCompleted'")
-        conn.execute("UPDATE runs SET status = 'running' WHERE run_id = 'run_cd'")
+    edit_store(data, "DELETE FROM events WHERE run_id = 'run_cd' AND type = 'RunCompleted'",
+               "UPDATE runs SET status = 'running' WHERE run_id = 'run_cd'", rechain="run_cd")
     result = run_cli("replay", "run_cd", "--data-dir", str(data), "--json")
     assert result.returncode == 1
     assert json.loads(result.stdout)["causeCode"] == "capability_drift"

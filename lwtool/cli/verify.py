@@ -1,0 +1,51 @@
+"""`lwtool verify [RUN_ID]`: check a data dir's event chains, versions and artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.render import safe_text
+from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.runtime_options import fail, open_world
+
+
+def verify(
+    run_id: Annotated[str | None, typer.Argument(help="Check only this run.")] = None,
+    clean: Annotated[bool, typer.Option("--clean", help="Delete orphan temp files left "
+                                        "by killed writers.")] = False,
+    data_dir: DataDir = Path(".little-workflow"),
+    as_json: AsJson = False,
+) -> None:
+    """Verify event hash chains, WorkflowVersion ids and artifact hashes; exit 1 when
+    anything is damaged (orphan temp files are only warnings)."""
+    from lwtool.world import verify as check
+    from lwtool.world.base import RunNotFound, WorldError
+
+    world = open_world(data_dir, must_exist=True)
+    try:
+        result = check.verify(world, run_id, clean)
+    except RunNotFound as exc:
+        raise fail(f"{exc} (see `lwtool runs`)") from None
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    finally:
+        world.close()
+    if as_json:
+        typer.echo(json.dumps(result.as_json(), ensure_ascii=False, indent=2))
+    else:
+        for problem in result.problems:
+            label = "damaged" if problem.severity == "error" else "warning"
+            typer.echo(safe_text(f"{problem.subject}: {label}: {problem.message}"))
+        for path in result.removed:
+            typer.echo(safe_text(f"{path}: removed (orphan temp file)"))
+        errors = sum(p.severity == "error" for p in result.problems)
+        typer.echo(f"verified {result.runs} run(s), {result.events} event(s), "
+                   f"{result.versions} version(s), {result.artifacts} artifact(s): "
+                   f"{'intact' if not errors else f'{errors} damaged'}")
+    if result.damaged:
+        raise typer.Exit(exit_codes.INVALID)

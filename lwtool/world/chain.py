@@ -1,0 +1,42 @@
+"""The hash chain that makes a run's event log tamper-evident.
+
+Each event's hash covers the previous event's hash and the event exactly as stored
+(run id, seq, type, step path, timestamp, payload text), so an edited, inserted,
+reordered or deleted event breaks every hash after it; the run row keeps the head
+(last seq and hash), so a cut-off tail shows too. The first event chains from "".
+A chain is evidence against accidents and careless edits, not a signature: someone who
+rewrites the whole log can recompute it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+GENESIS = ""
+
+
+def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
+               at: float, payload_text: str) -> str:
+    material = json.dumps([prev, run_id, seq, type_, step_path, at, payload_text])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def chain_break(run_id: str, rows: Iterable[tuple[int, str, str | None, str, float, Any]],
+                head_seq: int, head_hash: str) -> str | None:
+    """What is wrong with a run's chain, or None when it is intact. `rows` are
+    (seq, type, step path, payload text, at, hash) in seq order; the head is the run
+    row's last seq and hash."""
+    prev, expected_seq = GENESIS, 1
+    for seq, type_, step_path, payload_text, at, stored in rows:
+        if seq != expected_seq:
+            return f"event {expected_seq} is missing (the next stored event is {seq})"
+        if stored != event_hash(prev, run_id, seq, type_, step_path, at, payload_text):
+            return f"event {seq} ({type_}) does not match its hash (edited or reordered)"
+        prev, expected_seq = stored, seq + 1
+    if expected_seq - 1 != head_seq or prev != head_hash:
+        return (f"the log ends at event {expected_seq - 1} but the run's head is event "
+                f"{head_seq} (events were removed or added)")
+    return None
