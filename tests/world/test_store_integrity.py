@@ -1,0 +1,167 @@
+"""A store someone edited, truncated or pointed elsewhere: every read is verified, damage
+is a clear StoreDamaged naming the run and what is wrong, nothing is followed out of the
+data dir, and an older store is brought up to date in place."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from lwtool.canonical.digest import workflow_version_id
+from lwtool.world.base import NewEvent, StoreDamaged
+from lwtool.world.local import LocalWorld
+from tests.conftest import edit_store
+
+VERSION = workflow_version_id({"kind": "Workflow"})
+
+
+def _world_with_run(tmp_path: Path, events: int = 4) -> LocalWorld:
+    world = LocalWorld(tmp_path / "data")
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("run_a", VERSION, {}, {}, [NewEvent("RunStarted", {"n": 0})])
+    for n in range(1, events):
+        world.append("run_a", [NewEvent("StepCompleted", {"n": n}, f"s{n}")])
+    return world
+
+
+EDITS = {
+    "payload edited": ("UPDATE events SET payload = '{\"n\":9}' WHERE seq = 2",
+                       "event 2 (StepCompleted) does not match its hash"),
+    "middle event deleted": ("DELETE FROM events WHERE seq = 2",
+                             "event 2 is missing (the next stored event is 3)"),
+    "tail cut off": ("DELETE FROM events WHERE seq = 4",
+                     "the log ends at event 3 but the run's head is event 4"),
+    "events swapped": ("UPDATE events SET seq = 100 WHERE seq = 2; UPDATE events SET seq = 2 "
+                       "WHERE seq = 3; UPDATE events SET seq = 3 WHERE seq = 100",
+                       "event 2 (StepCompleted) does not match"),
+    "event forged": ("INSERT INTO events VALUES ('run_a', 5, 'RunCompleted', NULL, '{}', 1.0, "
+                     "'00')", "event 5 (RunCompleted) does not match its hash"),
+    "timestamp moved": ("UPDATE events SET at = at + 1 WHERE seq = 3",
+                        "event 3 (StepCompleted) does not match its hash"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edited_event_log_is_refused_naming_the_run_and_event(tmp_path: Path,
+                                                                 edit: str) -> None:
+    world = _world_with_run(tmp_path)
+    statement, expected = EDITS[edit]
+    edit_store(tmp_path / "data", *statement.split("; "), rechain=None)
+    with pytest.raises(StoreDamaged) as info:
+        world.events("run_a")
+    assert str(info.value).startswith("run run_a: the event log is damaged: ")
+    assert expected in str(info.value)
+
+
+def test_appends_continue_the_chain_across_processes_and_reopens(tmp_path: Path) -> None:
+    _world_with_run(tmp_path).close()
+    world = LocalWorld(tmp_path / "data")
+    world.append("run_a", [NewEvent("RunCompleted", {})], status="completed")
+    assert [e.seq for e in world.events("run_a")] == [1, 2, 3, 4, 5]
+
+
+def test_a_store_from_before_hash_chains_is_chained_in_place(tmp_path: Path) -> None:
+    """The previous release's schema (no hash columns) opens, and its runs verify."""
+    events = tmp_path / "data" / "events"
+    events.mkdir(parents=True)
+    db = sqlite3.connect(events / "events.db")
+    db.executescript("""
+      CREATE TABLE versions (version_id TEXT PRIMARY KEY, lwir TEXT NOT NULL);
+      CREATE TABLE runs (run_id TEXT PRIMARY KEY, version_id TEXT NOT NULL, status TEXT NOT
+        NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, input TEXT NOT NULL,
+        options TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+        step_path TEXT, payload TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (run_id, seq))
+        WITHOUT ROWID;
+      CREATE TABLE artifacts (ref TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+      INSERT INTO runs VALUES ('run_old', 'sha256:x', 'running', 1, 1, '{}', '{}', 2);
+      INSERT INTO events VALUES ('run_old', 1, 'RunStarted', NULL, '{"a":1}', 1.5);
+      INSERT INTO events VALUES ('run_old', 2, 'StepCompleted', 's', '{"b":2}', 2.5);
+    """)
+    db.close()
+    world = LocalWorld(tmp_path / "data")
+    assert [e.payload for e in world.events("run_old")] == [{"a": 1}, {"b": 2}]
+    world.append("run_old", [NewEvent("RunCompleted", {})])
+    world.close()
+    assert len(LocalWorld(tmp_path / "data").events("run_old")) == 3
+
+
+def test_a_truncated_or_foreign_events_db_is_damage_never_recreated(tmp_path: Path) -> None:
+    _world_with_run(tmp_path).close()
+    db = tmp_path / "data" / "events" / "events.db"
+    for name in ("events.db-wal", "events.db-shm"):
+        (db.parent / name).unlink(missing_ok=True)
+    db.write_bytes(b"")
+    with pytest.raises(StoreDamaged, match="is empty"):
+        LocalWorld(tmp_path / "data")
+    assert db.stat().st_size == 0  # left for the user to inspect, not re-created
+    db.write_bytes(b"not a database " * 100)
+    with pytest.raises(StoreDamaged, match="is damaged: file is not a database"):
+        LocalWorld(tmp_path / "data")
+    db.unlink()
+    sqlite3.connect(db).execute("CREATE TABLE other (x)").connection.close()
+    with pytest.raises(StoreDamaged, match="lacks lwtool's tables"):
+        LocalWorld(tmp_path / "data")
+
+
+def test_concurrent_first_opens_share_one_store(tmp_path: Path) -> None:
+    """Many processes opening a new data dir at once: one store, no events lost."""
+    errors: list[BaseException] = []
+
+    def open_and_write(n: int) -> None:
+        try:
+            world = LocalWorld(tmp_path / "data")
+            world.register_version(VERSION, {"kind": "Workflow"})
+            world.create_run(f"run_{n}", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+            world.close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_and_write, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(LocalWorld(tmp_path / "data").list_runs()) == 8
+    assert not list((tmp_path / "data" / "events").glob("*.tmp"))
+
+
+@pytest.mark.parametrize("ref", ["artifact://sha256:../../../../etc/passwd",
+                                 "artifact://sha256:" + "A" * 64, "file:///dev/zero",
+                                 "artifact://sha256:" + "0" * 63])
+def test_an_artifact_ref_that_is_no_content_address_is_never_followed(tmp_path: Path,
+                                                                       ref: str) -> None:
+    world = LocalWorld(tmp_path / "data")
+    with pytest.raises(StoreDamaged, match="is not an artifact address of this store"):
+        asyncio.run(world.get_artifact(ref))
+
+
+@pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "folder"])
+def test_an_artifact_file_that_is_not_a_regular_file_is_damage(tmp_path: Path,
+                                                               kind: str) -> None:
+    world = LocalWorld(tmp_path / "data")
+    ref = asyncio.run(world.put_artifact(b"z" * 300_000))
+    digest = ref.removeprefix("artifact://sha256:")
+    path = tmp_path / "data" / "artifacts" / "sha256" / digest[:2] / digest
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(StoreDamaged, match="is not a regular file"):
+        asyncio.run(asyncio.wait_for(world.get_artifact(ref), 10))
+
+
+def test_a_damaged_run_row_is_damage_not_a_traceback(tmp_path: Path) -> None:
+    world = _world_with_run(tmp_path)
+    edit_store(tmp_path / "data", "UPDATE runs SET input = '{broken'", rechain=None)
+    with pytest.raises(StoreDamaged, match="run run_a: its stored input or options"):
+        world.get_run("run_a")
