@@ -12,7 +12,7 @@ import typer
 
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import AsJson, DataDir
-from lwtool.cli.runtime_options import fail, open_world
+from lwtool.cli.runtime_options import fail, has_store, open_world
 
 
 def _stamp(at: float) -> str:
@@ -108,7 +108,7 @@ def report(
 
 def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) -> None:
     """List the runs in the data dir with status and timestamps."""
-    if not (data_dir / "events" / "events.db").exists():
+    if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
         return
     records = open_world(data_dir).list_runs()

@@ -12,12 +12,16 @@ from lwtool.cli.canon import _compiled
 
 def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) -> None:
     """Write the version lock beside each valid file (`name.lock.json`)."""
-    from lwtool.lock.io import write_lock
+    from lwtool.cli.runtime_options import fail
+    from lwtool.lock.io import LockNotWritable, write_lock
     from lwtool.lock.model import lock_for, lock_path_for
 
     for path in paths:
         compiled = _compiled(path)
         assert compiled.kind is not None
         target = lock_path_for(path)
-        write_lock(target, lock_for(path, compiled.kind, compiled.value))
+        try:
+            write_lock(target, lock_for(path, compiled.kind, compiled.value))
+        except LockNotWritable as exc:
+            raise fail(str(exc)) from None
         typer.echo(f"{target}: {compiled.digest()}")

@@ -22,7 +22,8 @@ from lwtool.cli.runtime_options import (
     read_json_or_yaml,
 )
 
-DataDir = Annotated[Path, typer.Option("--data-dir", help="The local world's folder.")]
+DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
+                                       help="The local world's folder.")]
 Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolRegistry or "
                                            "a dict of name -> callable.")]
 Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "

@@ -69,11 +69,20 @@ def load_tool_registry(spec: str | None) -> Any:
         raise fail(str(exc)) from None
 
 
+def has_store(data_dir: Path) -> bool:
+    """Whether `data_dir` holds an event store; True when that cannot be told (another
+    user's folder): opening it then says exactly why it cannot be used."""
+    try:
+        return (data_dir / "events" / "events.db").exists()
+    except OSError:
+        return True
+
+
 def open_world(data_dir: Path, must_exist: bool = False) -> Any:
     from lwtool.world.base import WorldError
     from lwtool.world.local import LocalWorld
 
-    if must_exist and not (data_dir / "events" / "events.db").exists():
+    if must_exist and not has_store(data_dir):
         raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
     try:
         return LocalWorld(data_dir)

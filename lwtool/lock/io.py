@@ -15,13 +15,33 @@ class LockUnreadable(ValueError):
     """The lock file exists but is not a valid lwtool lock."""
 
 
+class LockNotWritable(OSError):
+    """The lock file cannot be written there; the message says why."""
+
+
 def write_lock(path: Path, lock: Lock) -> None:
+    """Write atomically (temp file, fsync, rename), with the mode a new file of the
+    user's would get (the lock is committed beside its workflow). Raises LockNotWritable."""
+    if path.is_dir():
+        raise LockNotWritable(f"cannot write the lock {path}: a folder has that name")
     text = json.dumps(lock.as_json(), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise LockNotWritable(f"cannot write the lock {path}: {exc.strerror or exc} "
+                              f"(in {path.parent})") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise LockNotWritable(f"cannot write the lock {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -103,8 +103,8 @@ class LocalWorld:
         try:
             self._make_layout()
         except OSError as exc:
-            raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: "
-                                   f"{_os_reason(exc)}") from None
+            reason = _unusable_because(Path(exc.filename or self.data_dir)) or _os_reason(exc)
+            raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self._db_path, isolation_level=None,
@@ -161,9 +161,7 @@ class LocalWorld:
         where = f"the event store {self._db_path}"
         if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreDamaged(f"{where} is damaged: {exc}")
-        reason = _SQLITE_REASONS.get(code)
-        if reason is None and not self._db_path.exists():
-            reason = "it is missing"
+        reason = _unusable_because(self._db_path) or _SQLITE_REASONS.get(code)
         return StoreUnavailable(f"{where} cannot be used: {reason or exc}")
 
     # -- transactions ----------------------------------------------------------------------
@@ -419,6 +417,30 @@ _SQLITE_REASONS = {
     sqlite3.SQLITE_IOERR: "a disk I/O error (the device failed or is full)",
     sqlite3.SQLITE_BUSY: "another process holds it locked",
 }
+
+
+def _unusable_because(path: Path) -> str | None:
+    """Why a store that is not damaged cannot be used, read off the file system: a
+    read-only mount, another user's folder, a full disk; None when none of these."""
+    for probe in (path, *path.parents):  # the nearest part of the path we can stat
+        try:
+            info = os.stat(probe)
+        except OSError:
+            continue
+        if info.st_uid != os.geteuid() and not os.access(probe, os.R_OK | os.W_OK | (
+                os.X_OK if stat.S_ISDIR(info.st_mode) else 0)):
+            return (f"{probe} belongs to another user (uid {info.st_uid}) and you may not "
+                    "read and write it")
+        try:
+            fs = os.statvfs(probe)
+        except OSError:
+            return None
+        if fs.f_flag & os.ST_RDONLY:
+            return f"{probe} is on a read-only file system"
+        if fs.f_bavail == 0:
+            return f"the disk holding {probe} is full"
+        return None
+    return None
 
 
 def _os_reason(exc: OSError) -> str:
