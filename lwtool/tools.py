@@ -6,12 +6,15 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,52 @@ class Tool:
         return inspect.iscoroutinefunction(self.fn)
 
     async def invoke(self, args: Any, threads: Executor) -> Any:
-        """Call the tool: awaited when async, else in `threads` (never the event loop)."""
-        if self.is_async:
-            return await self.fn(args)
-        return await asyncio.get_running_loop().run_in_executor(threads, self.fn, args)
+        """Call the tool: awaited when async, else in `threads` (never the event loop).
+        While it runs, its `os._exit(n)` raises ToolExited instead of ending the run."""
+        with _exit_guard():
+            if self.is_async:
+                return await self.fn(args)
+            return await asyncio.get_running_loop().run_in_executor(threads, self.fn, args)
+
+
+class ToolExited(SystemExit):
+    """A tool called `os._exit(code)`: its step fails; the run goes on (or stays
+    resumable) instead of vanishing without a word."""
+
+    def __str__(self) -> str:
+        return f"the tool called os._exit({self.code})"
+
+
+_real_exit = os._exit
+_guards = 0
+_guards_lock = threading.Lock()
+
+
+def _guarded_exit(status: int) -> NoReturn:
+    if os.getpid() != _owner_pid:  # a forked child's own exit (multiprocessing): real
+        _real_exit(status)
+    raise ToolExited(status)
+
+
+_owner_pid = os.getpid()
+
+
+@contextmanager
+def _exit_guard() -> Iterator[None]:
+    """Route `os._exit` of this process to ToolExited while any tool runs."""
+    global _guards, _owner_pid
+    with _guards_lock:
+        if _guards == 0:
+            _owner_pid = os.getpid()
+            os._exit = _guarded_exit
+        _guards += 1
+    try:
+        yield
+    finally:
+        with _guards_lock:
+            _guards -= 1
+            if _guards == 0:
+                os._exit = _real_exit
 
 
 @dataclass

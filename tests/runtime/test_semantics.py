@@ -500,3 +500,42 @@ def test_a_tool_raising_system_exit_fails_its_step(tmp_path: Path, raised: BaseE
     assert info.value.cause_code == "step_failed"
     assert type(raised).__name__ in info.value.message
     assert world.get_run("run_quit").status == "failed"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_tool_calling_os_exit_fails_its_step_and_the_process_lives(tmp_path: Path,
+                                                                     is_async: bool) -> None:
+    """Without the guard, os._exit ends this very test process (pytest reports a crash)."""
+    import os
+
+    def sync_tool(args: Any) -> Any:
+        os._exit(7)
+
+    async def async_tool(args: Any) -> Any:
+        os._exit(7)
+
+    world = local_world(tmp_path / "data")
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(run_workflow(lwir([tool("x", "bye")]), {}, world=world,
+                                 tools={"bye": async_tool if is_async else sync_tool},
+                                 run_id="run_bye"))
+    assert info.value.cause_code == "step_failed"
+    assert "the tool called os._exit(7)" in info.value.message
+    assert world.get_run("run_bye").status == "failed"
+    assert os._exit.__name__ == "_exit"  # restored once no tool runs
+
+
+def test_a_forked_child_of_a_tool_still_exits_for_real(tmp_path: Path) -> None:
+    """A child's os._exit is its own (else the child would go on running the run)."""
+    import os
+
+    def forking(args: Any) -> Any:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(5)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    result = asyncio.run(run_workflow(lwir([tool("x", "forking")]), {},
+                                      world=local_world(tmp_path / "data"),
+                                      tools={"forking": forking}))
+    assert result["output"] == 5
