@@ -119,8 +119,10 @@ _TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavail
 
 
 async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str, Any],
-                     prompt_for_offline: str, request: OutputRequest | None = None
-                     ) -> ModelReply:
+                     prompt_for_offline: str, request: OutputRequest | None = None,
+                     timeout: float | None = None) -> ModelReply:
+    """One model call through litellm (or the offline model). `timeout` (seconds) is
+    passed on so the provider client gives up too, instead of litellm's 6,000 s."""
     started = time.perf_counter()
     provider, model_id = provider_and_id(model)
     if model == OFFLINE_MODEL:
@@ -130,7 +132,7 @@ async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str,
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     request = request or output_request(model, mode)
     if request.response_format is not None:
         kwargs["response_format"] = request.response_format

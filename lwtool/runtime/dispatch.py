@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import short_hash
+from lwtool.runtime.run_state import short_hash, step_timeout
 from lwtool.runtime.scope import Scope
 from lwtool.runtime.steps import STEP_KINDS
 from lwtool.world.base import Event, NewEvent
@@ -111,15 +111,16 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                              "manifestHash": short_hash(manifest)}, path),
         *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
+    limit, source = step_timeout(step, run.step_timeout)
     try:
-        async with asyncio.timeout(run.step_timeout):  # no extra task, unlike wait_for
+        async with asyncio.timeout(limit):  # no extra task, unlike wait_for
             output, call_events = await kind.execute(scope, step, path, step_input,
                                                      expression_scope)
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.
-        raise StepFailure("timeout", f"step attempt took longer than {run.step_timeout:g} s "
-                          "(the run's step timeout)", path, transient=True) from None
+        raise StepFailure("timeout", f"step attempt took longer than {limit:g} s "
+                          f"({source})", path, transient=True) from None
     duration = int((time.perf_counter() - started) * 1000)
     closing = [
         *call_events,
@@ -138,3 +139,4 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                "envelope": envelope}
     return output, [*closing, NewEvent("StepCompleted", payload, path)], inline
+

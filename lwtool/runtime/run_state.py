@@ -222,3 +222,12 @@ class RunState:
         if ref not in self.artifacts:
             self.artifacts.append(ref)
         return json.loads(await self.world.get_artifact(ref))
+
+
+def step_timeout(step: dict[str, Any], run_timeout: float) -> tuple[float, str]:
+    """Seconds one attempt of `step` may take, and where that figure comes from: the
+    step's own `timeoutMs`, else the run's step timeout."""
+    own = step.get("timeoutMs")
+    if isinstance(own, int) and not isinstance(own, bool) and own > 0:
+        return own / 1000, "the step's timeoutMs"
+    return run_timeout, "the run's step timeout"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import copy
 import json
 from pathlib import Path
@@ -75,8 +76,8 @@ def test_prompt_layout(tmp_path: Path) -> None:
 @pytest.fixture
 def provider(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """Point litellm's OpenAI provider at a loopback fixture server."""
-    def start(replies: list[str]):  # type: ignore[no-untyped-def]
-        context = fixture_server(replies)
+    def start(replies: list[str], delay: float = 0.0):  # type: ignore[no-untyped-def]
+        context = fixture_server(replies, delay)
         server = context.__enter__()
         started.append(context)
         monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
@@ -233,3 +234,22 @@ def test_a_reply_with_nan_is_not_json(tmp_path: Path, provider: Any) -> None:
         run(gen({"mode": "json"}), tmp_path, {"gpt-4o-mini": "openai/local-model"})
     assert info.value.cause_code == "step_schema_error"
     assert "NaN is not JSON" in info.value.message
+
+
+def test_a_slow_provider_times_out_at_the_steps_timeout(tmp_path: Path, provider: Any,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The step's timeoutMs bounds the model call (passed to litellm as well), the attempt
+    fails with `timeout`, and the retry policy applies."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # noqa: F401 - its first import (seconds) is not what is timed here
+
+    server = provider(["late", "late"], delay=3)
+    doc = gen(None, timeoutMs=400, retry={"maxAttempts": 2, "backoffMs": 0})
+    started = time.perf_counter()
+    with pytest.raises(RunFailedError) as info:
+        run(doc, tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert time.perf_counter() - started < 2.8  # neither attempt waited for the reply
+    assert info.value.cause_code == "timeout"
+    assert "longer than 0.4 s (the step's timeoutMs)" in info.value.message
+    assert len(server.requests) == 2

@@ -471,6 +471,24 @@ def test_a_step_over_the_timeout_fails_with_timeout_after_its_retries(tmp_path: 
     assert world.events("run_slow", ["RunStarted"])[0].payload["stepTimeoutS"] == 0.2
 
 
+def test_a_steps_timeout_ms_overrides_the_runs_step_timeout(tmp_path: Path) -> None:
+    async def nap(args: Any) -> Any:
+        await asyncio.sleep(args["s"])
+        return args["s"]
+
+    world = local_world(tmp_path / "data")
+    doc = lwir([tool("short", "nap", input={"s": 5}, timeoutMs=200, retry={"maxAttempts": 1}),
+                tool("long", "nap", input={"s": 0.5}, timeoutMs=5000, needs=["short"])])
+    with pytest.raises(RunFailedError) as info:  # the run's 30 s would have let it finish
+        asyncio.run(run_workflow(doc, {}, world=world, tools={"nap": nap}, step_timeout=30))
+    assert info.value.failed_step_path == "short"
+    assert "longer than 0.2 s (the step's timeoutMs)" in info.value.message
+    doc["steps"][0]["input"]["s"] = 0
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools={"nap": nap},
+                                      step_timeout=0.1))  # the step's 5 s wins over 0.1
+    assert result["output"] == 0.5
+
+
 def test_a_step_within_the_timeout_is_unaffected(tmp_path: Path) -> None:
     async def quick(args: Any) -> Any:
         await asyncio.sleep(0.01)

@@ -20,7 +20,7 @@ from lwtool.harness.models import (
 )
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.outputs import OutputInvalid, parse_model_text
-from lwtool.runtime.run_state import short_hash
+from lwtool.runtime.run_state import short_hash, step_timeout
 from lwtool.runtime.steps.inputs import resolve, step_input
 from lwtool.world.base import NewEvent
 
@@ -86,7 +86,8 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     for turn in range(turns):
         reply = run.journal.replies.get((path, turn))
         if reply is None:
-            reply = await _call(run, path, turn, model, messages, mode, prompt_text, request)
+            reply = await _call(run, path, turn, model, messages, mode, prompt_text, request,
+                                step_timeout(step, run.step_timeout)[0])
         run.add_usage(path, reply["response"].get("usage") or {})
         text = reply["response"]["text"]
         try:
@@ -116,7 +117,7 @@ def _unwrap(text: str) -> str:
 
 async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[str, str]],
                 mode: dict[str, Any], prompt_text: str,
-                request: OutputRequest) -> dict[str, Any]:
+                request: OutputRequest, timeout: float) -> dict[str, Any]:
     call_id = f"{path}#{turn}"
     # The request is logged before the call (evidence of a call in flight), the reply
     # durably after it; only a committed reply is ever reused.
@@ -125,7 +126,7 @@ async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[
         "request": {"model": model, "messages": messages, "tools": [],
                     "responseFormat": request.response_format}}, path)])
     try:
-        reply = await call_model(model, messages, mode, prompt_text, request)
+        reply = await call_model(model, messages, mode, prompt_text, request, timeout)
     except ModelCallFailed as exc:
         raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
     responded = {"turn": turn, "callId": call_id, "stepPath": path,
