@@ -9,15 +9,24 @@ while the text is momentarily broken.
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 from pathlib import Path
+from typing import BinaryIO, cast
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from lwtool import __version__
 from lwtool.lsp.analysis import Analysis, completions, missing_need_fix
 from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
+from lwtool.lsp.transport import serve
+from lwtool.source.loader import read_regular_file
+from lwtool.source.position import Pos
 
 DEBOUNCE_SECONDS = 0.02
 
@@ -30,21 +39,46 @@ class LwtoolServer(LanguageServer):
         self.last_loaded: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task[None]] = {}
 
-    def analyse(self, uri: str) -> Analysis:
-        document = self.workspace.get_text_document(uri)
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve on stdio through lwtool's framing (lsp/transport.py), not pygls's."""
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(serve(self, stdin or sys.stdin.buffer))
+        except (BrokenPipeError, KeyboardInterrupt):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def document(self, uri: str) -> TextDocument | None:
+        """The client's copy of an open document; for one it has not opened, the file on
+        disk when it is a regular file within the loader's size limit (never a device or
+        a FIFO: `file:///dev/zero` would eat memory, a FIFO would hang); else None."""
+        opened = self.workspace.text_documents.get(unquote(uri))
+        if opened is not None:
+            return cast(TextDocument, opened)
+        text = read_regular_file(to_fs_path(uri))
+        if text is None:
+            return None
+        return TextDocument(uri, source=text, position_codec=self.workspace.position_codec)
+
+    def analyse(self, uri: str, document: TextDocument) -> Analysis:
         path = to_fs_path(uri) or uri
         analysis = Analysis.of(document.source, Path(path).name if path else uri)
-        self.analyses[uri] = analysis
-        if analysis.context is not None:
-            self.last_loaded[uri] = analysis
+        if unquote(uri) in self.workspace.text_documents:  # unopened files are not kept
+            self.analyses[uri] = analysis
+            if analysis.context is not None:
+                self.last_loaded[uri] = analysis
         return analysis
 
-    def current(self, uri: str) -> Analysis:
-        return self.analyses.get(uri) or self.analyse(uri)
+    def current(self, uri: str, document: TextDocument) -> Analysis:
+        return self.analyses.get(uri) or self.analyse(uri, document)
 
     def publish(self, uri: str) -> None:
-        analysis = self.analyse(uri)
-        document = self.workspace.get_text_document(uri)
+        document = self.document(uri)
+        if document is None:
+            return
+        analysis = self.analyse(uri, document)
         codec = document.position_codec
         lines = document.lines
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
@@ -84,18 +118,26 @@ def did_close(ls: LwtoolServer, params: types.DidCloseTextDocumentParams) -> Non
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def _where(ls: LwtoolServer, uri: str, position: types.Position):  # type: ignore[no-untyped-def]
-    document = ls.workspace.get_text_document(uri)
-    analysis = ls.current(uri)
-    pos = from_position(position, document.lines, document.position_codec)
-    return document, analysis, pos
+def _read(ls: LwtoolServer, uri: str) -> tuple[TextDocument, Analysis] | None:
+    document = ls.document(uri)
+    return None if document is None else (document, ls.current(uri, document))
+
+
+def _where(ls: LwtoolServer, uri: str, position: types.Position
+           ) -> tuple[TextDocument, Analysis, Pos] | None:
+    found = _read(ls, uri)
+    if found is None:
+        return None
+    document, analysis = found
+    return document, analysis, from_position(position, document.lines, document.position_codec)
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: LwtoolServer, params: types.HoverParams) -> types.Hover | None:
-    document, analysis, pos = _where(ls, params.text_document.uri, params.position)
-    if analysis.document is None:
+    where = _where(ls, params.text_document.uri, params.position)
+    if where is None or where[1].document is None:
         return None
+    document, analysis, pos = where
     found = analysis.hover(analysis.offset(pos))
     if found is None:
         return None
@@ -106,9 +148,10 @@ def hover(ls: LwtoolServer, params: types.HoverParams) -> types.Hover | None:
 
 @server.feature(types.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: LwtoolServer, params: types.DefinitionParams) -> types.Location | None:
-    document, analysis, pos = _where(ls, params.text_document.uri, params.position)
-    if analysis.document is None:
+    where = _where(ls, params.text_document.uri, params.position)
+    if where is None or where[1].document is None:
         return None
+    document, analysis, pos = where
     span = analysis.definition(analysis.offset(pos))
     if span is None:
         return None
@@ -119,7 +162,10 @@ def definition(ls: LwtoolServer, params: types.DefinitionParams) -> types.Locati
 @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                 types.CompletionOptions(trigger_characters=[".", "[", " ", ","]))
 def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.CompletionList:
-    document, analysis, pos = _where(ls, params.text_document.uri, params.position)
+    where = _where(ls, params.text_document.uri, params.position)
+    if where is None:
+        return types.CompletionList(is_incomplete=False, items=[])
+    document, analysis, pos = where
     line = document.lines[pos.line - 1] if pos.line - 1 < len(document.lines) else ""
     items = completions(analysis, ls.last_loaded.get(params.text_document.uri), pos,
                         line[: pos.column - 1])
@@ -133,8 +179,10 @@ def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.Comple
 def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """Quick fix for `step.missing_dependency`: add the read step to `needs`."""
     uri = params.text_document.uri
-    document = ls.workspace.get_text_document(uri)
-    analysis = ls.current(uri)
+    found = _read(ls, uri)
+    if found is None:
+        return []
+    document, analysis = found
     lines, codec = document.lines, document.position_codec
     actions = []
     for diagnostic in params.context.diagnostics:
@@ -155,9 +203,10 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def document_symbol(ls: LwtoolServer, params: types.DocumentSymbolParams
                     ) -> list[types.DocumentSymbol]:
-    uri = params.text_document.uri
-    document = ls.workspace.get_text_document(uri)
-    analysis = ls.current(uri)
+    found = _read(ls, params.text_document.uri)
+    if found is None:
+        return []
+    document, analysis = found
     lines, codec = document.lines, document.position_codec
     children: dict[str, list[types.DocumentSymbol]] = {}
     roots: list[types.DocumentSymbol] = []

@@ -17,7 +17,9 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import os
 import re
+import stat
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +66,29 @@ def load_path(path: str | Path) -> Document:
     with p.open("rb") as fh:
         data = fh.read(MAX_FILE_BYTES + 1)
     return load_bytes(data, str(path), fmt=format_for(p.name))
+
+
+def read_regular_file(path: str | None) -> str | None:
+    """A regular file's text (UTF-8, at most MAX_FILE_BYTES), or None for anything else:
+    missing, unreadable, too large, not UTF-8, or not a regular file (a device such as
+    /dev/zero, a FIFO, a socket: opened without blocking, checked before reading)."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        return data.decode("utf-8") if len(data) <= MAX_FILE_BYTES else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def load_text(text: str, path: str = "<memory>", fmt: str | None = None) -> Document:

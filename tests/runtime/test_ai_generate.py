@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
