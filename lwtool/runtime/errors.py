@@ -16,11 +16,22 @@ class TransientError(Exception):
     the step's `retry` policy applies. Any other exception fails the step at once."""
 
 
+def storable(text: str) -> str:
+    """`text` with what UTF-8 cannot hold (lone surrogates, from a tool's message or an
+    offending key) escaped as `\\udXXX`, so the failure can be logged and printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class StepFailure(Exception):
     """A step attempt failed; carries the run cause code and the step path."""
 
     def __init__(self, cause: CauseCode, message: str, step_path: str | None = None,
                  transient: bool = False, details: dict[str, Any] | None = None) -> None:
+        message = storable(message)
         super().__init__(message)
         self.cause: CauseCode = cause
         self.message = message

@@ -47,6 +47,7 @@ class RunState:
     step_timeout: float = DEFAULT_STEP_TIMEOUT
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
+    _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
     tools_hash: str = ""
     active_steps: int = 0
@@ -72,7 +73,9 @@ class RunState:
         spec = os.environ.get(FAULT_ENV)
         if spec and "@" in spec:
             event_type, _, pattern = spec.partition("@")
+            pattern, _, nth = pattern.partition("#")
             self._fault = (event_type, pattern)
+            self._fault_countdown = int(nth) if nth.isdigit() and int(nth) > 0 else 1
 
     def config_hash(self, step: dict[str, Any]) -> str:
         """The hash of a step's configuration (cached: visits share it)."""
@@ -159,13 +162,16 @@ class RunState:
                 start += count
 
     def _maybe_die(self, committed: list[Event]) -> None:
-        """Fault injection for durability tests: SIGKILL this process right after a
-        matching event is committed (LWTOOL_FAULT_KILL_AFTER=Type@stepPathGlob)."""
+        """Fault injection for durability tests: SIGKILL this process right after the
+        N-th matching event this process commits (LWTOOL_FAULT_KILL_AFTER=
+        Type@stepPathGlob, or Type@stepPathGlob#N; N defaults to 1)."""
         assert self._fault is not None
         event_type, pattern = self._fault
         for event in committed:
             if event.type == event_type and fnmatch.fnmatchcase(event.step_path or "", pattern):
-                os.kill(os.getpid(), signal.SIGKILL)
+                self._fault_countdown -= 1
+                if self._fault_countdown <= 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
 
     def attach(self, path: str, data: bytes) -> None:
         """Keep a payload of the step at `path` (a prompt, a response) as an artifact of

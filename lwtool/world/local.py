@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lwtool.world import rows as rows_shape
 from lwtool.world.base import (
     ArtifactMissing,
     Event,
@@ -47,6 +48,7 @@ from lwtool.world.base import (
     check_run_id,
 )
 from lwtool.world.chain import GENESIS, chain_break, event_hash
+from lwtool.world.rows import checked
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
 LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skills-cache")
@@ -121,6 +123,8 @@ class LocalWorld:
             _add_hash_chain(self._db)
         except sqlite3.DatabaseError as exc:
             raise self._store_error(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
 
     def _make_layout(self) -> None:
         """The folders, then the database: built under a temp name and renamed into place,
@@ -164,6 +168,12 @@ class LocalWorld:
         reason = _unusable_because(self._db_path) or _SQLITE_REASONS.get(code)
         return StoreUnavailable(f"{where} cannot be used: {reason or exc}")
 
+    def _not_utf8(self) -> StoreDamaged:
+        """SQLite hands back text as it was written; bytes edited into it that are not
+        UTF-8 fail to decode (a UnicodeDecodeError, not a DatabaseError)."""
+        return StoreDamaged(f"the event store {self._db_path} is damaged: it holds text "
+                            "that is not UTF-8 (edited bytes)")
+
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
@@ -183,6 +193,8 @@ class LocalWorld:
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._store_error(exc) from None
+            except UnicodeDecodeError:
+                raise self._not_utf8() from None
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -190,6 +202,8 @@ class LocalWorld:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise self._store_error(exc) from None
+            except UnicodeDecodeError:
+                raise self._not_utf8() from None
 
     def _snapshot(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
         """Several reads from one consistent state (a live run may be appending)."""
@@ -202,6 +216,8 @@ class LocalWorld:
                     self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._store_error(exc) from None
+            except UnicodeDecodeError:
+                raise self._not_utf8() from None
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -219,9 +235,10 @@ class LocalWorld:
         if not rows:
             return None
         try:
+            checked(rows, rows_shape.ONE_TEXT, f"WorkflowVersion {version_id}")
             lwir: dict[str, Any] = json.loads(rows[0][0])
             intact = workflow_version_id(lwir) == version_id
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, StoreDamaged):
             intact = False
         if not intact:
             raise StoreDamaged(f"WorkflowVersion {version_id} in {self._db_path} is damaged "
@@ -257,7 +274,7 @@ class LocalWorld:
                          (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id}")
-        seq, prev = row
+        seq, prev = checked([row], rows_shape.HEAD, f"run {run_id}: its head")[0]
         out, rows = [], []
         for event in events:
             seq += 1
@@ -279,27 +296,32 @@ class LocalWorld:
                           "options FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             raise RunNotFound(f"no run {run_id} in {self.data_dir}")
-        return self._record(rows[0])
+        return self._record(checked(rows, rows_shape.RUN, f"run {run_id}")[0])
 
     def list_runs(self) -> list[RunRecord]:
         rows = self._read("SELECT run_id, version_id, status, created_at, updated_at, input, "
                           "options FROM runs ORDER BY created_at, run_id")
-        return [self._record(r) for r in rows]
+        return [self._record(checked([r], rows_shape.RUN, f"the run row of {r[0]!r}")[0])
+                for r in rows]
 
     @staticmethod
     def _record(row: Any) -> RunRecord:
         try:
             return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
-                             json.loads(row[6]))
+                             _payload(row[6]))
         except (ValueError, TypeError) as exc:
             raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
                                f"({exc})") from None
 
     def version_ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT version_id FROM versions ORDER BY version_id")]
+        rows = self._read("SELECT version_id FROM versions ORDER BY version_id")
+        return [r[0] for r in checked(rows, rows_shape.ONE_TEXT, f"the versions table of "
+                                      f"{self._db_path}")]
 
     def inline_artifact_refs(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT ref FROM artifacts ORDER BY ref")]
+        rows = self._read("SELECT ref FROM artifacts ORDER BY ref")
+        return [r[0] for r in checked(rows, rows_shape.ONE_TEXT, f"the artifacts table of "
+                                      f"{self._db_path}")]
 
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
         """A run's events in commit order (only those of `types`, when given). The whole
@@ -309,6 +331,7 @@ class LocalWorld:
             rows = self._read("SELECT seq, type, step_path, payload, at FROM events WHERE "
                               f"run_id = ? AND type IN ({marks}) ORDER BY seq",
                               (run_id, *types))
+            checked(rows, rows_shape.EVENT, f"run {run_id}: an event")
         else:
             rows = self._chained_rows(run_id)
         try:
@@ -321,6 +344,8 @@ class LocalWorld:
             ("SELECT seq, type, step_path, payload, at, hash FROM events WHERE run_id = ? "
              "ORDER BY seq", (run_id,)),
             ("SELECT last_seq, last_hash FROM runs WHERE run_id = ?", (run_id,)))
+        checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
+        checked(head, rows_shape.HEAD, f"run {run_id}: its head")
         broken = chain_break(run_id, rows, head[0][0], head[0][1]) if head else None
         if broken:
             raise StoreDamaged(f"run {run_id}: the event log is damaged: {broken}")
@@ -358,7 +383,7 @@ class LocalWorld:
         digest = ref.removeprefix("artifact://sha256:")
         rows = self._read("SELECT data FROM artifacts WHERE ref = ?", (ref,))
         if rows:
-            data = bytes(rows[0][0])
+            data: bytes = checked(rows, rows_shape.ONE_BLOB, f"artifact {ref}")[0][0]
             if hashlib.sha256(data).hexdigest() != digest:
                 raise StoreDamaged(f"artifact {ref} in {self._db_path} is damaged (its "
                                    "content does not match its hash)")

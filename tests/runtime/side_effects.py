@@ -1,6 +1,7 @@
 """Tools for runtime tests. Every call appends `<tool>:<key>` to $LWTOOL_TEST_DIR/calls.log
 (the side-effect counter). A call whose key equals $LWTOOL_TEST_BLOCK writes
-`blocked-<key>` beside it and then hangs, so a test can SIGKILL the process mid-step."""
+`blocked-<key>` beside it and then hangs, so a test can SIGKILL the process mid-step.
+$LWTOOL_TEST_SLEEP (seconds) makes every call take that long (bench/soak.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def _note(tool: str, key: str) -> bool:
     return False
 
 
+SLEEP = float(os.environ.get("LWTOOL_TEST_SLEEP", "0"))
+
+
 def _hang_sync(blocked: bool) -> None:
-    if blocked:
-        time.sleep(3600)
+    time.sleep(3600 if blocked else SLEEP)
 
 
 @tools.tool()
@@ -65,7 +68,7 @@ async def work(args: dict[str, Any]) -> dict[str, Any]:
     """An async branch worker."""
     if _note("work", str(args["id"])):
         await asyncio.sleep(3600)  # hang without freezing the other branches
-    await asyncio.sleep(float(args.get("sleep", 0)))
+    await asyncio.sleep(float(args.get("sleep", 0)) + SLEEP)
     if args.get("fail"):
         raise RuntimeError(f"item {args['id']} is broken")
     return {"id": args["id"], "double": args["n"] * 2}
