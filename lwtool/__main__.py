@@ -1,3 +1,3 @@
-from lwtool.cli.app import main
+from lwtool.cli.entry import main
 
 main()

@@ -4,7 +4,6 @@ imports what it needs when it runs, so `lwtool validate` never pays for the runt
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 from typing import Annotated
@@ -12,6 +11,7 @@ from typing import Annotated
 import typer
 
 from lwtool.cli import canon, check, inspect, lock, lsp, run, validate, verify
+from lwtool.cli.signals import Terminated
 
 app = typer.Typer(
     name="lwtool",
@@ -52,26 +52,32 @@ app.command("lsp")(lsp.lsp)
 app.command("verify")(verify.verify)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: unwind, commit nothing more, exit with one line."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def main() -> None:
     code = 0
-    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()  # standalone: always ends in SystemExit with the command's code
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        sys.stderr.write(f"lwtool: {'terminated' if terminated else 'interrupted'}\n")
-        code = 143 if terminated else 130
+        code = _interrupted(exc)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        unhandled = _typer_swallowed_interrupt(exc)
+        if unhandled is not None:
+            code = _interrupted(unhandled)
     _exit(code)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    terminated = isinstance(exc, Terminated)
+    sys.stderr.write(f"lwtool: {'terminated' if terminated else 'interrupted'}\n")
+    return 143 if terminated else 130
+
+
+def _typer_swallowed_interrupt(exc: SystemExit) -> KeyboardInterrupt | None:
+    """Typer turns a KeyboardInterrupt that no command handled into a silent exit 130
+    (SIGTERM's included): the interrupt, when that is how this exit came about."""
+    converted = exc.__context__
+    cause = getattr(converted, "__cause__", None)
+    return cause if isinstance(cause, KeyboardInterrupt) else None
 
 
 def _exit(code: int) -> None:

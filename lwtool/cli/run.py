@@ -142,15 +142,16 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
            current_run: Callable[[], str | None]) -> None:
     import asyncio
 
+    from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
     from lwtool.runtime.errors import NondeterminismError, RunFailedError
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     try:
-        with _stdout_to_stderr():
-            result = asyncio.run(start())
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (lwtool.cli.app)
+        with _stdout_to_stderr(), graceful():
+            result = asyncio.run(cancel_on_sigterm(start))
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         run_id = current_run()
-        terminated = type(exc).__name__ == "Terminated"
+        terminated = isinstance(exc, Terminated)
         what = "terminated" if terminated else "interrupted"
         resume = f"resume it with `lwtool replay {run_id}`" if run_id else "nothing started"
         sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")

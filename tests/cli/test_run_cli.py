@@ -382,3 +382,44 @@ def test_stdout_holds_only_the_output(data: Path, tmp_path: Path, as_json: bool)
     parsed = json.loads(result.stdout)  # one document, nothing else
     assert (parsed["output"] if as_json else parsed) == {"said": "hi"}
     assert "hello from a tool" in result.stderr and "raw bytes on fd 1" in result.stderr
+
+
+def _sigterm_caught(pid: int) -> bool:
+    """Whether the process catches SIGTERM (lwtool.cli.entry has run its guard)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (15 - 1) & 1)
+    return False
+
+
+@pytest.mark.parametrize("sig", [2, 15])
+def test_a_signal_while_lwtool_starts_is_one_line_never_a_traceback(data: Path,
+                                                                    sig: int) -> None:
+    """From the moment lwtool's own code runs (its first act is to catch the signals),
+    Ctrl-C or SIGTERM during the ~150 ms of imports, argument parsing and run set-up
+    prints one line and exits 130 / 143 (typer used to turn it into a silent 130)."""
+    import signal as signals
+    import time
+
+    previous = signals.signal(signals.SIGINT, signals.default_int_handler)  # not inherited
+    try:
+        for delay in (0, 0.01, 0.03, 0.06, 0.1, 0.15):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "lwtool", "run", str(EX / "refine-loop.lwir.yaml"),
+                 "--input", str(EX / "inputs" / "refine-loop.json"), "--tools", TOOLS,
+                 "--data-dir", str(data)], cwd=ROOT, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while not _sigterm_caught(proc.pid):
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.001)
+            time.sleep(delay)
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+            assert "Traceback" not in err, (delay, err)
+            if proc.returncode != 0:  # 0: it finished first
+                assert proc.returncode == 128 + sig, (delay, proc.returncode, err)
+                word = "interrupted" if sig == 2 else "terminated"
+                assert err.splitlines()[-1].startswith("lwtool: ") and word in err, err
+    finally:
+        signals.signal(signals.SIGINT, previous)
