@@ -51,6 +51,7 @@ RULE_MODULES: tuple[str, ...] = (
     "output.duplicate_choice",
     "lwir.duplicate_model_slot",
     "lwir.not_canonicalizable",
+    "definition.plan_is_itself",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

@@ -368,6 +368,11 @@ def test_a_definition_whose_plan_is_a_definition_is_refused(data: Path, tmp_path
                      "--data-dir", str(data))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "must name an LWIR file (kind: Workflow)" in result.stderr
+    found = run_cli("validate", str(definition))
+    assert found.returncode == 1
+    assert found.stdout == (f"{definition}:5:9: error definition.plan_is_itself planner.plan "
+                            "'self.definition.yaml' is this definition itself; it must name "
+                            "an LWIR file (kind: Workflow)\n")
 
 
 @pytest.mark.parametrize("as_json", [True, False])
