@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.harness.offline import OFFLINE_MODEL, offline_reply, offline_usage
+from lwtool.harness.scripted import ScriptedModel, ScriptExhausted
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class ModelReply:
     provider: str
     model_id: str
     duration_ms: int
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments}
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ def resolve_slot(slot: str, mapping: dict[str, str]) -> str:
     return mapping.get(slot, slot)
 
 
-def provider_and_id(model: str) -> tuple[str, str]:
+def provider_and_id(model: str | ScriptedModel) -> tuple[str, str]:
+    if isinstance(model, ScriptedModel):
+        return "lwtool", model.name
     if model == OFFLINE_MODEL:
         return "lwtool", OFFLINE_MODEL
     provider, sep, model_id = model.partition("/")
@@ -118,21 +122,33 @@ _TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavail
               "InternalServerError", "APIError")
 
 
-async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str, Any],
-                     prompt_for_offline: str, request: OutputRequest | None = None,
-                     timeout: float | None = None) -> ModelReply:
-    """One model call through litellm (or the offline model). `timeout` (seconds) is
-    passed on so the provider client gives up too, instead of litellm's 6,000 s."""
+async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
+                     mode: dict[str, Any], prompt_for_offline: str,
+                     request: OutputRequest | None = None, timeout: float | None = None,
+                     tools: list[dict[str, Any]] | None = None) -> ModelReply:
+    """One model call through litellm (or the offline or a scripted model). `timeout`
+    (seconds) is passed on so the provider client gives up too, instead of litellm's
+    6,000 s. `tools` are OpenAI-style function tools; the reply's `tool_calls` carry
+    each call's id, name and arguments (the raw JSON string the model wrote)."""
     started = time.perf_counter()
     provider, model_id = provider_and_id(model)
+    if isinstance(model, ScriptedModel):
+        try:
+            text, calls = model.next(messages)
+        except ScriptExhausted as exc:
+            raise ModelCallFailed(str(exc), transient=False) from None
+        return ModelReply(text, offline_usage(str(messages[-1].get("content") or ""), text),
+                          provider, model_id, _ms(started), calls)
     if model == OFFLINE_MODEL:
         text = offline_reply(prompt_for_offline, mode)
         return ModelReply(text, offline_usage(prompt_for_offline, text), provider, model_id,
-                          int((time.perf_counter() - started) * 1000))
+                          _ms(started))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     kwargs: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    if tools:
+        kwargs["tools"] = tools
     request = request or output_request(model, mode)
     if request.response_format is not None:
         kwargs["response_format"] = request.response_format
@@ -153,5 +169,12 @@ async def call_model(model: str, messages: list[dict[str, str]], mode: dict[str,
             "cachedInputTokens": int(getattr(details, "cached_tokens", 0) or 0),
             "reasoningTokens": int(getattr(completion_details, "reasoning_tokens", 0) or 0),
         },
-        provider=provider, model_id=model_id,
-        duration_ms=int((time.perf_counter() - started) * 1000))
+        provider=provider, model_id=model_id, duration_ms=_ms(started),
+        tool_calls=[{"id": str(getattr(call, "id", "") or f"call_{n}"),
+                     "name": str(getattr(call.function, "name", "")),
+                     "arguments": str(getattr(call.function, "arguments", "") or "")}
+                    for n, call in enumerate(getattr(choice, "tool_calls", None) or [])])
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

@@ -77,5 +77,24 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     return result
 
 
+async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: str,
+                      args: Any, problem: str, turn: int | None = None) -> None:
+    """A call that cannot be made (an unknown tool, arguments that are not a JSON
+    object): recorded as started and failed, raised as ToolCallFailed like a tool's own
+    failure, so the caller (a model) is told what was wrong and can try again."""
+    recorded = run.journal.tool_calls.get(call_id)
+    message = str(recorded["error"]) if recorded is not None and "error" in recorded else \
+        f"refused: {problem}"
+    if recorded is None:
+        started: dict[str, Any] = {"callId": call_id, "caller": caller, "toolName": name,
+                                   "args": args if isinstance(args, (dict, list, str)) else None}
+        if turn is not None:
+            started = {"turn": turn, **started}
+        await run.record([NewEvent("harness.tool_call.started", started, path),
+                          NewEvent("harness.tool_call.failed", {
+                              "callId": call_id, "error": message, "durationMs": 0}, path)])
+    raise ToolCallFailed(call_id, message)
+
+
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)

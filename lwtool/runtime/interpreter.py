@@ -111,6 +111,10 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
     if lwir is None:
         raise RunFailedError(run_id, record.version_id, "runtime_config_error",
                              f"the data dir has no WorkflowVersion {record.version_id}")
+    if lwir.get("kind") == "HarnessSession":
+        raise RunFailedError(run_id, record.version_id, "runtime_config_error",
+                             f"run {run_id} is a harness session, not a workflow run; resume "
+                             "it through the API that started it (lwtool.harness.session)")
     models = models if models is not None else dict(record.options.get("models") or {})
     with world.lock_run(run_id):
         events = world.events(run_id)

@@ -11,16 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lwtool.harness.models import (
-    ModelCallFailed,
-    OutputRequest,
-    call_model,
-    output_request,
-    resolve_slot,
-)
+from lwtool.harness.model_calls import recorded_model_call
+from lwtool.harness.models import output_request, resolve_slot
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.outputs import OutputInvalid, parse_model_text
-from lwtool.runtime.run_state import short_hash, step_timeout
+from lwtool.runtime.run_state import step_timeout
 from lwtool.runtime.steps.inputs import resolve, step_input
 from lwtool.world.base import NewEvent
 
@@ -84,10 +79,8 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     prompt_text = messages[-1]["content"]
     error = "no reply"
     for turn in range(turns):
-        reply = run.journal.replies.get((path, turn))
-        if reply is None:
-            reply = await _call(run, path, turn, model, messages, mode, prompt_text, request,
-                                step_timeout(step, run.step_timeout)[0])
+        reply = await recorded_model_call(run, path, turn, model, messages, mode, prompt_text,
+                                          request, step_timeout(step, run.step_timeout)[0])
         run.add_usage(path, reply["response"].get("usage") or {})
         text = reply["response"]["text"]
         try:
@@ -113,25 +106,3 @@ def _unwrap(text: str) -> str:
     if isinstance(reply, dict) and set(reply) == {"value"}:
         return json.dumps(reply["value"], ensure_ascii=False)
     return text
-
-
-async def _call(run: Any, path: str, turn: int, model: str, messages: list[dict[str, str]],
-                mode: dict[str, Any], prompt_text: str,
-                request: OutputRequest, timeout: float) -> dict[str, Any]:
-    call_id = f"{path}#{turn}"
-    # The request is logged before the call (evidence of a call in flight), the reply
-    # durably after it; only a committed reply is ever reused.
-    run.note([NewEvent("harness.model.called", {
-        "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
-        "request": {"model": model, "messages": messages, "tools": [],
-                    "responseFormat": request.response_format}}, path)])
-    try:
-        reply = await call_model(model, messages, mode, prompt_text, request, timeout)
-    except ModelCallFailed as exc:
-        raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
-    responded = {"turn": turn, "callId": call_id, "stepPath": path,
-                 "model": {"provider": reply.provider, "modelId": reply.model_id},
-                 "response": {"text": reply.text, "usage": reply.usage},
-                 "durationMs": reply.duration_ms}
-    await run.record([NewEvent("harness.model.responded", responded, path)])
-    return responded

@@ -1,0 +1,148 @@
+"""The agent loop: a model in a tool-using loop with a persistent conversation.
+
+Each turn asks the model (native tool calling through litellm; the registry's tools as
+OpenAI-style function tools) and runs the tool calls it made, concurrently when it made
+several, feeding their results back; a reply with no tool calls ends the session with
+its text. Every model call and tool call is recorded (`harness.model.*`,
+`harness.tool_call.*` with `caller: "model"`), so a resumed session fast-forwards
+through committed turns without calling anything again.
+
+Misbehaving models are contained: arguments that are not a JSON object, an unknown
+tool, or a tool that raises become a failed tool call (recorded, and returned to the
+model as an error it can act on); a tool result is cut to MAX_RESULT_CHARS before the
+model sees it (the whole result stays in the log); a session that never stops fails
+at its turn limit with a clear message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lwtool.harness.model_calls import recorded_model_call
+from lwtool.harness.models import OutputRequest
+from lwtool.harness.scripted import ScriptedModel
+from lwtool.harness.tool_calls import ToolCallFailed, call_tool, refuse_call
+from lwtool.runtime.errors import StepFailure
+from lwtool.tools import Tool, ToolRegistry
+
+DEFAULT_MAX_TURNS = 20
+MAX_RESULT_CHARS = 64 * 1024
+_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
+_TEXT = {"mode": "text"}
+_NO_FORMAT = OutputRequest(None, native=False)
+
+
+@dataclass
+class AgentResult:
+    text: str
+    messages: list[dict[str, Any]]
+    turns: int
+    tool_calls: int = 0
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE, 0))
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    """A tool's input JSON Schema: given as JSON Schema, or a pydantic model class
+    (converted with `model_json_schema()`), else any object."""
+    schema = tool.input_schema
+    if inspect.isclass(schema) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    return schema if isinstance(schema, dict) else {"type": "object"}
+
+
+def tool_specs(tools: ToolRegistry, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """OpenAI-style function tools for `names` (all the registry's by default)."""
+    chosen = sorted(names) if names is not None else tools.names()
+    return [{"type": "function", "function": {
+        "name": name, "description": tools.tools[name].description,
+        "parameters": tool_schema(tools.tools[name])}} for name in chosen if name in tools.tools]
+
+
+def tool_fingerprint(tool: Tool) -> str:
+    """What a manifest pins of a tool: its name, description, schemas and code (a
+    declared `__lwtool_version__` on the callable stands for its code when given)."""
+    fn = tool.fn
+    code = getattr(fn, "__lwtool_version__", None)
+    if code is None:
+        body = getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
+        code = hashlib.sha256(repr((body.co_code, body.co_consts, body.co_names)).encode()
+                              ).hexdigest() if body is not None else repr(fn)
+    material = json.dumps([tool.name, tool.description, tool_schema(tool),
+                           tool.output_schema if isinstance(tool.output_schema, dict) else None,
+                           str(code)], sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(material.encode()).hexdigest()
+
+
+async def run_agent(run: Any, path: str, model: str | ScriptedModel,
+                    messages: list[dict[str, Any]], tools: ToolRegistry, *,
+                    max_turns: int = DEFAULT_MAX_TURNS,
+                    timeout: float | None = None) -> AgentResult:
+    """Drive the conversation `messages` to a final answer. `run` is the recorder (a
+    RunState): its journal, `note`, `record`, world and tool threads."""
+    specs = tool_specs(tools)
+    result = AgentResult("", list(messages), 0)
+    for turn in range(max_turns):
+        reply = await recorded_model_call(run, path, turn, model, result.messages, _TEXT, "",
+                                          _NO_FORMAT, timeout, specs)
+        result.turns = turn + 1
+        response = reply["response"]
+        for key in _USAGE:
+            result.usage[key] += int((response.get("usage") or {}).get(key, 0))
+        calls = response.get("toolCalls") or []
+        text = str(response.get("text") or "")
+        assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            assistant["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+                "name": c["name"], "arguments": c["arguments"]}} for c in calls]
+        result.messages.append(assistant)
+        if not calls:
+            result.text = text
+            return result
+        answers = await asyncio.gather(*(
+            _answer(run, path, turn, n, call, tools) for n, call in enumerate(calls)))
+        result.tool_calls += len(calls)
+        result.messages.extend({"role": "tool", "tool_call_id": call["id"], "content": answer}
+                               for call, answer in zip(calls, answers, strict=True))
+    raise StepFailure("step_failed", f"the session reached its turn limit ({max_turns} "
+                      "turns) without a final answer", path)
+
+
+async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
+                  tools: ToolRegistry) -> str:
+    """The tool message for one call: its result as JSON, or an error the model reads."""
+    call_id = f"{path}#{turn}.{n}"
+    name, raw = str(call.get("name")), call.get("arguments")
+    tool = tools.get(name)
+    problem: str | None
+    try:
+        args = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError as exc:
+        args, problem = raw, f"the arguments are not valid JSON ({exc})"
+    else:
+        problem = None if isinstance(args, dict) else "the arguments must be a JSON object"
+    if tool is None:
+        known = ", ".join(tools.names()) or "none"
+        problem = f"there is no tool '{name}' (tools: {known})"
+    try:
+        if problem is not None:
+            await refuse_call(run, path, call_id, "model", name, args, problem, turn)
+        else:
+            assert tool is not None
+            value = await call_tool(run, path, tool, args, "model", call_id, turn)
+            return _cut(json.dumps(value, ensure_ascii=False))
+    except ToolCallFailed as exc:
+        return _cut(json.dumps({"error": exc.message}, ensure_ascii=False))
+    raise AssertionError("unreachable")
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return (text[:MAX_RESULT_CHARS] + f"… [cut: the result has {len(text):,} characters; "
+            f"the first {MAX_RESULT_CHARS:,} are shown]")

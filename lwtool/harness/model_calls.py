@@ -1,0 +1,52 @@
+"""Model calls recorded with the spec's `harness.model.*` events and replayed from them.
+
+The request is logged (`harness.model.called`, without an fsync: evidence of a call in
+flight) before the call; the reply is committed (`harness.model.responded`, durably,
+with its text, tool calls and usage) before anyone uses it. Replies are keyed by
+(session path, turn): a resumed session is handed committed replies and never pays
+for them twice; only the turn in flight when the process died is asked again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwtool.harness.models import ModelCallFailed, OutputRequest, call_model
+from lwtool.harness.scripted import ScriptedModel
+from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.run_state import short_hash
+from lwtool.world.base import NewEvent
+
+
+def model_label(model: str | ScriptedModel) -> str:
+    """How a model is named in events (a scripted model has no provider string)."""
+    return f"scripted:{model.name}" if isinstance(model, ScriptedModel) else model
+
+
+async def recorded_model_call(run: Any, path: str, turn: int, model: str | ScriptedModel,
+                              messages: list[dict[str, Any]], mode: dict[str, Any],
+                              prompt_text: str, request: OutputRequest | None,
+                              timeout: float | None,
+                              tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The `harness.model.responded` payload of this turn: from the journal when it was
+    committed before, else from a new call (logged before, committed after)."""
+    recorded = run.journal.replies.get((path, turn))
+    if recorded is not None:
+        return dict(recorded)
+    call_id = f"{path}#{turn}"
+    run.note([NewEvent("harness.model.called", {
+        "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
+        "request": {"model": model_label(model), "messages": list(messages), "tools": tools or [],
+                    "responseFormat": request.response_format if request else None}}, path)])
+    try:
+        reply = await call_model(model, messages, mode, prompt_text, request, timeout, tools)
+    except ModelCallFailed as exc:
+        raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
+    response: dict[str, Any] = {"text": reply.text, "usage": reply.usage}
+    if reply.tool_calls:
+        response["toolCalls"] = reply.tool_calls
+    responded = {"turn": turn, "callId": call_id, "stepPath": path,
+                 "model": {"provider": reply.provider, "modelId": reply.model_id},
+                 "response": response, "durationMs": reply.duration_ms}
+    await run.record([NewEvent("harness.model.responded", responded, path)])
+    return responded
