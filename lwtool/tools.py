@@ -125,17 +125,18 @@ class ToolsNotLoadable(Exception):
     pass
 
 
-def load_tools(spec: str) -> ToolRegistry:
-    """`MODULE:ATTR` (an importable module, or a path to a .py file) -> a ToolRegistry."""
+def load_attribute(spec: str, what: str = "tools") -> Any:
+    """`MODULE:ATTR` (an importable module, or a path to a .py file) -> that attribute."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ToolsNotLoadable(f"--tools takes MODULE:ATTR, got '{spec}'")
+        raise ToolsNotLoadable(f"--{what} takes MODULE:ATTR, got '{spec}'")
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name)
             if not path.exists():
-                raise ToolsNotLoadable(f"tools file {path} does not exist")
-            loader_spec = importlib.util.spec_from_file_location(f"_lwtool_tools_{path.stem}", path)
+                raise ToolsNotLoadable(f"{what} file {path} does not exist")
+            loader_spec = importlib.util.spec_from_file_location(f"_lwtool_{what}_{path.stem}",
+                                                                 path)
             assert loader_spec is not None and loader_spec.loader is not None
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[loader_spec.name] = module
@@ -147,11 +148,17 @@ def load_tools(spec: str) -> ToolRegistry:
     except ToolsNotLoadable:
         raise
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
-        raise ToolsNotLoadable(f"cannot import tools module '{module_name}': "
+        raise ToolsNotLoadable(f"cannot import {what} module '{module_name}': "
                                f"{type(exc).__name__}: {exc}") from None
     value = getattr(module, attr, None)
     if value is None:
         raise ToolsNotLoadable(f"module '{module_name}' has no attribute '{attr}'")
+    return value
+
+
+def load_tools(spec: str) -> ToolRegistry:
+    """`MODULE:ATTR` (an importable module, or a path to a .py file) -> a ToolRegistry."""
+    value = load_attribute(spec, "tools")
     if not isinstance(value, (ToolRegistry, Mapping)):
         raise ToolsNotLoadable(f"'{spec}' is neither a ToolRegistry nor a dict of callables")
     return ToolRegistry.of(value)

@@ -18,6 +18,7 @@ from lwtool.cli.runtime_options import (
     fail,
     load_models,
     load_tool_registry,
+    load_worker_harness,
     open_world,
     read_json_or_yaml,
 )
@@ -29,6 +30,9 @@ Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolR
 Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "
                                              "model string (or 'offline').")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the RunResult as JSON.")]
+Harness = Annotated[str | None, typer.Option("--harness", help="MODULE:ATTR: the worker "
+                                             "harness (a class or instance; default: the "
+                                             "workflow harness).")]
 StepTimeout = Annotated[float | None, typer.Option(
     "--step-timeout", min=0.001, help="Seconds one step attempt may take (default 300; "
     "replay: the run's own).")]
@@ -43,6 +47,7 @@ def run(
     run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the run id (an "
                                                 "existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
+    harness: Harness = None,
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
@@ -53,9 +58,14 @@ def run(
             check_run_id(run_id)
         except ValueError as exc:
             raise fail(str(exc)) from None
-    lwir = _lwir_for(path)
+    lwir, definition = _lwir_for(path)
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
+    if harness is None and definition is not None:
+        worker = definition.get("worker") or {}
+        worker_harness = load_worker_harness(worker.get("harness"), path.parent)
+    else:
+        worker_harness = load_worker_harness(harness)
     model_map = load_models(models)
     world = open_world(data_dir)
 
@@ -68,7 +78,7 @@ def run(
         _announce(new_id)
 
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
-                             step_timeout),
+                             step_timeout, worker_harness),
            as_json, lambda: started[0] if started else run_id)
 
 
@@ -78,16 +88,19 @@ def replay(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     step_timeout: StepTimeout = None,
+    harness: Harness = None,
     as_json: AsJson = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     registry = load_tool_registry(tools)
+    worker_harness = load_worker_harness(harness)
     model_map = load_models(models) if models else None
     world = open_world(data_dir, must_exist=True)
 
     from lwtool.runtime.interpreter import resume_run
 
-    _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout),
+    _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
+                              worker_harness),
            as_json, lambda: run_id)
 
 
@@ -96,9 +109,11 @@ def _announce(run_id: str) -> None:
     sys.stderr.flush()
 
 
-def _lwir_for(path: Path, plan_of: Path | None = None) -> dict[str, Any]:
-    """The LWIR to run: the file itself, or a definition's fixed `planner.plan` (which
-    must be LWIR: a plan naming a definition, itself included, would never end)."""
+def _lwir_for(path: Path, plan_of: Path | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The LWIR to run, and the definition it came from: the file itself, or a
+    definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
+    itself included, would never end)."""
     from lwtool.compile import compile_file
 
     try:
@@ -110,7 +125,7 @@ def _lwir_for(path: Path, plan_of: Path | None = None) -> dict[str, Any]:
         raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
     if compiled.kind == "Workflow":
         value: dict[str, Any] = compiled.value
-        return value
+        return value, None
     if plan_of is not None:
         raise fail(f"planner.plan of {plan_of} must name an LWIR file (kind: Workflow), "
                    f"but {path} is a WorkflowDefinition", exit_codes.INVALID)
@@ -118,7 +133,7 @@ def _lwir_for(path: Path, plan_of: Path | None = None) -> dict[str, Any]:
     if not plan:
         raise fail(f"{path} is a definition without a fixed plan; drafting LWIR with a "
                    "planner model is not available yet (give planner.plan)")
-    return _lwir_for(path.parent / plan, plan_of=path)
+    return _lwir_for(path.parent / plan, plan_of=path)[0], compiled.value
 
 
 @contextmanager

@@ -69,6 +69,21 @@ def load_tool_registry(spec: str | None) -> Any:
         raise fail(str(exc)) from None
 
 
+def load_worker_harness(spec: str | None, relative_to: Path | None = None) -> Any:
+    """`--harness MODULE:ATTR` (or a definition's `worker.harness`, whose file path is
+    read relative to the definition) -> a harness instance; None -> the default."""
+    from lwtool.harness.workflow import HarnessNotLoadable, load_harness
+
+    if spec and relative_to is not None:
+        module, sep, attr = spec.rpartition(":")
+        if sep and (module.endswith(".py") or "/" in module):
+            spec = f"{relative_to / module}:{attr}"
+    try:
+        return load_harness(spec)
+    except HarnessNotLoadable as exc:
+        raise fail(str(exc)) from None
+
+
 def has_store(data_dir: Path) -> bool:
     """Whether `data_dir` holds an event store; True when that cannot be told (another
     user's folder): opening it then says exactly why it cannot be used."""

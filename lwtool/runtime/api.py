@@ -53,31 +53,37 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any], run_input: Any,
                        tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                        models: Mapping[str, str] | None = None, run_id: str | None = None,
                        on_start: Callable[[str], None] | None = None,
-                       step_timeout: float | None = None) -> dict[str, Any]:
+                       step_timeout: float | None = None, harness: Any = None
+                       ) -> dict[str, Any]:
     """Run an LWIR workflow (a file path, or a dict; either is validated first).
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
     An existing `run_id` resumes that run instead of starting it twice. `step_timeout`
     (seconds, default 300) bounds each step attempt: cause code `timeout`, retried by
-    the step's retry policy like any transient failure.
+    the step's retry policy like any transient failure. `harness` is the worker harness
+    (an object with `harness_id` and `async run(task, ctx)`; default: the workflow
+    harness, lwtool.harness.workflow.WorkflowHarness).
     """
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
     lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
     return await start_run(world or local_world(), lwir, run_input, ToolRegistry.of(tools),
-                           dict(models or {}), run_id, on_start, step_timeout)
+                           dict(models or {}), run_id, on_start, step_timeout, harness)
 
 
 async def replay_run(run_id: str, *, world: World | None = None,
                      tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                      models: Mapping[str, str] | None = None,
-                     step_timeout: float | None = None) -> dict[str, Any]:
+                     step_timeout: float | None = None, harness: Any = None
+                     ) -> dict[str, Any]:
     """Resume a run from its event log; completed steps are never re-executed. The step
-    timeout is the one the run started with unless `step_timeout` is given."""
+    timeout is the one the run started with unless `step_timeout` is given; the harness
+    must be the one the run started with."""
     from lwtool.runtime.interpreter import resume_run
     from lwtool.world.local import local_world
 
     return await resume_run(world or local_world(), run_id, ToolRegistry.of(tools),
-                            dict(models) if models is not None else None, None, step_timeout)
+                            dict(models) if models is not None else None, None, step_timeout,
+                            harness)

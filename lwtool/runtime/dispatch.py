@@ -16,6 +16,7 @@ import asyncio
 import time
 from typing import Any
 
+from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.run_state import short_hash, step_timeout
 from lwtool.runtime.scope import Scope
@@ -94,7 +95,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     expression_scope = scope.expression_scope(sid, path, visit, attempt)
     step_input = kind.resolve_input(scope, step, expression_scope, path)
     input_hash = short_hash(step_input)
-    manifest = {"harnessId": "lwtool/workflow-harness@1", "workflowVersionId": run.version_id,
+    manifest = {"harnessId": run.harness.harness_id, "workflowVersionId": run.version_id,
                 "stepPath": path, "stepConfigHash": run.config_hash(step),
                 "allowedToolsHash": run.tools_hash}
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
@@ -114,8 +115,10 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     limit, source = step_timeout(step, run.step_timeout)
     try:
         async with asyncio.timeout(limit):  # no extra task, unlike wait_for
-            output, call_events = await kind.execute(scope, step, path, step_input,
-                                                     expression_scope)
+            done = await run.harness.run(
+                ExecuteStepTask(step, path, step_input, expression_scope),
+                HarnessContext(recorder=run, tools=run.tools, scope=scope))
+        output, call_events = done.output, done.events
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.

@@ -14,6 +14,7 @@ from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.outputs import OutputInvalid, check_schema
@@ -28,10 +29,11 @@ def new_run_id() -> str:
     return f"run_{int(time.time() * 1000):011x}{secrets.token_hex(5)}"
 
 
-def _capabilities(lwir: dict[str, Any], tools: ToolRegistry,
-                  models: dict[str, str]) -> dict[str, Any]:
-    """What the run depends on outside the LWIR: the tools it calls (present or not) and
-    how its model slots resolve. Recorded at start; compared on resume."""
+def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
+                  harness: Any) -> dict[str, Any]:
+    """What the run depends on outside the LWIR: the tools it calls (present or not), how
+    its model slots resolve and the worker harness. Recorded at start; compared on
+    resume (a log from before harness ids were recorded ran the default harness)."""
     used: set[str] = set()
     todo = list(lwir.get("steps") or [])
     while todo:
@@ -41,14 +43,16 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry,
         todo.extend(step.get("steps") or [])
     slots = (lwir.get("permissions") or {}).get("models") or []
     return {"tools": {name: name in tools.tools for name in sorted(used)},
-            "models": {slot: models.get(slot, slot) for slot in sorted(slots)}}
+            "models": {slot: models.get(slot, slot) for slot in sorted(slots)},
+            "harness": harness.harness_id}
 
 
 async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,
                     models: dict[str, str], run_id: str | None = None,
                     on_start: Callable[[str], None] | None = None,
-                    step_timeout: float | None = None) -> dict[str, Any]:
+                    step_timeout: float | None = None, harness: Any = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes."""
+    harness = harness or WorkflowHarness()
     version_id = workflow_version_id(lwir)
     try:
         run_input = to_json(run_input)
@@ -65,8 +69,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if short_hash(existing.input) != short_hash(run_input):
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
-        return await resume_run(world, run_id, tools, models, on_start, step_timeout)
-    capabilities = _capabilities(lwir, tools, models)
+        return await resume_run(world, run_id, tools, models, on_start, step_timeout, harness)
+    capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
         world.create_run(run_id, version_id, run_input,
@@ -78,7 +82,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout)
+                              Journal(), timeout, harness)
 
 
 def _existing(world: World, run_id: str) -> Any:
@@ -100,9 +104,10 @@ def _checked_timeout(step_timeout: float | None) -> float:
 async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      models: dict[str, str] | None = None,
                      on_start: Callable[[str], None] | None = None,
-                     step_timeout: float | None = None) -> dict[str, Any]:
+                     step_timeout: float | None = None, harness: Any = None) -> dict[str, Any]:
     """Finish a run from its event log (a finished run just reports its result). The
     step timeout is the one the run started with unless `step_timeout` is given."""
+    harness = harness or WorkflowHarness()
     record = world.get_run(run_id)
     if step_timeout is None:
         step_timeout = record.options.get("stepTimeoutS")
@@ -125,12 +130,14 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
             return await _finished(world, record.version_id, lwir, journal.terminal, events)
         started = next((e for e in events if e.type == "RunStarted"), None)
         recorded = (started.payload.get("capabilities") if started else None) or {}
-        current = _capabilities(lwir, tools, models)
+        if recorded:
+            recorded = {"harness": DEFAULT_HARNESS_ID, **recorded}
+        current = _capabilities(lwir, tools, models, harness)
         if recorded and recorded != current:
             raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
                                        _drift_message(recorded, current))
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
-                              models, journal, timeout)
+                              models, journal, timeout, harness)
 
 
 def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
@@ -139,15 +146,18 @@ def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
     if missing:
         return "tools the run used are not registered now: " + ", ".join(missing) + \
             " (pass the same --tools)"
+    if recorded.get("harness") != current.get("harness"):
+        return (f"the run started under the harness {recorded.get('harness')!r}, now "
+                f"{current.get('harness')!r} (pass the same --harness)")
     return (f"the run started with models {recorded.get('models')} and tools "
             f"{recorded.get('tools')}; now {current.get('models')} and {current.get('tools')}")
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
                    run_input: Any, tools: ToolRegistry, models: dict[str, str],
-                   journal: Journal, step_timeout: float) -> dict[str, Any]:
+                   journal: Journal, step_timeout: float, harness: Any) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
-                     asyncio.Semaphore(world.max_concurrent_steps), step_timeout)
+                     asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness)
     try:
         return await _drive(state)
     finally:

@@ -45,6 +45,7 @@ class RunState:
     journal: Journal
     step_slots: asyncio.Semaphore
     step_timeout: float = DEFAULT_STEP_TIMEOUT
+    harness: Any = None  # the worker harness (lwtool.harness.workflow.WorkflowHarness)
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
     _fault_countdown: int = 1
@@ -64,6 +65,10 @@ class RunState:
         self.tool_threads.shutdown(wait=False, cancel_futures=True)
 
     def __post_init__(self) -> None:
+        if self.harness is None:
+            from lwtool.harness.workflow import WorkflowHarness
+
+            self.harness = WorkflowHarness()
         self.tools_hash = short_hash(self.tools.names())
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.

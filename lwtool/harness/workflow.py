@@ -1,0 +1,84 @@
+"""The default workflow harness: worker steps dispatched by type, as the spec says.
+
+execute_step: ai.generate (one model call, no tools), tool.call (one named tool,
+called directly), code.run and decision (direct execution). A custom harness usually
+subclasses this one and overrides one method (`execute_code_run`, say) or `run`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwtool.harness.contract import ExecuteStepTask, HarnessContext, HarnessResult, HarnessTask
+from lwtool.runtime.errors import StepFailure
+
+DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
+
+
+class WorkflowHarness:
+    harness_id = DEFAULT_HARNESS_ID
+
+    async def run(self, task: HarnessTask, ctx: HarnessContext) -> HarnessResult:
+        if isinstance(task, ExecuteStepTask):
+            uses = task.step.get("uses")
+            method = {"ai.generate": self.execute_ai_generate,
+                      "tool.call": self.execute_tool_call,
+                      "code.run": self.execute_code_run,
+                      "decision": self.execute_decision}.get(str(uses))
+            if method is None:
+                raise StepFailure("runtime_config_error", f"the workflow harness does not "
+                                  f"execute '{uses}' steps", task.step_path)
+            return await method(task, ctx)
+        raise StepFailure("runtime_config_error", f"{type(self).__name__} does not run "
+                          f"{task.kind} tasks yet", getattr(task, "step_path", None))
+
+    async def execute_ai_generate(self, task: ExecuteStepTask,
+                                  ctx: HarnessContext) -> HarnessResult:
+        from lwtool.runtime.steps import ai_generate
+
+        return await _builtin(ai_generate, task, ctx)
+
+    async def execute_tool_call(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+        from lwtool.runtime.steps import tool_call
+
+        return await _builtin(tool_call, task, ctx)
+
+    async def execute_code_run(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+        from lwtool.runtime.steps import code_run
+
+        return await _builtin(code_run, task, ctx)
+
+    async def execute_decision(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+        from lwtool.runtime.steps import decision
+
+        return await _builtin(decision, task, ctx)
+
+
+async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+    output, events = await module.execute(ctx.scope, task.step, task.step_path,
+                                          task.step_input, task.expression_scope)
+    return HarnessResult("execute_step", output, list(events))
+
+
+class HarnessNotLoadable(Exception):
+    pass
+
+
+def load_harness(spec: str | None) -> Any:
+    """`module:attr` (or a path to a .py file) naming a harness class or instance -> an
+    instance; None -> the default workflow harness."""
+    if not spec:
+        return WorkflowHarness()
+    from lwtool.tools import ToolsNotLoadable, load_attribute
+
+    try:
+        value = load_attribute(spec, "harness")
+    except ToolsNotLoadable as exc:
+        raise HarnessNotLoadable(str(exc)) from None
+    harness = value() if isinstance(value, type) else value
+    if not callable(getattr(harness, "run", None)):
+        raise HarnessNotLoadable(f"'{spec}' is not a harness (it has no run(task, ctx) method)")
+    if not isinstance(getattr(harness, "harness_id", None), str):
+        raise HarnessNotLoadable(f"'{spec}' declares no harness_id (a string recorded in "
+                                 "the session manifest)")
+    return harness

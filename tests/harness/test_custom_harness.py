@@ -1,0 +1,111 @@
+"""A custom worker harness plugs in with one class: from the CLI (`--harness`), a
+definition (`worker.harness`) and the API (`harness=`); it is recorded in the worker
+manifest, and a run resumed under another harness is capability drift."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from lwtool import local_world, replay_run, run_workflow
+from lwtool.runtime.errors import CapabilityDriftError
+from tests.conftest import ROOT, edit_store, run_cli
+from tests.harness.custom_harness import PythonCodeHarness
+
+SOURCE = ("async def run(input, tools):\n"
+          "    found = await tools('lookup', {'key': input['key']})\n"
+          "    return {'value': found['value'], 'double': input['n'] * 2}\n")
+PIN = "sha256:" + hashlib.sha256(SOURCE.encode()).hexdigest()
+LWIR = {
+    "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow", "metadata": {"name": "code"},
+    "permissions": {"tools": ["lookup"], "models": []},
+    "steps": [{"id": "compute", "uses": "code.run", "with": {
+        "entrypoint": "main.py", "files": {"main.py": {"content": SOURCE, "sha256": PIN}},
+        "sandbox": {"network": "deny", "env": "deny", "fs": "deny"}}}],
+}
+TOOLS = "def lookup(args):\n    return {'value': args['key'].upper()}\ntools = {'lookup': lookup}\n"
+HARNESS = f"{ROOT / 'tests' / 'harness' / 'custom_harness.py'}:PythonCodeHarness"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "code.lwir.json").write_text(json.dumps(LWIR))
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "in.json").write_text('{"key": "ab", "n": 21}')
+    return tmp_path
+
+
+def _run(folder: Path, *extra: str, path: str = "code.lwir.json"):  # type: ignore[no-untyped-def]
+    return run_cli("run", path, "--input", "in.json", "--tools", "tools.py:tools",
+                   "--data-dir", "data", "--json", *extra, cwd=folder)
+
+
+def test_the_cli_runs_a_custom_harness_and_records_it(folder: Path) -> None:
+    result = _run(folder, "--harness", HARNESS, "--run-id", "r1")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"] == {"value": "AB", "double": 42}
+    events = run_cli("events", "r1", "--data-dir", "data", "--json", cwd=folder).stdout
+    parsed = [json.loads(line) for line in events.splitlines()]
+    started = next(e for e in parsed if e["type"] == "harness.session.started")
+    assert started["payload"]["manifest"]["harnessId"] == "tests/python-code-harness@1"
+    calls = [e for e in parsed if e["type"] == "harness.tool_call.started"]
+    assert [(c["payload"]["caller"], c["payload"]["toolName"]) for c in calls] == [
+        ("code", "lookup")]
+    drift = run_cli("replay", "r1", "--data-dir", "data", "--tools", "tools.py:tools",
+                    cwd=folder)
+    assert drift.returncode == 0  # a finished run reports its result under any harness
+
+
+def test_the_default_harness_still_refuses_code_run(folder: Path) -> None:
+    result = _run(folder)
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["causeCode"] == "runtime_config_error"
+
+
+def test_a_definition_names_its_worker_harness(folder: Path) -> None:
+    (folder / "harness.py").write_text((ROOT / "tests" / "harness" /
+                                        "custom_harness.py").read_text())
+    (folder / "code.definition.yaml").write_text(
+        "apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\nid: code\n"
+        "planner: {plan: code.lwir.json}\nworker: {harness: \"./harness.py:PythonCodeHarness\"}\n")
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    result = run_cli("run", str(folder / "code.definition.yaml"), "--input",
+                     str(folder / "in.json"), "--tools", str(folder / "tools.py") + ":tools",
+                     "--data-dir", "data", "--json", cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["output"]["double"] == 42
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("nowhere.py:X", "harness file nowhere.py does not exist"),
+    ("tools.py:tools", "is not a harness (it has no run(task, ctx) method)"),
+    ("json:dumps", "is not a harness"),
+])
+def test_a_bad_harness_is_a_usage_error(folder: Path, spec: str, message: str) -> None:
+    result = _run(folder, "--harness", spec)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_resuming_under_another_harness_is_capability_drift(tmp_path: Path) -> None:
+    """A run cut short (its last events removed, as a kill would leave it) goes on only
+    under the harness it started with."""
+    world = local_world(tmp_path / "data")
+    tools = {"lookup": lambda args: {"value": args["key"]}}
+    first = asyncio.run(run_workflow(LWIR, {"key": "k", "n": 1}, world=world, tools=tools,
+                                     harness=PythonCodeHarness(), run_id="r2"))
+    world.close()
+    edit_store(tmp_path / "data", "DELETE FROM events WHERE run_id = 'r2' AND type IN "
+               "('RunCompleted', 'StepCompleted', 'harness.session.completed')",
+               "UPDATE runs SET status = 'running' WHERE run_id = 'r2'", rechain="r2")
+    world = local_world(tmp_path / "data")
+    with pytest.raises(CapabilityDriftError) as info:
+        asyncio.run(replay_run("r2", world=world, tools=tools))
+    assert "started under the harness 'tests/python-code-harness@1'" in info.value.message
+    resumed = asyncio.run(replay_run("r2", world=world, tools=tools,
+                                     harness=PythonCodeHarness()))
+    assert resumed["output"] == first["output"] == {"value": "k", "double": 2}
