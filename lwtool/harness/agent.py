@@ -87,9 +87,11 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
     RunState): its journal, `note`, `record`, world and tool threads."""
     specs = tool_specs(tools)
     result = AgentResult("", list(messages), 0)
+    logged = 0  # messages already in an earlier turn's harness.model.called
     for turn in range(max_turns):
         reply = await recorded_model_call(run, path, turn, model, result.messages, _TEXT, "",
-                                          _NO_FORMAT, timeout, specs)
+                                          _NO_FORMAT, timeout, specs, since=logged)
+        logged = len(result.messages)
         result.turns = turn + 1
         response = reply["response"]
         for key in _USAGE:

@@ -27,17 +27,27 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
                               messages: list[dict[str, Any]], mode: dict[str, Any],
                               prompt_text: str, request: OutputRequest | None,
                               timeout: float | None,
-                              tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                              tools: list[dict[str, Any]] | None = None,
+                              since: int = 0) -> dict[str, Any]:
     """The `harness.model.responded` payload of this turn: from the journal when it was
-    committed before, else from a new call (logged before, committed after)."""
+    committed before, else from a new call (logged before, committed after).
+
+    `since`: the messages before this index were logged with earlier turns (the previous
+    request and its reply), so `request.messages` holds only the new ones, from
+    `request.messagesFrom` on; `promptHash` covers them all. A long session then logs
+    each message once instead of its whole history every turn."""
     recorded = run.journal.replies.get((path, turn))
     if recorded is not None:
         return dict(recorded)
     call_id = f"{path}#{turn}"
+    logged: dict[str, Any] = {"model": model_label(model), "messages": messages[since:],
+                              "tools": tools or [],
+                              "responseFormat": request.response_format if request else None}
+    if since:
+        logged["messagesFrom"] = since
     run.note([NewEvent("harness.model.called", {
         "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
-        "request": {"model": model_label(model), "messages": list(messages), "tools": tools or [],
-                    "responseFormat": request.response_format if request else None}}, path)])
+        "request": logged}, path)])
     try:
         reply = await call_model(model, messages, mode, prompt_text, request, timeout, tools)
     except ModelCallFailed as exc:

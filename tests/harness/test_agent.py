@@ -86,6 +86,11 @@ def test_tool_calls_in_one_turn_run_concurrently_and_are_fed_back(tmp_path: Path
         "harness.model.responded", "harness.tool_call.started", "harness.tool_call.started",
         "harness.tool_call.succeeded", "harness.tool_call.succeeded", "harness.model.called",
         "harness.model.responded", "harness.session.completed", "RunCompleted"]
+    called = world.events("s1", ["harness.model.called"])
+    assert "messagesFrom" not in called[0].payload["request"]
+    assert called[1].payload["request"]["messagesFrom"] == 1  # each message logged once
+    assert [m["role"] for m in called[1].payload["request"]["messages"]] == [
+        "assistant", "tool", "tool"]
     started = world.events("s1", ["harness.tool_call.started"])
     assert [(e.payload["caller"], e.payload["callId"], e.payload["turn"]) for e in started] == [
         ("model", "session#0.0", 0), ("model", "session#0.1", 0)]
