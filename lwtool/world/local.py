@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import (
@@ -108,19 +109,29 @@ class LocalWorld:
             reason = _unusable_because(Path(exc.filename or self.data_dir)) or _os_reason(exc)
             raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
         self._lock = threading.Lock()
+        # On a read-only file system nothing can write, so the store is read as
+        # immutable (SQLite could not open a WAL database there otherwise, or only when
+        # its -wal/-shm files happened to be left); writing is refused with the reason.
+        self.read_only = _on_read_only_fs(self.data_dir)
+        self._synchronous = self._current_sync = synchronous
         try:
-            self._db = sqlite3.connect(self._db_path, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
-            self._synchronous = self._current_sync = synchronous
-            self._db.execute("PRAGMA busy_timeout=10000")
+            if self.read_only:
+                self._db = sqlite3.connect(f"file:{quote(str(self._db_path))}?mode=ro&"
+                                           "immutable=1", uri=True, isolation_level=None,
+                                           check_same_thread=False)
+            else:
+                self._db = sqlite3.connect(self._db_path, isolation_level=None,
+                                           check_same_thread=False)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"PRAGMA synchronous={synchronous}")
+                self._db.execute("PRAGMA busy_timeout=10000")
             tables = {r[0] for r in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
             if not {"versions", "runs", "events", "artifacts"} <= tables:
                 raise StoreDamaged(f"the event store {self._db_path} is damaged: it lacks "
                                    "lwtool's tables")
-            _add_hash_chain(self._db)
+            if not self.read_only:
+                _add_hash_chain(self._db)
         except sqlite3.DatabaseError as exc:
             raise self._store_error(exc) from None
         except UnicodeDecodeError:
@@ -176,8 +187,14 @@ class LocalWorld:
 
     # -- transactions ----------------------------------------------------------------------
 
+    def _read_only_error(self) -> StoreUnavailable:
+        return StoreUnavailable(f"cannot write to the data dir {self.data_dir}: "
+                                f"{self.data_dir} is on a read-only file system")
+
     @contextmanager
     def _tx(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise self._read_only_error()
         with self._lock:
             try:
                 level = self._synchronous if durable else "NORMAL"
@@ -410,6 +427,8 @@ class LocalWorld:
         """Hold the run's lock while executing it. The OS drops it when the process dies,
         so a killed run can be replayed at once; a live holder makes this raise."""
         path = self.data_dir / "locks" / f"{check_run_id(run_id)}.lock"
+        if self.read_only:
+            raise self._read_only_error()
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError as exc:  # a symlink (ELOOP), a folder, no permission
@@ -442,6 +461,13 @@ _SQLITE_REASONS = {
     sqlite3.SQLITE_IOERR: "a disk I/O error (the device failed or is full)",
     sqlite3.SQLITE_BUSY: "another process holds it locked",
 }
+
+
+def _on_read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _unusable_because(path: Path) -> str | None:
