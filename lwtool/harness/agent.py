@@ -20,7 +20,6 @@ import asyncio
 import hashlib
 import inspect
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +28,11 @@ from lwtool.harness.models import OutputRequest
 from lwtool.harness.scripted import ScriptedModel
 from lwtool.harness.tool_calls import ToolCallFailed, call_tool, refuse_call
 from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.run_state import SESSION_USAGE
 from lwtool.tools import Tool, ToolRegistry
 
 DEFAULT_MAX_TURNS = 20
 MAX_RESULT_CHARS = 64 * 1024
-_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 _TEXT = {"mode": "text"}
 _NO_FORMAT = OutputRequest(None, native=False)
 
@@ -44,7 +43,7 @@ class AgentResult:
     messages: list[dict[str, Any]]
     turns: int
     tool_calls: int = 0
-    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE, 0))
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SESSION_USAGE, 0))
 
 
 def tool_schema(tool: Tool) -> dict[str, Any]:
@@ -56,12 +55,11 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     return schema if isinstance(schema, dict) else {"type": "object"}
 
 
-def tool_specs(tools: ToolRegistry, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI-style function tools for `names` (all the registry's by default)."""
-    chosen = sorted(names) if names is not None else tools.names()
+def tool_specs(tools: ToolRegistry) -> list[dict[str, Any]]:
+    """The registry's tools as OpenAI-style function tools."""
     return [{"type": "function", "function": {
         "name": name, "description": tools.tools[name].description,
-        "parameters": tool_schema(tools.tools[name])}} for name in chosen if name in tools.tools]
+        "parameters": tool_schema(tools.tools[name])}} for name in tools.names()]
 
 
 def tool_fingerprint(tool: Tool) -> str:
@@ -94,7 +92,7 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
         logged = len(result.messages)
         result.turns = turn + 1
         response = reply["response"]
-        for key in _USAGE:
+        for key in SESSION_USAGE:
             result.usage[key] += int((response.get("usage") or {}).get(key, 0))
         calls = response.get("toolCalls") or []
         text = str(response.get("text") or "")
@@ -134,13 +132,11 @@ async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
     try:
         if problem is not None:
             await refuse_call(run, path, call_id, "model", name, args, problem, turn)
-        else:
-            assert tool is not None
-            value = await call_tool(run, path, tool, args, "model", call_id, turn)
-            return _cut(json.dumps(value, ensure_ascii=False))
+        assert tool is not None
+        value = await call_tool(run, path, tool, args, "model", call_id, turn)
     except ToolCallFailed as exc:
-        return _cut(json.dumps({"error": exc.message}, ensure_ascii=False))
-    raise AssertionError("unreachable")
+        value = {"error": exc.message}
+    return _cut(json.dumps(value, ensure_ascii=False))
 
 
 def _cut(text: str) -> str:

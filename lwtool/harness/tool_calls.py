@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.tools import Tool
@@ -45,11 +45,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "resultRef" in recorded:
             return json.loads(await run.world.get_artifact(recorded["resultRef"]))
         return recorded.get("result")
-    started_payload: dict[str, Any] = {"callId": call_id, "caller": caller,
-                                       "toolName": tool.name, "args": args}
-    if turn is not None:
-        started_payload = {"turn": turn, **started_payload}
-    run.note([NewEvent("harness.tool_call.started", started_payload, path)])
+    run.note([_started(path, call_id, caller, tool.name, args, turn)])
     started = time.perf_counter()
     try:
         result = await tool.invoke(args, run.tool_threads)
@@ -78,7 +74,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
 
 
 async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: str,
-                      args: Any, problem: str, turn: int | None = None) -> None:
+                      args: Any, problem: str, turn: int | None = None) -> NoReturn:
     """A call that cannot be made (an unknown tool, arguments that are not a JSON
     object): recorded as started and failed, raised as ToolCallFailed like a tool's own
     failure, so the caller (a model) is told what was wrong and can try again."""
@@ -86,14 +82,21 @@ async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: s
     message = str(recorded["error"]) if recorded is not None and "error" in recorded else \
         f"refused: {problem}"
     if recorded is None:
-        started: dict[str, Any] = {"callId": call_id, "caller": caller, "toolName": name,
-                                   "args": args if isinstance(args, (dict, list, str)) else None}
-        if turn is not None:
-            started = {"turn": turn, **started}
-        await run.record([NewEvent("harness.tool_call.started", started, path),
+        logged = args if isinstance(args, (dict, list, str)) else None
+        await run.record([_started(path, call_id, caller, name, logged, turn),
                           NewEvent("harness.tool_call.failed", {
                               "callId": call_id, "error": message, "durationMs": 0}, path)])
     raise ToolCallFailed(call_id, message)
+
+
+def _started(path: str, call_id: str, caller: Caller, name: str, args: Any,
+             turn: int | None) -> NewEvent:
+    """`harness.tool_call.started` (`turn` only for a model's calls)."""
+    payload: dict[str, Any] = {"callId": call_id, "caller": caller, "toolName": name,
+                               "args": args}
+    if turn is not None:
+        payload = {"turn": turn, **payload}
+    return NewEvent("harness.tool_call.started", payload, path)
 
 
 def _ms(started: float) -> int:

@@ -142,4 +142,3 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
                "envelope": envelope}
     return output, [*closing, NewEvent("StepCompleted", payload, path)], inline
-

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from lwtool.canonical.plain_json import has_lone_surrogate
+
 CauseCode = Literal[
     "input_schema_error", "planner_validation_exhausted", "capability_drift",
     "runtime_config_error", "step_schema_error", "step_failed", "max_visits_exceeded",
@@ -19,9 +21,7 @@ class TransientError(Exception):
 def storable(text: str) -> str:
     """`text` with what UTF-8 cannot hold (lone surrogates, from a tool's message or an
     offending key) escaped as `\\udXXX`, so the failure can be logged and printed."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if has_lone_surrogate(text):
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 

@@ -132,10 +132,8 @@ class LocalWorld:
                                    "lwtool's tables")
             if not self.read_only:
                 _add_hash_chain(self._db)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._store_error(exc) from None
-        except UnicodeDecodeError:
-            raise self._not_utf8() from None
 
     def _make_layout(self) -> None:
         """The folders, then the database: built under a temp name and renamed into place,
@@ -169,23 +167,20 @@ class LocalWorld:
         finally:
             temp.unlink(missing_ok=True)
 
-    def _store_error(self, exc: sqlite3.DatabaseError) -> WorldError:
-        """Damage (not a database, corrupt pages) apart from a store that is fine but
-        cannot be used now (read-only, full, not ours, busy)."""
-        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    def _store_error(self, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> WorldError:
+        """Damage (not a database, corrupt pages, text that is not UTF-8) apart from a
+        store that is fine but cannot be used now (read-only, full, not ours, busy).
+        SQLite hands back text as it was written: bytes edited into it that are not
+        UTF-8 fail to decode, a UnicodeDecodeError rather than a DatabaseError."""
         where = f"the event store {self._db_path}"
+        if isinstance(exc, UnicodeDecodeError):
+            return StoreDamaged(f"{where} is damaged: it holds text that is not UTF-8 "
+                                "(edited bytes)")
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
         if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return StoreDamaged(f"{where} is damaged: {exc}")
         reason = _unusable_because(self._db_path) or _SQLITE_REASONS.get(code)
         return StoreUnavailable(f"{where} cannot be used: {reason or exc}")
-
-    def _not_utf8(self) -> StoreDamaged:
-        """SQLite hands back text as it was written; bytes edited into it that are not
-        UTF-8 fail to decode (a UnicodeDecodeError, not a DatabaseError)."""
-        return StoreDamaged(f"the event store {self._db_path} is damaged: it holds text "
-                            "that is not UTF-8 (edited bytes)")
-
-    # -- transactions ----------------------------------------------------------------------
 
     def _read_only_error(self) -> StoreUnavailable:
         return StoreUnavailable(f"cannot write to the data dir {self.data_dir}: "
@@ -208,19 +203,15 @@ class LocalWorld:
                     self._db.execute("ROLLBACK")
                     raise
                 self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise self._store_error(exc) from None
-            except UnicodeDecodeError:
-                raise self._not_utf8() from None
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise self._store_error(exc) from None
-            except UnicodeDecodeError:
-                raise self._not_utf8() from None
 
     def _snapshot(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
         """Several reads from one consistent state (a live run may be appending)."""
@@ -231,10 +222,8 @@ class LocalWorld:
                     return [self._db.execute(sql, args).fetchall() for sql, args in queries]
                 finally:
                     self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise self._store_error(exc) from None
-            except UnicodeDecodeError:
-                raise self._not_utf8() from None
 
     # -- versions ---------------------------------------------------------------------------
 
