@@ -109,15 +109,19 @@ class LocalWorld:
             reason = _unusable_because(Path(exc.filename or self.data_dir)) or _os_reason(exc)
             raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
         self._lock = threading.Lock()
-        # On a read-only file system nothing can write, so the store is read as
-        # immutable (SQLite could not open a WAL database there otherwise, or only when
-        # its -wal/-shm files happened to be left); writing is refused with the reason.
+        # On a read-only file system nothing can write: the store is opened read-only
+        # and writing is refused with the reason. Commits the last writer left in the
+        # -wal file are read through it (SQLite reads a WAL store read-only when its
+        # -wal and -shm files exist); without one, the store is read as immutable (SQLite
+        # could not open a WAL database there otherwise).
         self.read_only = _on_read_only_fs(self.data_dir)
         self._synchronous = self._current_sync = synchronous
         try:
             if self.read_only:
-                self._db = sqlite3.connect(f"file:{quote(str(self._db_path))}?mode=ro&"
-                                           "immutable=1", uri=True, isolation_level=None,
+                wal = self._db_path.with_name("events.db-wal")
+                frozen = "" if wal.exists() and wal.stat().st_size else "&immutable=1"
+                self._db = sqlite3.connect(f"file:{quote(str(self._db_path))}?mode=ro"
+                                           f"{frozen}", uri=True, isolation_level=None,
                                            check_same_thread=False)
             else:
                 self._db = sqlite3.connect(self._db_path, isolation_level=None,

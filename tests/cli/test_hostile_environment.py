@@ -88,20 +88,33 @@ def test_a_full_disk_is_reported_and_the_run_resumes_once_there_is_room(folder: 
 @pytest.mark.parametrize("clean_close", [True, False])
 def test_a_read_only_data_dir_can_be_read_and_refuses_writes(folder: Path,
                                                              clean_close: bool) -> None:
-    """Inspecting runs on a read-only mount works (the store is read as immutable),
-    whether or not the last writer left its -wal/-shm files; running or resuming says
-    exactly why it cannot."""
+    """Inspecting runs on a read-only mount works, whether the last writer closed the
+    store cleanly (no -wal/-shm left) or left its commits in the -wal file (a process
+    that ended without closing: here a second reader, killed afterwards, keeps the last
+    writer from checkpointing); running or resuming says exactly why it cannot."""
+    import sqlite3
+
     env = {**os.environ, "BIG_BYTES": "10"}
+    subprocess.run(shlex.split(RUN) + ["--run-id", "r0"], cwd=folder, env=env, check=True,
+                   capture_output=True, timeout=120)
+    db = folder / "D" / "events" / "events.db"
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time\n"
+                               "db = sqlite3.connect(sys.argv[1])\n"
+                               "db.execute('SELECT count(*) FROM runs').fetchall()\n"
+                               "print('open', flush=True)\ntime.sleep(600)", str(db)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "open\n"
     subprocess.run(shlex.split(RUN) + ["--run-id", "r1"], cwd=folder, env=env, check=True,
                    capture_output=True, timeout=120)
-    wal = folder / "D" / "events" / "events.db-wal"
+    holder.kill()
+    holder.wait()
+    wal = db.with_name("events.db-wal")
     if clean_close:  # checkpoint: no -wal/-shm left, as after a clean close
-        import sqlite3
-
-        sqlite3.connect(folder / "D" / "events" / "events.db").execute(
-            "PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
+        sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
         wal.unlink(missing_ok=True)
         wal.with_name("events.db-shm").unlink(missing_ok=True)
+    else:
+        assert wal.stat().st_size > 0  # run r1's commits are in the -wal file only
     reads = ["events r1", "report r1", "runs", "verify"]
     writes = ["replay r1 --tools bigtools.py:tools",
               "run big.lwir.yaml --input in.json --tools bigtools.py:tools --run-id r2"]
