@@ -3,12 +3,19 @@ LWIR, an agent answering with tools) recorded in the world like a workflow run, 
 `lwtool events/report/runs/verify` show it and a killed session resumes.
 
 The run's "version" is the session's subject (kind `HarnessSession`: role, task, model,
-system prompt, prompt, turn limit), registered under its RFC 8785 hash like LWIR; its
-events are RunStarted, `harness.session.started` (with the role's manifest), the turns'
-`harness.model.*` and `harness.tool_call.*`, then `harness.session.completed` and
-RunCompleted (or `harness.session.failed` and RunFailed). On resume the manifest is
+system prompt, prompt, turn limit, and the workflow, memory, skills and bash it asked
+for), registered under its RFC 8785 hash like LWIR; its events are RunStarted,
+`harness.session.started` (with the role's manifest, its skills and any warnings), the
+turns' `harness.model.*` and `harness.tool_call.*`, then `harness.session.completed`
+and RunCompleted (or `harness.session.failed` and RunFailed). On resume the manifest is
 computed again; any difference (another model, system prompt, tool set, a tool whose
-schema or code changed) is CapabilityDriftError before anything is called.
+schema or code changed, a skill's content, the bash sandbox or its mounts, the memory
+stores) is CapabilityDriftError before anything is called.
+
+The session sees the role's memory stores and its run scratch (lwtool.harness.stores)
+through the bash tool when `bash` is given; skills are listed in its system prompt and
+staged read-only at `.agents/skills/<name>/` in its working directory. Its scratch is
+removed when the session ends.
 """
 
 from __future__ import annotations
@@ -17,12 +24,24 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.agent import DEFAULT_MAX_TURNS, AgentResult, run_agent, tool_fingerprint
+from lwtool.harness.bash import BashOptions, BashTool, BashUnavailable
+from lwtool.harness.manifests import NO_BASH, SessionCapabilities, drift, role_manifest
 from lwtool.harness.model_calls import model_label
 from lwtool.harness.scripted import ScriptedModel
+from lwtool.harness.skills import (
+    Skill,
+    SkillError,
+    resolve_skills,
+    skills_hash,
+    skills_prompt,
+    stage_skills,
+)
+from lwtool.harness.stores import MemoryConfig, MemoryStores, Mount, ScratchLayout, role_mounts
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
@@ -38,13 +57,21 @@ TASKS = {"planner": "plan", "worker": "execute_step", "fixer": "fix_step",
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """What a session is asked to do, and by which model."""
+    """What a session is asked to do, by which model, and what it may use: the memory
+    of `workflow_id` (per `memory`), `skills` (folders or `git+` URLs), the bash tool
+    (`bash`; None offers none), and the role's own manifest fields (`identity`, e.g. a
+    planner's workflowDefinitionHash; see lwtool.harness.manifests)."""
 
     role: str
     model: str | ScriptedModel
     prompt: str
     system: str = ""
     max_turns: int = DEFAULT_MAX_TURNS
+    workflow_id: str | None = None
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    skills: tuple[str, ...] = ()
+    bash: BashOptions | None = None
+    identity: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:
@@ -53,9 +80,16 @@ class SessionSpec:
             raise ValueError("max_turns must be at least 1")
 
     def subject(self) -> dict[str, Any]:
-        return {"kind": SESSION_KIND, "role": self.role, "task": TASKS[self.role],
-                "model": model_label(self.model), "system": self.system,
-                "prompt": self.prompt, "maxTurns": self.max_turns}
+        subject = {"kind": SESSION_KIND, "role": self.role, "task": TASKS[self.role],
+                   "model": model_label(self.model), "system": self.system,
+                   "prompt": self.prompt, "maxTurns": self.max_turns}
+        if self.workflow_id is not None:
+            subject["workflowId"] = self.workflow_id
+        if self.skills:
+            subject["skills"] = list(self.skills)
+        if self.bash is not None:
+            subject["bash"] = True
+        return subject
 
 
 @dataclass
@@ -71,14 +105,49 @@ class SessionResult:
                 "turns": self.turns, "toolCalls": self.tool_calls, "usage": self.usage}
 
 
-def manifest(spec: SessionSpec, tools: ToolRegistry) -> dict[str, Any]:
-    """The session's manifest (the spec's fields that apply to a session without mounts
-    or skills yet: those hash as empty)."""
-    return {"harnessId": HARNESS_ID, "role": spec.role, "modelSlotId": model_label(spec.model),
-            "systemPromptHash": short_hash(spec.system), "skillsHash": short_hash([]),
-            "allowedToolsHash": short_hash({name: tool_fingerprint(tools.tools[name])
-                                            for name in tools.names()}),
-            "bashCapabilitiesHash": short_hash(None), "memoryStoreIds": []}
+@dataclass
+class Workspace:
+    """A session's materialized surroundings: mounts, skills, bash, the tools it is
+    offered, its full system prompt and its manifest."""
+
+    scratch: ScratchLayout
+    mounts: list[Mount]
+    skills: list[Skill]
+    warnings: list[str]
+    bash: BashTool | None
+    tools: ToolRegistry
+    system: str
+    manifest: dict[str, Any]
+
+
+def workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_id: str) -> Workspace:
+    """Lay out the session's scratch and memory, resolve and stage its skills, make its
+    bash tool (failing closed where the sandbox cannot run) and compute its manifest."""
+    data_dir = Path(world.data_dir)
+    scratch = ScratchLayout(data_dir, run_id)
+    step = SESSION_PATH if spec.role in ("worker", "fixer") else None
+    placed = role_mounts(spec.role, data_dir, scratch, workflow_id=spec.workflow_id,
+                         memory=spec.memory, step_path=step)
+    org = MemoryStores(data_dir).org() / "skills" if spec.memory.org != "none" else None
+    skills, warnings = resolve_skills(spec.skills, data_dir / "skills-cache", org)
+    mounts = list(placed.mounts)
+    if skills:
+        agents = stage_skills(skills, placed.own.source)
+        mounts.append(Mount(f"{placed.own.target}/.agents", agents, False))
+    bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp") if spec.bash else None
+    registry = tools
+    if bash is not None:
+        if "bash" in tools.tools:
+            raise ValueError("the session offers its own bash tool: rename the tool 'bash'")
+        registry = ToolRegistry({**tools.tools, "bash": bash.tool()})
+    system = "\n\n".join(part for part in (skills_prompt(skills), spec.system) if part)
+    caps = SessionCapabilities(
+        HARNESS_ID, model_label(spec.model), system, skills_hash(skills),
+        short_hash({name: tool_fingerprint(registry.tools[name])
+                    for name in registry.names()}),
+        short_hash(bash.capabilities()) if bash else NO_BASH, placed.store_ids())
+    manifest = role_manifest(spec.role, caps, spec.identity)
+    return Workspace(scratch, mounts, skills, warnings, bash, registry, system, manifest)
 
 
 async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | None = None,
@@ -89,14 +158,18 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
     turns are fast-forwarded, the turn in flight runs again)."""
     from lwtool.runtime.interpreter import new_run_id
 
-    registry = ToolRegistry.of(tools)
     subject = spec.subject()
     version_id = workflow_version_id(subject)
     world.register_version(version_id, subject)
     run_id = run_id or new_run_id()
-    expected = manifest(spec, registry)
     with world.lock_run(run_id):
-        journal = _existing(world, run_id, version_id, expected)
+        journal = _existing(world, run_id, version_id)
+        try:
+            space = workspace(world, spec, ToolRegistry.of(tools), run_id)
+        except (SkillError, BashUnavailable, ValueError, OSError) as exc:
+            # Nothing recorded: once the cause is fixed the session starts (or resumes).
+            raise RunFailedError(run_id, version_id, "runtime_config_error", str(exc)) \
+                from None
         if journal is None:
             journal = Journal()
             world.create_run(run_id, version_id, spec.prompt, {"session": True}, [
@@ -105,24 +178,28 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                                         "role": spec.role, "pid": os.getpid()}),
                 NewEvent("harness.session.started", {
                     "runId": run_id, "role": spec.role, "task": {"kind": TASKS[spec.role]},
-                    "manifest": expected, "manifestHash": short_hash(expected)},
+                    "manifest": space.manifest, "manifestHash": short_hash(space.manifest),
+                    "skills": [s.listed() for s in space.skills],
+                    **({"warnings": space.warnings} if space.warnings else {})},
                     SESSION_PATH)])
+        else:
+            _check_manifest(world, run_id, version_id, space.manifest)
         if on_start:
             on_start(run_id)
         if journal.terminal is not None:
+            space.scratch.remove()  # laid out again to compute the manifest
             return _finished(run_id, version_id, journal)
-        state = RunState(world, run_id, version_id, subject, spec.prompt, registry, {},
+        state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout)
         try:
-            return await _drive(state, spec, registry, timeout)
+            return await _drive(state, spec, space, timeout)
         finally:
             state.close()
 
 
-def _existing(world: World, run_id: str, version_id: str,
-              expected: dict[str, Any]) -> Journal | None:
+def _existing(world: World, run_id: str, version_id: str) -> Journal | None:
     """The journal of an existing session run (None when there is none), after checking
-    that it is this session and that nothing it depends on changed."""
+    that it is this session."""
     try:
         record = world.get_run(run_id)
     except RunNotFound:
@@ -130,25 +207,29 @@ def _existing(world: World, run_id: str, version_id: str,
     if record.version_id != version_id:
         raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
                                    f"run {run_id} exists for another session or workflow")
-    events = world.events(run_id)
-    started = next((e for e in events if e.type == "harness.session.started"), None)
+    return Journal.from_events(world.events(run_id))
+
+
+def _check_manifest(world: World, run_id: str, version_id: str,
+                    expected: dict[str, Any]) -> None:
+    """Nothing the session depends on may have changed since it started."""
+    started = next((e for e in world.events(run_id) if e.type == "harness.session.started"),
+                   None)
     recorded = (started.payload.get("manifest") if started else None) or {}
-    changed = sorted(key for key in set(recorded) | set(expected)
-                     if recorded.get(key) != expected.get(key))
+    changed = drift(recorded, expected)
     if changed:
         raise CapabilityDriftError(run_id, version_id, "capability_drift",
                                    "the session's manifest changed since it started: "
                                    + ", ".join(changed))
-    return Journal.from_events(events)
 
 
-async def _drive(state: RunState, spec: SessionSpec, tools: ToolRegistry,
+async def _drive(state: RunState, spec: SessionSpec, space: Workspace,
                  timeout: float) -> SessionResult:
-    messages = ([{"role": "system", "content": spec.system}] if spec.system else []) + [
+    messages = ([{"role": "system", "content": space.system}] if space.system else []) + [
         {"role": "user", "content": spec.prompt}]
     try:
         result: AgentResult = await run_agent(state, SESSION_PATH, spec.model, messages,
-                                              tools, max_turns=spec.max_turns,
+                                              space.tools, max_turns=spec.max_turns,
                                               timeout=timeout)
     except StepFailure as failure:
         await state.record([
@@ -156,6 +237,7 @@ async def _drive(state: RunState, spec: SessionSpec, tools: ToolRegistry,
                                                 "error": failure.message}, SESSION_PATH),
             NewEvent("RunFailed", {"causeCode": failure.cause, "failedStepPath": SESSION_PATH,
                                    "message": failure.message})], status="failed")
+        space.scratch.remove()
         raise RunFailedError(state.run_id, state.version_id, failure.cause, failure.message,
                              SESSION_PATH) from None
     summary = {"turns": result.turns, "toolCalls": result.tool_calls, "usage": result.usage}
@@ -164,6 +246,7 @@ async def _drive(state: RunState, spec: SessionSpec, tools: ToolRegistry,
                                                "usage": result.usage}, SESSION_PATH),
         NewEvent("RunCompleted", {"finalStepPath": SESSION_PATH, "output": result.text,
                                   **summary})], status="completed")
+    space.scratch.remove()
     return SessionResult(state.run_id, result.text, result.turns, result.tool_calls,
                          result.usage)
 

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
+from lwtool.harness.manifests import worker_manifest
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.run_state import short_hash, step_timeout
 from lwtool.runtime.scope import Scope
@@ -95,14 +96,16 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     expression_scope = scope.expression_scope(sid, path, visit, attempt)
     step_input = kind.resolve_input(scope, step, expression_scope, path)
     input_hash = short_hash(step_input)
-    manifest = {"harnessId": run.harness.harness_id, "workflowVersionId": run.version_id,
-                "stepPath": path, "stepConfigHash": run.config_hash(step),
-                "allowedToolsHash": run.tools_hash}
+    settings = step.get("with") or {}
+    manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
+                               run.config_hash(step), run.tools_hash,
+                               model_slot=settings.get("model") if uses == "ai.generate" else None,
+                               system=settings.get("system"))
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
                                        "inputHash": input_hash}
     if uses == "tool.call":
-        execute_started["toolName"] = (step.get("with") or {}).get("tool")
+        execute_started["toolName"] = settings.get("tool")
     run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash}, path),

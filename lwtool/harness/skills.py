@@ -1,0 +1,229 @@
+"""Skills: folders with a SKILL.md whose YAML frontmatter names the skill and says what
+it is for (`name`, `description`, both required). A session lists them in its system
+prompt (descriptions only) and stages them read-only at `.agents/skills/<name>/` in its
+working directory; the model reads a body on demand (`cat .agents/skills/x/SKILL.md`).
+
+Sources: a local folder (or its SKILL.md), or a Git URL,
+`git+<url>[@<ref>][#subdirectory=<path>]` (`file://`, `https://`, `ssh://`...),
+resolved to a commit SHA and cached by it in `<dataDir>/skills-cache/<sha>/`; a source
+pinned to a full SHA that is cached needs no Git at all. A session's skills are the
+workflow's (or the caller's) unioned with the org store's (`memory/org/skills/*/`); on
+a name clash the workflow's wins and a warning says so. A skill is identified by its
+content (name plus a digest of every file), never by the path it was read from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from lwtool.runtime.run_state import short_hash
+
+NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
+MAX_DESCRIPTION = 1024
+SKILL_FILE = "SKILL.md"
+
+
+class SkillError(Exception):
+    """A skill that cannot be used; the message starts with its file (and line:col)."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    folder: Path
+    source: str
+    digest: str
+
+    def listed(self) -> dict[str, str]:
+        return {"name": self.name, "source": self.source, "digest": self.digest}
+
+
+def load_skill(source: str, cache_dir: Path, base: Path | None = None) -> Skill:
+    """Read one skill from a folder, a SKILL.md path or a `git+` URL."""
+    if source.startswith("git+"):
+        folder = fetch_git_skill(source, cache_dir)
+    else:
+        folder = Path(source).expanduser()
+        if base is not None and not folder.is_absolute():
+            folder = base / folder
+        if folder.name == SKILL_FILE:
+            folder = folder.parent
+    skill_file = folder / SKILL_FILE
+    if not skill_file.is_file():
+        raise SkillError(f"{skill_file}: no {SKILL_FILE} (a skill is a folder with one)")
+    name, description = _frontmatter(skill_file)
+    return Skill(name, description, folder, source, folder_digest(folder))
+
+
+def _frontmatter(path: Path) -> tuple[str, str]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise SkillError(f"{path}:1:1: {SKILL_FILE} must start with YAML frontmatter "
+                         "('---', name: ..., description: ..., '---')")
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    if end is None:
+        raise SkillError(f"{path}:1:1: the frontmatter has no closing '---'")
+    try:
+        data = YAML(typ="rt").load("\n".join(lines[1:end]))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{mark.line + 2}:{mark.column + 1}" if mark else "2:1"
+        raise SkillError(f"{path}:{where}: the frontmatter is not YAML: {exc.problem}") \
+            from None
+    if not isinstance(data, dict):
+        raise SkillError(f"{path}:2:1: the frontmatter must be a mapping")
+    for key in ("name", "description"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise SkillError(f"{path}:{_line_of(data, key)}: frontmatter needs '{key}' "
+                             "(a non-empty string)")
+    name, description = data["name"].strip(), " ".join(data["description"].split())
+    if not NAME.fullmatch(name) or len(name) > 64:
+        raise SkillError(f"{path}:{_line_of(data, 'name')}: skill name {name!r} must be "
+                         "lowercase letters, digits and single hyphens (at most 64)")
+    if len(description) > MAX_DESCRIPTION:
+        raise SkillError(f"{path}:{_line_of(data, 'description')}: the description is "
+                         f"longer than {MAX_DESCRIPTION} characters")
+    return name, description
+
+
+def _line_of(data: object, key: str) -> str:
+    try:
+        line, col = data.lc.key(key)  # type: ignore[attr-defined]
+        return f"{line + 2}:{col + 1}"
+    except (AttributeError, KeyError, TypeError):
+        return "2:1"
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over every file's relative path and bytes (symlinks refused)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if ".git" not in p.relative_to(folder).parts):
+        if path.is_symlink():
+            raise SkillError(f"{path}: skills hold plain files and folders, not symlinks")
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def fetch_git_skill(source: str, cache_dir: Path) -> Path:
+    """The cached checkout of a `git+` skill source (fetched on first use)."""
+    url, ref, subdirectory = parse_git_source(source)
+    sha = ref if ref and FULL_SHA.fullmatch(ref) else _resolve_ref(url, ref or "HEAD")
+    checkout = cache_dir / sha
+    if not checkout.is_dir():
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = cache_dir / f".{sha}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            _git("clone", "--quiet", "--no-checkout", url, str(temp))
+            _git("-C", str(temp), "checkout", "--quiet", "--detach", sha)
+            shutil.rmtree(temp / ".git")
+            try:
+                temp.rename(checkout)
+            except OSError:
+                if not checkout.is_dir():  # another process cached it first: fine
+                    raise
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+    folder = (checkout / subdirectory).resolve() if subdirectory else checkout
+    if not folder.is_relative_to(checkout.resolve()):
+        raise SkillError(f"{source}: subdirectory {subdirectory!r} leaves the repository")
+    return folder
+
+
+def parse_git_source(source: str) -> tuple[str, str | None, str | None]:
+    """`git+URL[@REF][#subdirectory=PATH]` -> (URL, REF, PATH)."""
+    rest, _, fragment = source[len("git+"):].partition("#")
+    subdirectory = parse_qs(fragment).get("subdirectory", [None])[0] if fragment else None
+    scheme, sep, tail = rest.partition("://")
+    ref = None
+    if "@" in tail.rsplit("/", 1)[-1]:
+        tail, ref = tail.rsplit("@", 1)
+    url = f"{scheme}{sep}{tail}"
+    if not sep or not tail:
+        raise SkillError(f"{source}: a Git skill is git+<url>[@<ref>][#subdirectory=<path>]")
+    return url, ref, subdirectory
+
+
+def _resolve_ref(url: str, ref: str) -> str:
+    out = _git("ls-remote", url, ref, f"refs/tags/{ref}^{{}}")
+    shas = {name: sha for sha, name in (line.split("\t", 1) for line in out.splitlines())}
+    peeled = shas.get(f"refs/tags/{ref}^{{}}")
+    sha = peeled or next(iter(shas.values()), None)
+    if sha is None:
+        raise SkillError(f"git+{url}: no ref {ref!r} in the repository")
+    return sha
+
+
+def _git(*args: str) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+    except FileNotFoundError:
+        raise SkillError("Git skills need git on PATH") from None
+    if done.returncode != 0:
+        raise SkillError(f"git {args[0]} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def resolve_skills(sources: Iterable[str], cache_dir: Path, org_skills: Path | None,
+                   base: Path | None = None) -> tuple[list[Skill], list[str]]:
+    """The session's skills (declared ones, then the org's) and the override warnings."""
+    declared: dict[str, Skill] = {}
+    for source in sources:
+        skill = load_skill(source, cache_dir, base)
+        if skill.name in declared:
+            raise SkillError(f"two skills are named '{skill.name}': "
+                             f"{declared[skill.name].source} and {source}")
+        declared[skill.name] = skill
+    warnings: list[str] = []
+    org: dict[str, Skill] = {}
+    if org_skills is not None and org_skills.is_dir():
+        for folder in sorted(p for p in org_skills.iterdir() if (p / SKILL_FILE).is_file()):
+            skill = load_skill(str(folder), cache_dir)
+            if skill.name in declared:
+                warnings.append(f"skill '{skill.name}' ({declared[skill.name].source}) "
+                                f"overrides the org skill of the same name ({folder})")
+            else:
+                org[skill.name] = skill
+    skills = sorted([*declared.values(), *org.values()], key=lambda s: s.name)
+    return skills, warnings
+
+
+def skills_hash(skills: Iterable[Skill]) -> str:
+    return short_hash(sorted([s.name, s.digest] for s in skills))
+
+
+def skills_prompt(skills: list[Skill]) -> str:
+    if not skills:
+        return ""
+    return ("Available skills (read via cat .agents/skills/<name>/SKILL.md):\n"
+            + "\n".join(f"- {s.name}: {s.description}" for s in skills))
+
+
+def stage_skills(skills: list[Skill], workdir: Path) -> Path:
+    """Copy the skills to `<workdir>/.agents/skills/<name>/` (replacing what was there);
+    the returned `.agents` folder is mounted read-only over itself."""
+    agents = workdir / ".agents"
+    staged = agents / "skills"
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(mode=0o700, parents=True)
+    for skill in skills:
+        shutil.copytree(skill.folder, staged / skill.name,
+                        ignore=shutil.ignore_patterns(".git"))
+    return agents
