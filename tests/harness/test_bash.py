@@ -22,7 +22,7 @@ from lwtool.harness.stores import ScratchLayout, role_mounts
 
 PROBLEM = bwrap_problem()
 requires_bwrap = pytest.mark.skipif(
-    PROBLEM is not None and not os.environ.get("CI"),
+    PROBLEM is not None and not os.environ.get("LWTOOL_REQUIRE_SANDBOX"),
     reason=f"bubblewrap cannot run here ({PROBLEM}); .ci/run installs it")
 
 
