@@ -175,7 +175,8 @@ def role_mounts(role: str, data_dir: Path, scratch: ScratchLayout, *,
     """The spec's mounts per role: planner (workflow rw, org ro, own scratch),
     worker (workflow ro, org ro, own step scratch, from-planner, peer-steps), fixer
     (a worker that may write workflow memory), orchestrator (pipeline rw, org ro,
-    available workflows ro), agent (a standalone session: org ro, own scratch)."""
+    available workflows ro), agent (a standalone session: like a planner,
+    its workflow store writable when `memory.workflow` is rw)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     memory = memory or MemoryConfig()
@@ -192,7 +193,7 @@ def role_mounts(role: str, data_dir: Path, scratch: ScratchLayout, *,
     if upper is not None and role != "orchestrator":
         mounts.append(Mount("/mnt/scratch/from-orchestrator", upper, False))
     if workflow_id is not None and memory.workflow != "none" and role != "orchestrator":
-        writable = memory.workflow == "rw" and role in ("planner", "fixer")
+        writable = memory.workflow == "rw" and role in ("planner", "fixer", "agent")
         mounts.append(Mount("/mnt/memory/workflow", stores.workflow(workflow_id), writable,
                             f"workflows/{workflow_id}"))
     if role == "orchestrator":

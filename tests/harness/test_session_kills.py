@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.harness.test_bash import requires_bwrap
 
 SCRIPT = Path(__file__).parent / "session_script.py"
 pytestmark = pytest.mark.slow
@@ -96,3 +97,51 @@ def test_a_session_run_is_not_replayed_as_a_workflow(tmp_path: Path) -> None:
                              str(tmp_path / "data"), "--caller", "model"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert events.returncode == 0 and events.stdout.count("harness.tool_call.started") == 3
+
+
+BASH_SCRIPT = Path(__file__).parent / "bash_session_script.py"
+
+
+def _sandboxed_sleepers() -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline[:2] == [b"sleep", b"3601"]:
+            found.append(int(pid))
+    return found
+
+
+@requires_bwrap
+@pytest.mark.parametrize("key", ["a", "b"])
+def test_kill_during_a_bash_command_resumes_and_leaves_no_process(tmp_path: Path,
+                                                                  key: str) -> None:
+    store = tmp_path / "data/memory/workflows/wf"
+    store.mkdir(parents=True)
+    (store / f"block-{key}").write_text("")
+    command = [sys.executable, str(BASH_SCRIPT), str(tmp_path / "data"), "bsess"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (store / f"blocked-{key}").exists():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert _sandboxed_sleepers()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _sandboxed_sleepers():  # the sandbox dies with the session's process
+        assert time.monotonic() < deadline, "a sandboxed process outlived the session"
+        time.sleep(0.05)
+    (store / f"block-{key}").unlink()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "ran: A,B"
+    # The command in flight at the kill ran again; the committed one did not.
+    assert (store / "calls.log").read_text().split() == (
+        ["a", "a", "b"] if key == "a" else ["a", "b", "b"])
