@@ -4,7 +4,10 @@
    a scripted model, every model reply and tool result durably committed, next to the
    same 200 turns without recording (the scripted model and the tool called directly);
 2. fast-forward: resuming that session when all 200 turns are committed and only the
-   final answer is missing; goal under 100 ms.
+   final answer is missing; goal under 100 ms;
+3. bash command start: `true` through the bash tool in its bubblewrap sandbox (path
+   check, pids cgroup, namespaces, mounts), next to `bash -c true` on the host, and in
+   the opt-in path-check mode.
 
 Run: .venv/bin/python bench/harness.py
 """
@@ -15,6 +18,7 @@ import asyncio
 import json
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,8 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lwtool.harness.bash import BashOptions, BashTool, bwrap_problem  # noqa: E402
 from lwtool.harness.scripted import ScriptedModel  # noqa: E402
 from lwtool.harness.session import SessionSpec, run_session  # noqa: E402
+from lwtool.harness.stores import ScratchLayout, role_mounts  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
 from lwtool.world.local import LocalWorld, chain_run  # noqa: E402
 
@@ -89,6 +95,32 @@ def fast_forward(folder: Path) -> float:
     return elapsed
 
 
+def bash_start(folder: Path, sandbox: str, runs: int = 50) -> float:
+    """Median seconds for `true` through the bash tool."""
+    data = folder / "data"
+    mounts = role_mounts("planner", data, ScratchLayout(data, "b"), workflow_id="wf")
+    tool = BashTool(mounts.mounts, BashOptions(sandbox=sandbox), data / "tmp")  # type: ignore[arg-type]
+
+    async def timed() -> list[float]:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            await tool.run("true")
+            times.append(time.perf_counter() - started)
+        return times
+
+    return statistics.median(asyncio.run(timed()))
+
+
+def host_start(runs: int = 50) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(["/bin/bash", "-c", "true"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main() -> None:
     bares, records, forwards = [], [], []
     for _ in range(5):
@@ -102,6 +134,12 @@ def main() -> None:
     f = statistics.median(forwards)
     print(f"fast-forward of a session with {TURNS} committed turns: {f * 1000:.0f} ms "
           f"(goal < 100 ms; best {min(forwards) * 1000:.0f} ms)")
+    with tempfile.TemporaryDirectory() as name:
+        checked = bash_start(Path(name), "path-check")
+        sandboxed = bash_start(Path(name), "bwrap") if bwrap_problem() is None else None
+    shown = f"{sandboxed * 1000:.1f} ms" if sandboxed else f"n/a ({bwrap_problem()})"
+    print(f"bash command start: {shown} in bubblewrap, {checked * 1000:.1f} ms in "
+          f"path-check mode, {host_start() * 1000:.1f} ms for bash -c true on the host")
 
 
 if __name__ == "__main__":
