@@ -67,7 +67,9 @@ class HarnessContext:
     """What a session may use. `recorder` is the durable sink (the run's journal, its
     `note`/`record`, world and tool threads: give it to lwtool.harness.agent.run_agent
     and lwtool.harness.tool_calls.call_tool); `scope` is the runtime's view of the
-    workflow (expressions, earlier outputs) for the built-in step types."""
+    workflow (expressions, earlier outputs) for the built-in step types; `workspace`
+    (a lwtool.harness.workspace.StepWorkspace for worker steps) lays out the step's
+    mounts and makes a bash tool over them on demand."""
 
     recorder: Any
     tools: ToolRegistry
@@ -77,6 +79,7 @@ class HarnessContext:
     mounts: dict[str, Any] = field(default_factory=dict)
     bash: Any = None
     skills: list[Any] = field(default_factory=list)
+    workspace: Any = None
 
 
 @dataclass

@@ -24,24 +24,17 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.harness.agent import DEFAULT_MAX_TURNS, AgentResult, run_agent, tool_fingerprint
-from lwtool.harness.bash import BashOptions, BashTool, BashUnavailable
-from lwtool.harness.manifests import NO_BASH, SessionCapabilities, drift, role_manifest
+from lwtool.harness.agent import DEFAULT_MAX_TURNS, AgentResult, run_agent
+from lwtool.harness.bash import BashOptions, BashUnavailable
+from lwtool.harness.manifests import drift
 from lwtool.harness.model_calls import model_label
 from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.skills import (
-    Skill,
-    SkillError,
-    resolve_skills,
-    skills_hash,
-    skills_prompt,
-    stage_skills,
-)
-from lwtool.harness.stores import MemoryConfig, MemoryStores, Mount, ScratchLayout, role_mounts
+from lwtool.harness.skills import SkillError
+from lwtool.harness.stores import MemoryConfig
+from lwtool.harness.workspace import Workspace, session_workspace
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
@@ -105,51 +98,6 @@ class SessionResult:
                 "turns": self.turns, "toolCalls": self.tool_calls, "usage": self.usage}
 
 
-@dataclass
-class Workspace:
-    """A session's materialized surroundings: mounts, skills, bash, the tools it is
-    offered, its full system prompt and its manifest."""
-
-    scratch: ScratchLayout
-    mounts: list[Mount]
-    skills: list[Skill]
-    warnings: list[str]
-    bash: BashTool | None
-    tools: ToolRegistry
-    system: str
-    manifest: dict[str, Any]
-
-
-def workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_id: str) -> Workspace:
-    """Lay out the session's scratch and memory, resolve and stage its skills, make its
-    bash tool (failing closed where the sandbox cannot run) and compute its manifest."""
-    data_dir = Path(world.data_dir)
-    scratch = ScratchLayout(data_dir, run_id)
-    step = SESSION_PATH if spec.role in ("worker", "fixer") else None
-    placed = role_mounts(spec.role, data_dir, scratch, workflow_id=spec.workflow_id,
-                         memory=spec.memory, step_path=step)
-    org = MemoryStores(data_dir).org() / "skills" if spec.memory.org != "none" else None
-    skills, warnings = resolve_skills(spec.skills, data_dir / "skills-cache", org)
-    mounts = list(placed.mounts)
-    if skills:
-        agents = stage_skills(skills, placed.own.source)
-        mounts.append(Mount(f"{placed.own.target}/.agents", agents, False))
-    bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp") if spec.bash else None
-    registry = tools
-    if bash is not None:
-        if "bash" in tools.tools:
-            raise ValueError("the session offers its own bash tool: rename the tool 'bash'")
-        registry = ToolRegistry({**tools.tools, "bash": bash.tool()})
-    system = "\n\n".join(part for part in (skills_prompt(skills), spec.system) if part)
-    caps = SessionCapabilities(
-        HARNESS_ID, model_label(spec.model), system, skills_hash(skills),
-        short_hash({name: tool_fingerprint(registry.tools[name])
-                    for name in registry.names()}),
-        short_hash(bash.capabilities()) if bash else NO_BASH, placed.store_ids())
-    manifest = role_manifest(spec.role, caps, spec.identity)
-    return Workspace(scratch, mounts, skills, warnings, bash, registry, system, manifest)
-
-
 async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | None = None,
                       run_id: str | None = None,
                       on_start: Callable[[str], None] | None = None,
@@ -165,7 +113,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
     with world.lock_run(run_id):
         journal = _existing(world, run_id, version_id)
         try:
-            space = workspace(world, spec, ToolRegistry.of(tools), run_id)
+            space = session_workspace(world, spec, ToolRegistry.of(tools), run_id,
+                                      HARNESS_ID, SESSION_PATH)
         except (SkillError, BashUnavailable, ValueError, OSError) as exc:
             # Nothing recorded: once the cause is fixed the session starts (or resumes).
             raise RunFailedError(run_id, version_id, "runtime_config_error", str(exc)) \
@@ -237,7 +186,6 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace,
                                                 "error": failure.message}, SESSION_PATH),
             NewEvent("RunFailed", {"causeCode": failure.cause, "failedStepPath": SESSION_PATH,
                                    "message": failure.message})], status="failed")
-        space.scratch.remove()
         raise RunFailedError(state.run_id, state.version_id, failure.cause, failure.message,
                              SESSION_PATH) from None
     summary = {"turns": result.turns, "toolCalls": result.tool_calls, "usage": result.usage}
@@ -246,7 +194,6 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace,
                                                "usage": result.usage}, SESSION_PATH),
         NewEvent("RunCompleted", {"finalStepPath": SESSION_PATH, "output": result.text,
                                   **summary})], status="completed")
-    space.scratch.remove()
     return SessionResult(state.run_id, result.text, result.turns, result.tool_calls,
                          result.usage)
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
+from lwtool.harness.workspace import StepWorkspace
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.run_state import short_hash, step_timeout
 from lwtool.runtime.scope import Scope
@@ -120,7 +122,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         async with asyncio.timeout(limit):  # no extra task, unlike wait_for
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
-                HarnessContext(recorder=run, tools=run.tools, scope=scope))
+                HarnessContext(recorder=run, tools=run.tools, scope=scope,
+                               workspace=StepWorkspace(Path(run.world.data_dir), run.run_id,
+                                                       path)))
         output, call_events = done.output, done.events
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be

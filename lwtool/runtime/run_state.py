@@ -10,6 +10,7 @@ import os
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lwtool.runtime.journal import Journal
@@ -113,7 +114,17 @@ class RunState:
             committed = await self._enqueue(events, artifacts or [], status, durable)
         if self._fault is not None:
             self._maybe_die(committed)
+        if status in ("completed", "failed"):
+            self._remove_scratch()
         return committed
+
+    def _remove_scratch(self) -> None:
+        """Run scratch is ephemeral: gone once the run has ended (memory stays)."""
+        data_dir = getattr(self.world, "data_dir", None)
+        if data_dir is not None:
+            from lwtool.harness.stores import ScratchLayout
+
+            ScratchLayout(Path(data_dir), self.run_id).remove()
 
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()

@@ -31,3 +31,18 @@ class PythonCodeHarness(WorkflowHarness):
 
         output = await namespace["run"](task.step_input, tool)
         return HarnessResult("execute_step", output)
+
+
+class BashCodeHarness(WorkflowHarness):
+    """Runs code.run steps whose entrypoint is a bash script, in the worker's sandbox
+    (`ctx.workspace.bash()`): its own step scratch rw, the other steps' scratch and the
+    memory stores ro. The step's output is the script's stdout."""
+
+    harness_id = "tests/bash-code-harness@1"
+
+    async def execute_code_run(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+        with_ = task.step["with"]
+        result = await ctx.workspace.bash().run(with_["files"][with_["entrypoint"]]["content"])
+        if result["exitCode"] != 0:
+            raise RuntimeError(result["stderr"])
+        return HarnessResult("execute_step", result["stdout"])

@@ -14,7 +14,8 @@ import pytest
 from lwtool import local_world, replay_run, run_workflow
 from lwtool.runtime.errors import CapabilityDriftError
 from tests.conftest import ROOT, edit_store, run_cli
-from tests.harness.custom_harness import PythonCodeHarness
+from tests.harness.custom_harness import BashCodeHarness, PythonCodeHarness
+from tests.harness.test_bash import requires_bwrap
 
 SOURCE = ("async def run(input, tools):\n"
           "    found = await tools('lookup', {'key': input['key']})\n"
@@ -109,3 +110,24 @@ def test_resuming_under_another_harness_is_capability_drift(tmp_path: Path) -> N
     resumed = asyncio.run(replay_run("r2", world=world, tools=tools,
                                      harness=PythonCodeHarness()))
     assert resumed["output"] == first["output"] == {"value": "k", "double": 2}
+
+
+def _script_step(step_id: str, script: str, needs: list[str]) -> dict[str, object]:
+    pin = "sha256:" + hashlib.sha256(script.encode()).hexdigest()
+    return {"id": step_id, "uses": "code.run", "needs": needs, "with": {
+        "entrypoint": "main.sh", "files": {"main.sh": {"content": script, "sha256": pin}},
+        "sandbox": {"network": "deny", "env": "deny", "fs": "deny"}}}
+
+
+@requires_bwrap
+def test_worker_steps_get_their_scratch_and_bash_from_the_workspace(tmp_path: Path) -> None:
+    lwir = {**LWIR, "permissions": {"tools": [], "models": []}, "steps": [
+        _script_step("write", "pwd > where.txt; echo draft > out.txt; cat where.txt", []),
+        _script_step("read", "cat /mnt/scratch/peer-steps/write/scratch/out.txt; bash -c "
+                             "'echo x > /mnt/scratch/peer-steps/write/scratch/out.txt' "
+                             "2>/dev/null || echo peer-steps-is-ro", ["write"])]}
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(lwir, {}, world=world, run_id="w1",
+                                      harness=BashCodeHarness()))
+    assert result["output"] == "draft\npeer-steps-is-ro\n"
+    assert not (tmp_path / "data/runs/w1").exists()  # scratch goes when the run ends

@@ -123,18 +123,21 @@ def test_kill_during_a_bash_command_resumes_and_leaves_no_process(tmp_path: Path
     (store / f"block-{key}").write_text("")
     command = [sys.executable, str(BASH_SCRIPT), str(tmp_path / "data"), "bsess"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = set(_sandboxed_sleepers())
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (store / f"blocked-{key}").exists():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    assert _sandboxed_sleepers()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while not set(_sandboxed_sleepers()) - before:  # it sleeps just after `blocked-x`
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert (store / f"blocked-{key}").exists()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     deadline = time.monotonic() + 10
-    while _sandboxed_sleepers():  # the sandbox dies with the session's process
+    while set(_sandboxed_sleepers()) - before:  # the sandbox dies with the session
         assert time.monotonic() < deadline, "a sandboxed process outlived the session"
         time.sleep(0.05)
     (store / f"block-{key}").unlink()

@@ -1,0 +1,109 @@
+"""What a harness session works in, materialized before it starts: for a session, its
+mounts (memory stores and scratch), skills staged read-only, the bash tool, the tools
+it is offered, its system prompt and its role's manifest; for a worker step under a
+custom harness, the step's mounts and a bash tool on demand (`StepWorkspace`, nothing
+created until asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lwtool.harness.agent import tool_fingerprint
+from lwtool.harness.bash import BashOptions, BashTool
+from lwtool.harness.manifests import NO_BASH, SessionCapabilities, role_manifest
+from lwtool.harness.model_calls import model_label
+from lwtool.harness.skills import (
+    Skill,
+    resolve_skills,
+    skills_hash,
+    skills_prompt,
+    stage_skills,
+)
+from lwtool.harness.stores import (
+    MemoryConfig,
+    MemoryStores,
+    Mount,
+    ScratchLayout,
+    role_mounts,
+)
+from lwtool.runtime.run_state import short_hash
+from lwtool.tools import ToolRegistry
+from lwtool.world.base import World
+
+if TYPE_CHECKING:
+    from lwtool.harness.session import SessionSpec
+
+
+@dataclass
+class Workspace:
+    """A session's materialized surroundings: mounts, skills, bash, the tools it is
+    offered, its full system prompt and its manifest."""
+
+    scratch: ScratchLayout
+    mounts: list[Mount]
+    skills: list[Skill]
+    warnings: list[str]
+    bash: BashTool | None
+    tools: ToolRegistry
+    system: str
+    manifest: dict[str, Any]
+
+
+def session_workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_id: str,
+                      harness_id: str, step_path: str) -> Workspace:
+    """Lay out the session's scratch and memory, resolve and stage its skills, make its
+    bash tool (failing closed where the sandbox cannot run) and compute its manifest."""
+    data_dir = Path(world.data_dir)
+    scratch = ScratchLayout(data_dir, run_id)
+    step = step_path if spec.role in ("worker", "fixer") else None
+    placed = role_mounts(spec.role, data_dir, scratch, workflow_id=spec.workflow_id,
+                         memory=spec.memory, step_path=step)
+    org = MemoryStores(data_dir).org() / "skills" if spec.memory.org != "none" else None
+    skills, warnings = resolve_skills(spec.skills, data_dir / "skills-cache", org)
+    mounts = list(placed.mounts)
+    if skills:
+        agents = stage_skills(skills, placed.own.source)
+        mounts.append(Mount(f"{placed.own.target}/.agents", agents, False))
+    bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp") if spec.bash else None
+    registry = tools
+    if bash is not None:
+        if "bash" in tools.tools:
+            raise ValueError("the session offers its own bash tool: rename the tool 'bash'")
+        registry = ToolRegistry({**tools.tools, "bash": bash.tool()})
+    system = "\n\n".join(part for part in (skills_prompt(skills), spec.system) if part)
+    caps = SessionCapabilities(
+        harness_id, model_label(spec.model), system, skills_hash(skills),
+        short_hash({name: tool_fingerprint(registry.tools[name])
+                    for name in registry.names()}),
+        short_hash(bash.capabilities()) if bash else NO_BASH, placed.store_ids())
+    manifest = role_manifest(spec.role, caps, spec.identity)
+    return Workspace(scratch, mounts, skills, warnings, bash, registry, system, manifest)
+
+
+@dataclass
+class StepWorkspace:
+    """A worker step's surroundings for a custom harness: `mounts()` lays out the
+    worker's mounts (its step scratch rw; the planner's scratch, the other steps' and
+    the memory stores ro), `bash()` makes a bash tool over them. The run's scratch is
+    removed when the run ends."""
+
+    data_dir: Path
+    run_id: str
+    step_path: str
+    workflow_id: str | None = None
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    role: str = "worker"
+
+    def mounts(self) -> list[Mount]:
+        return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),
+                           workflow_id=self.workflow_id, memory=self.memory,
+                           step_path=self.step_path).mounts
+
+    def bash(self, options: BashOptions | None = None) -> BashTool:
+        """Raises BashUnavailable where the sandbox cannot run (fail closed)."""
+        layout = ScratchLayout(self.data_dir, self.run_id)
+        return BashTool(self.mounts(), options or BashOptions.from_env(),
+                        layout.run_dir / "tmp")
