@@ -39,7 +39,8 @@ StepTimeout = Annotated[float | None, typer.Option(
 
 
 def run(
-    path: Annotated[Path, typer.Argument(help="An LWIR file (or a definition with a fixed plan).")],
+    path: Annotated[Path, typer.Argument(help="An LWIR file, or a WorkflowDefinition (its "
+                                         "fixed plan, or what its planner drafts).")],
     input: Annotated[str, typer.Option("--input", "-i", help="Run input: a JSON/YAML file, or -.")],
     tools: Tools = None,
     models: Models = None,
@@ -77,9 +78,34 @@ def run(
         started.append(new_id)
         _announce(new_id)
 
+    if lwir is None:  # a definition without a fixed plan: its planner drafts the LWIR
+        assert definition is not None
+        _plan_then_run(world, path, definition, run_input, registry, model_map, run_id,
+                       step_timeout, worker_harness, as_json)
+        return
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
                              step_timeout, worker_harness),
            as_json, lambda: started[0] if started else run_id)
+
+
+def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
+                   registry: Any, model_map: dict[str, str], run_id: str | None,
+                   step_timeout: float | None, worker_harness: Any, as_json: bool) -> None:
+    """Plan (the planner session is run `<run id>.plan`), then run the locked version;
+    the same command with the same --run-id resumes whichever was interrupted."""
+    from lwtool.cli.plan import plan_definition
+    from lwtool.runtime.interpreter import new_run_id, start_run
+
+    run_id = run_id or new_run_id()
+    planner_run = f"{run_id}.plan"
+
+    async def planned_run() -> dict[str, Any]:
+        planned = await plan_definition(world, path, definition, run_input, registry,
+                                        model_map, planner_run, step_timeout)
+        return await start_run(world, planned.lwir, run_input, registry, model_map, run_id,
+                               _announce, step_timeout, worker_harness)
+
+    _drive(planned_run, as_json, lambda: run_id)
 
 
 def replay(
@@ -109,11 +135,8 @@ def _announce(run_id: str) -> None:
     sys.stderr.flush()
 
 
-def _lwir_for(path: Path, plan_of: Path | None = None
-              ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The LWIR to run, and the definition it came from: the file itself, or a
-    definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
-    itself included, would never end)."""
+def _compiled(path: Path) -> Any:
+    """The file through the front end; invalid files end the command with findings."""
     from lwtool.compile import compile_file
 
     try:
@@ -123,6 +146,25 @@ def _lwir_for(path: Path, plan_of: Path | None = None
     if not compiled.ok:
         sys.stderr.write(render_text([FileReport(str(path), compiled.findings)]))
         raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
+    return compiled
+
+
+def definition_of(path: Path) -> dict[str, Any]:
+    """A valid WorkflowDefinition file's value."""
+    compiled = _compiled(path)
+    if compiled.kind != "WorkflowDefinition":
+        raise fail(f"{path} is LWIR (kind: Workflow), not a WorkflowDefinition: run it "
+                   "with `lwtool run`")
+    value: dict[str, Any] = compiled.value
+    return value
+
+
+def _lwir_for(path: Path, plan_of: Path | None = None
+              ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The LWIR to run, and the definition it came from: the file itself, a
+    definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
+    itself included, would never end), or None for a definition its planner drafts."""
+    compiled = _compiled(path)
     if compiled.kind == "Workflow":
         value: dict[str, Any] = compiled.value
         return value, None
@@ -131,8 +173,7 @@ def _lwir_for(path: Path, plan_of: Path | None = None
                    f"but {path} is a WorkflowDefinition", exit_codes.INVALID)
     plan = (compiled.value.get("planner") or {}).get("plan")
     if not plan:
-        raise fail(f"{path} is a definition without a fixed plan; drafting LWIR with a "
-                   "planner model is not available yet (give planner.plan)")
+        return None, compiled.value
     return _lwir_for(path.parent / plan, plan_of=path)[0], compiled.value
 
 
@@ -155,6 +196,19 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,
            current_run: Callable[[], str | None]) -> None:
+    result = execute(start, current_run, as_json,
+                     lambda run: f"resume it with `lwtool replay {run}`")
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
+    else:
+        typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False, allow_nan=False))
+        sys.stderr.write(f"lwtool: run {result['runId']} completed\n")
+
+
+def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
+            current_run: Callable[[], str | None], as_json: bool,
+            resume_hint: Callable[[str], str]) -> dict[str, Any]:
+    """Run `start` with signals handled; failures become the CLI's messages and codes."""
     import asyncio
 
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
@@ -168,7 +222,7 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
         run_id = current_run()
         terminated = isinstance(exc, Terminated)
         what = "terminated" if terminated else "interrupted"
-        resume = f"resume it with `lwtool replay {run_id}`" if run_id else "nothing started"
+        resume = resume_hint(run_id) if run_id else "nothing started"
         sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")
         raise typer.Exit(143 if terminated else 130) from None
     except RunFailedError as failure:
@@ -185,8 +239,4 @@ def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bo
         run_id, message = current_run(), str(exc)
         named = not run_id or message.startswith(f"run {run_id}")
         raise fail(message if named else f"run {run_id}: {message}") from None
-    if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
-    else:
-        typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False, allow_nan=False))
-        sys.stderr.write(f"lwtool: run {result['runId']} completed\n")
+    return result

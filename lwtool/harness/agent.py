@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,8 @@ class AgentResult:
     turns: int
     tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SESSION_USAGE, 0))
+    final: Any = None  # the result of the tool call that ended the session, if one did
+    finished_by_tool: bool = False
 
 
 def tool_schema(tool: Tool) -> dict[str, Any]:
@@ -80,9 +83,13 @@ def tool_fingerprint(tool: Tool) -> str:
 async def run_agent(run: Any, path: str, model: str | ScriptedModel,
                     messages: list[dict[str, Any]], tools: ToolRegistry, *,
                     max_turns: int = DEFAULT_MAX_TURNS,
-                    timeout: float | None = None) -> AgentResult:
+                    timeout: float | None = None,
+                    finish: Callable[[str, Any], bool] | None = None) -> AgentResult:
     """Drive the conversation `messages` to a final answer. `run` is the recorder (a
-    RunState): its journal, `note`, `record`, world and tool threads."""
+    RunState): its journal, `note`, `record`, world and tool threads. `finish(name,
+    result)` is asked of every tool result in order (replayed ones too): True ends the
+    session with that result (a planner's accepted draft), and it may raise StepFailure
+    to fail the session (revisions exhausted)."""
     specs = tool_specs(tools)
     result = AgentResult("", list(messages), 0)
     logged = 0  # messages already in an earlier turn's harness.model.called
@@ -107,15 +114,19 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
         answers = await asyncio.gather(*(
             _answer(run, path, turn, n, call, tools) for n, call in enumerate(calls)))
         result.tool_calls += len(calls)
-        result.messages.extend({"role": "tool", "tool_call_id": call["id"], "content": answer}
-                               for call, answer in zip(calls, answers, strict=True))
+        result.messages.extend({"role": "tool", "tool_call_id": call["id"], "content": text}
+                               for call, (_, text) in zip(calls, answers, strict=True))
+        for call, (value, _) in zip(calls, answers, strict=True):
+            if finish is not None and finish(str(call.get("name")), value):
+                result.final, result.finished_by_tool = value, True
+                return result
     raise StepFailure("step_failed", f"the session reached its turn limit ({max_turns} "
                       "turns) without a final answer", path)
 
 
 async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
-                  tools: ToolRegistry) -> str:
-    """The tool message for one call: its result as JSON, or an error the model reads."""
+                  tools: ToolRegistry) -> tuple[Any, str]:
+    """One call's result (or `{"error": ...}`), and the tool message the model reads."""
     call_id = f"{path}#{turn}.{n}"
     name, raw = str(call.get("name")), call.get("arguments")
     tool = tools.get(name)
@@ -136,7 +147,7 @@ async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
         value = await call_tool(run, path, tool, args, "model", call_id, turn)
     except ToolCallFailed as exc:
         value = {"error": exc.message}
-    return _cut(json.dumps(value, ensure_ascii=False))
+    return value, _cut(json.dumps(value, ensure_ascii=False))
 
 
 def _cut(text: str) -> str:

@@ -92,6 +92,7 @@ class SessionResult:
     turns: int
     tool_calls: int
     usage: dict[str, int] = field(default_factory=dict)
+    final: Any = None
 
     def as_json(self) -> dict[str, Any]:
         return {"runId": self.run_id, "status": "completed", "output": self.text,
@@ -101,9 +102,11 @@ class SessionResult:
 async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | None = None,
                       run_id: str | None = None,
                       on_start: Callable[[str], None] | None = None,
-                      timeout: float = DEFAULT_STEP_TIMEOUT) -> SessionResult:
+                      timeout: float = DEFAULT_STEP_TIMEOUT,
+                      finish: Callable[[str, Any], bool] | None = None) -> SessionResult:
     """Run the session to its final answer; an existing `run_id` resumes it (committed
-    turns are fast-forwarded, the turn in flight runs again)."""
+    turns are fast-forwarded, the turn in flight runs again). `finish` ends it on a
+    tool result (see lwtool.harness.agent.run_agent); the result is then `final`."""
     from lwtool.runtime.interpreter import new_run_id
 
     subject = spec.subject()
@@ -141,7 +144,7 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout)
         try:
-            return await _drive(state, spec, space, timeout)
+            return await _drive(state, spec, space, timeout, finish)
         finally:
             state.close()
 
@@ -172,14 +175,14 @@ def _check_manifest(world: World, run_id: str, version_id: str,
                                    + ", ".join(changed))
 
 
-async def _drive(state: RunState, spec: SessionSpec, space: Workspace,
-                 timeout: float) -> SessionResult:
+async def _drive(state: RunState, spec: SessionSpec, space: Workspace, timeout: float,
+                 finish: Callable[[str, Any], bool] | None) -> SessionResult:
     messages = ([{"role": "system", "content": space.system}] if space.system else []) + [
         {"role": "user", "content": spec.prompt}]
     try:
         result: AgentResult = await run_agent(state, SESSION_PATH, spec.model, messages,
                                               space.tools, max_turns=spec.max_turns,
-                                              timeout=timeout)
+                                              timeout=timeout, finish=finish)
     except StepFailure as failure:
         await state.record([
             NewEvent("harness.session.failed", {"runId": state.run_id,
@@ -188,14 +191,17 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace,
                                    "message": failure.message})], status="failed")
         raise RunFailedError(state.run_id, state.version_id, failure.cause, failure.message,
                              SESSION_PATH) from None
-    summary = {"turns": result.turns, "toolCalls": result.tool_calls, "usage": result.usage}
+    summary: dict[str, Any] = {"turns": result.turns, "toolCalls": result.tool_calls,
+                               "usage": result.usage}
+    if result.finished_by_tool:
+        summary["final"] = result.final
     await state.record([
         NewEvent("harness.session.completed", {"runId": state.run_id, "output": result.text,
                                                "usage": result.usage}, SESSION_PATH),
         NewEvent("RunCompleted", {"finalStepPath": SESSION_PATH, "output": result.text,
                                   **summary})], status="completed")
     return SessionResult(state.run_id, result.text, result.turns, result.tool_calls,
-                         result.usage)
+                         result.usage, result.final)
 
 
 def _finished(run_id: str, version_id: str, journal: Journal) -> SessionResult:
@@ -206,4 +212,5 @@ def _finished(run_id: str, version_id: str, journal: Journal) -> SessionResult:
         raise RunFailedError(run_id, version_id, payload.get("causeCode", "step_failed"),
                              str(payload.get("message", "")), payload.get("failedStepPath"))
     return SessionResult(run_id, str(payload.get("output", "")), int(payload.get("turns", 0)),
-                         int(payload.get("toolCalls", 0)), dict(payload.get("usage") or {}))
+                         int(payload.get("toolCalls", 0)), dict(payload.get("usage") or {}),
+                         payload.get("final"))

@@ -20,15 +20,21 @@ class LockNotWritable(OSError):
 
 
 def write_lock(path: Path, lock: Lock) -> None:
-    """Write atomically (temp file, fsync, rename), with the mode a new file of the
-    user's would get (the lock is committed beside its workflow). Raises LockNotWritable."""
+    """Write atomically, with the mode a new file of the user's would get (the lock is
+    committed beside its workflow). Raises LockNotWritable."""
+    write_text_atomically(path, json.dumps(lock.as_json(), indent=2, ensure_ascii=False)
+                          + "\n", "the lock")
+
+
+def write_text_atomically(path: Path, text: str, what: str = "the file") -> None:
+    """Temp file in the same folder, fsync, rename: readers see the old file or the new
+    one, never a part. Raises LockNotWritable (an OSError) with the reason."""
     if path.is_dir():
-        raise LockNotWritable(f"cannot write the lock {path}: a folder has that name")
-    text = json.dumps(lock.as_json(), indent=2, ensure_ascii=False) + "\n"
+        raise LockNotWritable(f"cannot write {what} {path}: a folder has that name")
     try:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise LockNotWritable(f"cannot write the lock {path}: {exc.strerror or exc} "
+        raise LockNotWritable(f"cannot write {what} {path}: {exc.strerror or exc} "
                               f"(in {path.parent})") from None
     try:
         umask = os.umask(0)
@@ -41,7 +47,7 @@ def write_lock(path: Path, lock: Lock) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise LockNotWritable(f"cannot write the lock {path}: {exc.strerror or exc}") from None
+        raise LockNotWritable(f"cannot write {what} {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,0 +1,104 @@
+"""`lwtool plan DEFINITION --input FILE -o OUT.lwir.yaml`: a planner model drafts LWIR
+for the definition, the validator repairs or rejects it, and the locked result is
+written as YAML with its lock beside it. Progress goes to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lwtool.cli.run import AsJson, DataDir, Models, StepTimeout, Tools, definition_of, execute
+from lwtool.cli.runtime_options import (
+    fail,
+    load_models,
+    load_tool_registry,
+    open_world,
+    read_json_or_yaml,
+)
+
+
+def plan(
+    path: Annotated[Path, typer.Argument(help="A WorkflowDefinition file.")],
+    input: Annotated[str, typer.Option("--input", "-i", help="Run input: a JSON/YAML file, or -.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the LWIR (YAML, "
+                                      "or JSON for a .json name); its lock goes beside it.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    run_id: Annotated[str | None, typer.Option("--run-id", help="The planner session's run "
+                                                "id (an existing one resumes).")] = None,
+    step_timeout: StepTimeout = None,
+    as_json: AsJson = False,
+) -> None:
+    """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
+    from lwtool.runtime.interpreter import new_run_id
+    from lwtool.world.base import check_run_id
+
+    try:
+        planner_run = check_run_id(run_id) if run_id else new_run_id()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    definition = definition_of(path)
+    run_input = read_json_or_yaml(input, "input")
+    registry = load_tool_registry(tools)
+    model_map = load_models(models)
+    world = open_world(data_dir)
+
+    async def planned() -> dict[str, Any]:
+        result = await plan_definition(world, path, definition, run_input, registry,
+                                       model_map, planner_run, step_timeout)
+        _write(out, result.lwir)
+        return {"workflowVersionId": result.version_id, "path": str(out),
+                "plannerRunId": result.planner_run_id, "drafts": result.drafts,
+                "addedNeeds": result.added_needs, "usage": result.usage}
+
+    summary = execute(planned, lambda: planner_run, as_json,
+                      lambda run: f"resume it with `lwtool plan ... --run-id {run}`")
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        sys.stdout.write(f"{out}: {summary['workflowVersionId']}\n")
+
+
+async def plan_definition(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
+                          registry: Any, model_map: dict[str, str], planner_run: str,
+                          step_timeout: float | None) -> Any:
+    """Plan `definition` (read from `path`) with its planner model, progress on stderr."""
+    from lwtool.harness.bash import BashOptions, bwrap_problem
+    from lwtool.planner.compile_loop import plan_workflow
+    from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT
+
+    planner = definition.get("planner") or {}
+    name = str(planner.get("model"))
+    options = BashOptions.from_env()
+    bash = options if options.sandbox == "path-check" or bwrap_problem() is None else None
+    if bash is None:
+        _say(f"no bash for the planner: {bwrap_problem()}")
+    return await plan_workflow(world, definition, run_input, registry,
+                               model_map.get(name, name), run_id=planner_run,
+                               skills_base=path.parent, bash=bash, progress=_say,
+                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"lwtool: {message}\n")
+    sys.stderr.flush()
+
+
+def _write(out: Path, lwir: dict[str, Any]) -> None:
+    """The LWIR (YAML unless the name ends in .json) and its lock, each atomically."""
+    from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
+    from lwtool.lock.model import lock_for, lock_path_for
+    from lwtool.planner.emit import lwir_yaml
+
+    text = json.dumps(lwir, indent=2, ensure_ascii=False) + "\n" \
+        if out.suffix == ".json" else lwir_yaml(lwir)
+    try:
+        write_text_atomically(out, text, "the workflow")
+        write_lock(lock_path_for(out), lock_for(out, "Workflow", lwir))
+    except LockNotWritable as exc:
+        raise fail(str(exc)) from None
