@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,12 +73,20 @@ def tool_fingerprint(tool: Tool) -> str:
     code = getattr(fn, "__lwtool_version__", None)
     if code is None:
         body = getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
-        code = hashlib.sha256(repr((body.co_code, body.co_consts, body.co_names)).encode()
-                              ).hexdigest() if body is not None else repr(fn)
+        code = code_digest(body) if body is not None else repr(fn)
     material = json.dumps([tool.name, tool.description, tool_schema(tool),
                            tool.output_schema if isinstance(tool.output_schema, dict) else None,
                            str(code)], sort_keys=True, default=str)
     return "sha256:" + hashlib.sha256(material.encode()).hexdigest()
+
+
+def code_digest(code: types.CodeType) -> str:
+    """A digest of a code object that is the same in every process: nested code objects
+    (inner functions, comprehensions) are digested in turn, never shown by address."""
+    consts = [code_digest(c) if isinstance(c, types.CodeType) else repr(c)
+              for c in code.co_consts]
+    material = repr((code.co_code, consts, code.co_names))
+    return hashlib.sha256(material.encode()).hexdigest()
 
 
 async def run_agent(run: Any, path: str, model: str | ScriptedModel,

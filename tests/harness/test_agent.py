@@ -203,3 +203,20 @@ def test_the_agent_loop_through_litellm_with_native_tool_calls(
     responded = world.events("s3", ["harness.model.responded"])
     assert responded[0].payload["response"]["toolCalls"][0]["name"] == "add"
     assert responded[0].payload["response"]["usage"]["inputTokens"] == 11
+
+
+def test_tool_fingerprints_are_the_same_in_every_process(tmp_path: Path) -> None:
+    """A tool whose code holds nested code (a comprehension, an inner function) must
+    fingerprint alike in a new process, or every resume would be capability drift."""
+    import subprocess
+    import sys
+
+    (tmp_path / "nested_tool.py").write_text(
+        "def tool(args):\n    def inner(x):\n        return x\n"
+        "    return [inner(a) for a in args]\n")
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from nested_tool import tool; "
+              "from lwtool.tools import Tool; from lwtool.harness.agent import "
+              "tool_fingerprint; print(tool_fingerprint(Tool('t', tool)))")
+    prints = {subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True,
+                             capture_output=True, text=True).stdout for _ in range(2)}
+    assert len(prints) == 1 and next(iter(prints)).startswith("sha256:")
