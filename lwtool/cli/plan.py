@@ -11,7 +11,16 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.run import AsJson, DataDir, Models, StepTimeout, Tools, definition_of, execute
+from lwtool.cli.run import (
+    AsJson,
+    DataDir,
+    Models,
+    StepTimeout,
+    Tools,
+    definition_models,
+    definition_of,
+    execute,
+)
 from lwtool.cli.runtime_options import (
     fail,
     load_models,
@@ -45,7 +54,7 @@ def plan(
     definition = definition_of(path)
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
-    model_map = load_models(models)
+    model_map = {**definition_models(definition), **load_models(models)}
     world = open_world(data_dir)
 
     async def planned() -> dict[str, Any]:

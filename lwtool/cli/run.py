@@ -67,7 +67,7 @@ def run(
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
     else:
         worker_harness = load_worker_harness(harness)
-    model_map = load_models(models)
+    model_map = {**definition_models(definition), **load_models(models)}
     world = open_world(data_dir)
 
     from lwtool.runtime.interpreter import start_run
@@ -147,6 +147,14 @@ def _compiled(path: Path) -> Any:
         sys.stderr.write(render_text([FileReport(str(path), compiled.findings)]))
         raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
     return compiled
+
+
+def definition_models(definition: dict[str, Any] | None) -> dict[str, str]:
+    """A definition's model slots as slot id -> litellm model (`--models` overrides)."""
+    from lwtool.authoring.snapshot import slot_id
+
+    return {slot_id(m): str(m["model"]) for m in (definition or {}).get("models") or []
+            if isinstance(m, dict) and m.get("model")}
 
 
 def definition_of(path: Path) -> dict[str, Any]:

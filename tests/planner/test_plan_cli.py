@@ -93,7 +93,8 @@ def test_run_a_definition_plans_then_runs(folder: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["runId"] == "r1" and result["status"] == "completed"
-    assert isinstance(result["output"], str) and result["output"]
+    assert len(server.requests) == 1  # the steps ran on the definition's slot: offline
+    assert result["output"].startswith("offline")
     runs = run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout
     assert "r1.plan" in runs and "r1" in runs
 
