@@ -75,7 +75,8 @@ def plan(
 
 async def plan_definition(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
                           registry: Any, model_map: dict[str, str], planner_run: str,
-                          step_timeout: float | None) -> Any:
+                          step_timeout: float | None,
+                          outer_loop: dict[str, Any] | None = None) -> Any:
     """Plan `definition` (read from `path`) with its planner model, progress on stderr."""
     from lwtool.harness.bash import BashOptions, bwrap_problem
     from lwtool.planner.compile_loop import plan_workflow
@@ -90,6 +91,7 @@ async def plan_definition(world: Any, path: Path, definition: dict[str, Any], ru
     return await plan_workflow(world, definition, run_input, registry,
                                model_map.get(name, name), run_id=planner_run,
                                skills_base=path.parent, bash=bash, progress=_say,
+                               outer_loop=outer_loop,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
 
 

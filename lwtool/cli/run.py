@@ -16,6 +16,7 @@ from lwtool.cli import exit_codes
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.runtime_options import (
     fail,
+    load_callable,
     load_models,
     load_tool_registry,
     load_worker_harness,
@@ -98,6 +99,11 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
 
     run_id = run_id or new_run_id()
     planner_run = f"{run_id}.plan"
+    planner = definition.get("planner") or {}
+    if int(planner.get("maxOuterCycles", 1)) > 1 and planner.get("supervise"):
+        _outer_loop(world, path, definition, run_input, registry, model_map, run_id,
+                    step_timeout, worker_harness, as_json)
+        return
 
     async def planned_run() -> dict[str, Any]:
         planned = await plan_definition(world, path, definition, run_input, registry,
@@ -133,6 +139,33 @@ def replay(
 def _announce(run_id: str) -> None:
     sys.stderr.write(f"lwtool: run {run_id} started\n")
     sys.stderr.flush()
+
+
+def _outer_loop(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
+                registry: Any, model_map: dict[str, str], loop_id: str,
+                step_timeout: float | None, worker_harness: Any, as_json: bool) -> None:
+    """Plan, run and supervise cycles (lwtool.planner.outer_loop); the loop's run id is
+    `loop_id`, and the same command with the same --run-id resumes it."""
+    from lwtool.cli.plan import plan_definition
+    from lwtool.planner.outer_loop import run_outer_loop
+    from lwtool.runtime.interpreter import start_run
+    supervise = load_callable(str((definition.get("planner") or {}).get("supervise")),
+                              path.parent, "supervise")
+
+    async def plan(context: dict[str, Any], planner_run: str) -> Any:
+        return await plan_definition(world, path, definition, run_input, registry,
+                                     model_map, planner_run, step_timeout, context)
+
+    async def run(lwir: dict[str, Any], run_id: str) -> dict[str, Any]:
+        return await start_run(world, lwir, run_input, registry, model_map, run_id,
+                               _announce, step_timeout, worker_harness)
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"lwtool: {message}\n")
+
+    _drive(lambda: run_outer_loop(world, definition, run_input, supervise, plan, run,
+                                  loop_id, progress=say),
+           as_json, lambda: loop_id)
 
 
 def _compiled(path: Path) -> Any:

@@ -74,14 +74,31 @@ def load_worker_harness(spec: str | None, relative_to: Path | None = None) -> An
     read relative to the definition) -> a harness instance; None -> the default."""
     from lwtool.harness.workflow import HarnessNotLoadable, load_harness
 
-    if spec and relative_to is not None:
-        module, sep, attr = spec.rpartition(":")
-        if sep and (module.endswith(".py") or "/" in module):
-            spec = f"{relative_to / module}:{attr}"
     try:
-        return load_harness(spec)
+        return load_harness(relative_spec(spec, relative_to) if spec else spec)
     except HarnessNotLoadable as exc:
         raise fail(str(exc)) from None
+
+
+def relative_spec(spec: str, relative_to: Path | None) -> str:
+    """A definition's `file.py:attr` read relative to the definition's folder."""
+    module, sep, attr = spec.rpartition(":")
+    if relative_to is not None and sep and (module.endswith(".py") or "/" in module):
+        return f"{relative_to / module}:{attr}"
+    return spec
+
+
+def load_callable(spec: str, relative_to: Path | None, what: str) -> Any:
+    """A definition's `MODULE:FUNCTION` (e.g. `planner.supervise`) -> the callable."""
+    from lwtool.tools import ToolsNotLoadable, load_attribute
+
+    try:
+        value = load_attribute(relative_spec(spec, relative_to), what)
+    except ToolsNotLoadable as exc:
+        raise fail(str(exc)) from None
+    if not callable(value):
+        raise fail(f"{what} '{spec}' is not callable")
+    return value
 
 
 def has_store(data_dir: Path) -> bool:

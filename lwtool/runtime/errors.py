@@ -54,11 +54,17 @@ class RunFailedError(Exception):
         self.failed_step_path = failed_step_path
         self.message = message
         self.result = result
+        self.outer_loop_id: str | None = None  # set when an outer loop failed
+        self.last_cycle_output: Any = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "workflowVersionId": self.workflow_version_id,
-                "status": "failed", "causeCode": self.cause_code,
-                "failedStepPath": self.failed_step_path, "message": self.message}
+        document = {"runId": self.run_id, "workflowVersionId": self.workflow_version_id,
+                    "status": "failed", "causeCode": self.cause_code,
+                    "failedStepPath": self.failed_step_path, "message": self.message}
+        if self.outer_loop_id is not None:
+            document.update(outerLoopId=self.outer_loop_id,
+                            lastCycleOutput=self.last_cycle_output)
+        return document
 
 
 class CapabilityDriftError(RunFailedError):
