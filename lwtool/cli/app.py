@@ -10,7 +10,18 @@ from typing import Annotated
 
 import typer
 
-from lwtool.cli import canon, check, inspect, lock, lsp, plan, run, validate, verify
+from lwtool.cli import (
+    canon,
+    check,
+    generate,
+    inspect,
+    lock,
+    lsp,
+    plan,
+    run,
+    validate,
+    verify,
+)
 from lwtool.cli.signals import Terminated
 
 app = typer.Typer(
@@ -44,6 +55,7 @@ app.command("hash")(canon.hash_)
 app.command("lock")(lock.lock)
 app.command("check")(check.check)
 app.command("plan")(plan.plan)
+app.command("generate")(generate.generate)
 app.command("run")(run.run)
 app.command("replay")(run.replay)
 app.command("events")(inspect.events)

@@ -62,9 +62,31 @@ def check_file(path: Path) -> list[Finding]:
         findings.append(Finding("lock.invalid", str(exc), str(path), "", FILE_START))
         return findings
     locked, current = locked_digest(data), compiled.digest()
+    generator = data.get("generator")
+    if isinstance(generator, str) and locked == current:
+        findings.extend(_generated_stale(path, generator, current, compiled.kind))
     if locked != current:
         findings.append(Finding("lock.stale", f"the file changed since it was locked "
                                 f"({lock_file.name} has {locked[:19]}…, the file is now "
                                 f"{current[:19]}…); review the change, then run `lwtool lock "
                                 f"{path}`", str(path), "", FILE_START))
     return findings
+
+
+def _generated_stale(path: Path, generator: str, current: str, kind: str | None
+                     ) -> list[Finding]:
+    """A generated file whose generator now gives another document (`generate.stale`)."""
+    from lwtool.authoring.generate import GeneratorFailed, generate_document
+    from lwtool.lock.model import digest_of
+
+    try:
+        document = generate_document(generator, path.parent)
+    except GeneratorFailed as exc:
+        return [Finding("generate.stale", f"cannot run its generator {generator}: {exc}",
+                        str(path), "", FILE_START)]
+    fresh = digest_of(str(document.get("kind", kind)), document)
+    if fresh == current:
+        return []
+    return [Finding("generate.stale", f"the file no longer matches its generator "
+                    f"{generator} (it gives {fresh[:19]}…, the file is {current[:19]}…); run "
+                    f"`lwtool generate {generator} -o {path}`", str(path), "", FILE_START)]

@@ -33,6 +33,7 @@ class Lock:
     version: str | None
     models: tuple[str, ...]
     tools: tuple[str, ...]
+    generator: str | None = None  # MODULE:ATTR that `lwtool generate` wrote it from
 
     @property
     def digest_field(self) -> str:
@@ -50,6 +51,7 @@ class Lock:
             "version": self.version,
             "models": list(self.models),
             "tools": list(self.tools),
+            **({"generator": self.generator} if self.generator else {}),
         }
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-DOCUMENT_ORDER = ("apiVersion", "kind", "metadata", "input", "output", "permissions", "steps")
+DOCUMENT_ORDER = ("apiVersion", "kind", "id", "metadata", "description", "input", "output",
+                  "models", "tools", "permissions", "planner", "worker", "memory", "steps")
 STEP_ORDER = ("id", "uses", "needs", "maxVisits", "with", "input", "output", "retry",
               "timeoutMs", "onFailure", "steps")
 WITH_ORDER = ("model", "tool", "system", "prompt", "args", "items", "itemKey", "maxBranches",

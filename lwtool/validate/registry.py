@@ -64,6 +64,7 @@ OTHER_CODES: dict[str, str] = {
     "lock.stale": "the committed LWIR no longer matches its lock",
     "lock.missing": "an LWIR file has no lock beside it",
     "lock.invalid": "the lock file is not a valid lwtool lock",
+    "generate.stale": "a generated file no longer matches what its generator gives",
 }
 
 REDIRECTS: dict[str, str] = {}

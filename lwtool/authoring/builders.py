@@ -1,0 +1,156 @@
+"""The Python generator API: build LWIR workflows and WorkflowDefinitions in Python and
+emit the very files the CLI reads (`lwtool generate MODULE:ATTR -o FILE`).
+
+    wf = workflow("loan-summary", input=Applicant, output=str)
+    credit = wf.tool_call("credit", "creditScore", args={"applicant": "{{ input.applicant }}"})
+    wf.ai_generate("summarize", model="gpt-4o-mini", needs=[credit],
+                   prompt="Summarize. Score: {{ steps.credit.output.score }}")
+
+`permissions` are derived from the tools and model slots the steps use; code.run steps
+read their source from a file and pin its sha256; schemas may be pydantic models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lwtool.authoring.schemas import to_schema
+
+API_VERSION = "littleworkflow.dev/v0.1"
+Needs = list["Step | str"] | None
+
+
+@dataclass
+class Step:
+    """One step as a dict; `id` is what later steps name in `needs` and expressions."""
+
+    data: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+
+def text() -> dict[str, Any]:
+    return {"mode": "text"}
+
+
+def object_output(schema: Any) -> dict[str, Any]:
+    return {"mode": "object", "schema": to_schema(schema)}
+
+
+def array_output(schema: Any) -> dict[str, Any]:
+    return {"mode": "array", "schema": to_schema(schema)}
+
+
+def choice(*values: str) -> dict[str, Any]:
+    return {"mode": "choice", "values": list(values)}
+
+
+@dataclass
+class Workflow:
+    """An LWIR document under construction; `document()` is the LWIR dict."""
+
+    name: str
+    version: str = "0.1.0"
+    description: str | None = None
+    input: Any = None
+    output: Any = None
+    steps: list[Step] = field(default_factory=list)
+
+    def _add(self, step_id: str, uses: str, needs: Needs, extra: dict[str, Any]) -> Step:
+        data: dict[str, Any] = {"id": step_id, "uses": uses}
+        if needs:
+            data["needs"] = [n.id if isinstance(n, Step) else n for n in needs]
+        data.update({k: v for k, v in extra.items() if v is not None})
+        step = Step(data)
+        self.steps.append(step)
+        return step
+
+    def ai_generate(self, step_id: str, *, model: str, prompt: str, system: str | None = None,
+                    output: dict[str, Any] | None = None, needs: Needs = None,
+                    max_visits: int | None = None, **more: Any) -> Step:
+        with_ = {"model": model, "prompt": prompt, **({"system": system} if system else {})}
+        return self._add(step_id, "ai.generate", needs, {
+            "maxVisits": max_visits, "with": with_, "output": output or text(), **more})
+
+    def tool_call(self, step_id: str, tool: str, *, args: dict[str, Any] | None = None,
+                  input: Any = None, output: dict[str, Any] | None = None,
+                  needs: Needs = None, max_visits: int | None = None, **more: Any) -> Step:
+        with_ = {"tool": tool, **({"args": args} if args is not None else {})}
+        return self._add(step_id, "tool.call", needs, {
+            "maxVisits": max_visits, "with": with_, "input": input, "output": output,
+            **more})
+
+    def code_run(self, step_id: str, file: str | Path, *, output: dict[str, Any],
+                 input: Any = None, needs: Needs = None, fixer: dict[str, Any] | None = None,
+                 **more: Any) -> Step:
+        """A code.run step whose entrypoint is `file`, read now and pinned by sha256."""
+        path = Path(file)
+        content = path.read_text(encoding="utf-8")
+        pin = "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
+        with_ = {"entrypoint": path.name,
+                 "files": {path.name: {"content": content, "sha256": pin}},
+                 "sandbox": {"network": "deny", "env": "deny", "fs": "deny"}}
+        return self._add(step_id, "code.run", needs, {
+            "with": with_, "input": input, "output": output,
+            "onFailure": {"fixer": fixer} if fixer else None, **more})
+
+    def decision(self, step_id: str, cases: list[tuple[str, str]], default: str,
+                 *, needs: Needs = None, max_visits: int | None = None) -> Step:
+        """`cases`: (when-expression, target step id or "end") in order."""
+        with_ = {"cases": [{"when": when, "to": to} for when, to in cases],
+                 "default": default}
+        return self._add(step_id, "decision", needs, {"maxVisits": max_visits, "with": with_})
+
+    def parallel(self, step_id: str, items: str, body: Workflow, *, item_key: str,
+                 max_branches: int, max_concurrency: int,
+                 failure_mode: str = "all_settled", needs: Needs = None) -> Step:
+        """`body`: a Workflow whose steps run once per item (they read `{{ item }}`)."""
+        with_ = {"items": items, "itemKey": item_key, "maxBranches": max_branches,
+                 "maxConcurrency": max_concurrency, "failureMode": failure_mode,
+                 "fanIn": {"order": "input", "output": "array"}}
+        return self._add(step_id, "parallel", needs, {
+            "with": with_, "steps": [s.data for s in body.steps]})
+
+    def document(self) -> dict[str, Any]:
+        metadata = {"name": self.name, "version": self.version,
+                    **({"description": self.description} if self.description else {})}
+        tools, models = _used(self.steps)
+        doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Workflow",
+                               "metadata": metadata}
+        if self.input is not None:
+            doc["input"] = {"schema": to_schema(self.input)}
+        if self.output is not None:
+            doc["output"] = {"schema": to_schema(self.output)}
+        doc["permissions"] = {"tools": tools, "models": models}
+        doc["steps"] = [s.data for s in self.steps]
+        return doc
+
+
+def workflow(name: str, **settings: Any) -> Workflow:
+    return Workflow(name, **settings)
+
+
+def _used(steps: list[Step]) -> tuple[list[str], list[str]]:
+    tools: list[str] = []
+    models: list[str] = []
+
+    def visit(data: dict[str, Any]) -> None:
+        with_ = data.get("with") or {}
+        if data.get("uses") == "tool.call" and with_.get("tool") not in tools:
+            tools.append(with_["tool"])
+        if data.get("uses") == "ai.generate" and with_.get("model") not in models:
+            models.append(with_["model"])
+        fixer = (data.get("onFailure") or {}).get("fixer") or {}
+        if fixer.get("model") and fixer["model"] not in models:
+            models.append(fixer["model"])
+        for child in data.get("steps") or []:
+            visit(child)
+
+    for step in steps:
+        visit(step.data)
+    return tools, models

@@ -1,0 +1,48 @@
+"""`lwtool generate MODULE:ATTR -o FILE`: the document a Python generator gives, written
+as YAML (or JSON for a .json name) with a lock that names the generator, so that
+`lwtool check` reports `generate.stale` when the generator gives another document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class GeneratorFailed(Exception):
+    pass
+
+
+def generate_document(spec: str, relative_to: Path | None = None) -> dict[str, Any]:
+    """Import `MODULE:ATTR` (a `.py` path is read relative to `relative_to`) and return
+    its document."""
+    from lwtool.authoring.definitions import document_of
+    from lwtool.tools import ToolsNotLoadable, load_attribute
+
+    module, sep, attr = spec.rpartition(":")
+    if relative_to is not None and sep and module.endswith(".py") and \
+            not Path(module).is_absolute():
+        spec = f"{relative_to / module}:{attr}"
+    try:
+        return document_of(load_attribute(spec, "generator"))
+    except (ToolsNotLoadable, TypeError, ValueError, OSError) as exc:
+        raise GeneratorFailed(str(exc)) from None
+
+
+def document_text(document: dict[str, Any], out: Path) -> str:
+    if out.suffix == ".json":
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    from lwtool.planner.emit import lwir_yaml
+
+    return lwir_yaml(document)
+
+
+def stored_spec(spec: str, out: Path) -> str:
+    """The generator as the lock records it: a `.py` path relative to the file's folder."""
+    import os
+
+    module, sep, attr = spec.rpartition(":")
+    if sep and module.endswith(".py"):
+        relative = os.path.relpath(Path(module).resolve(), out.parent.resolve())
+        return f"{Path(relative).as_posix()}:{attr}"
+    return spec

@@ -1,0 +1,125 @@
+"""The Python generator API: workflows and definitions built in Python emit the files
+the CLI reads (validated, hash-stable), pydantic schemas inlined into the subset,
+code.run pinned from its file, and `lwtool generate` / `lwtool check` catching a
+committed file that no longer matches its generator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from lwtool.authoring import (
+    define_workflow,
+    memory,
+    model_slot,
+    object_output,
+    planner,
+    text,
+    to_schema,
+    workflow,
+)
+from lwtool.authoring.schemas import SchemaNotSupported
+from lwtool.canonical.digest import workflow_version_id
+from lwtool.runtime.api import checked_lwir
+from tests.conftest import run_cli
+
+
+class Address(BaseModel):
+    city: str
+
+
+class Applicant(BaseModel):
+    name: str
+    address: Address
+    tags: list[str] = []
+
+
+def build() -> dict[str, object]:
+    wf = workflow("loan-summary", description="Summarize an application.",
+                  input=Applicant, output=str)
+    credit = wf.tool_call("credit", "creditScore", args={"applicant": "{{ input.name }}"})
+    wf.ai_generate("summarize", model="gpt-4o-mini", needs=[credit], output=text(),
+                   prompt="Summarize.\nScore: {{ steps.credit.output.score }}")
+    return wf.document()
+
+
+def test_a_built_workflow_is_valid_lwir_with_derived_permissions() -> None:
+    document = build()
+    assert checked_lwir(document) == document
+    assert document["permissions"] == {"tools": ["creditScore"], "models": ["gpt-4o-mini"]}
+    assert workflow_version_id(build()) == workflow_version_id(document)  # stable
+
+
+def test_pydantic_schemas_are_inlined_into_the_subset() -> None:
+    schema = to_schema(Applicant)
+    assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
+    assert schema["properties"]["address"] == {  # type: ignore[index]
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    assert to_schema(str) == {"type": "string"}
+
+    class Node(BaseModel):
+        children: list[Node] = []
+
+    with pytest.raises(SchemaNotSupported, match="refers to itself"):
+        to_schema(Node)
+    with pytest.raises(SchemaNotSupported):
+        to_schema(object())
+
+
+def test_code_run_is_pinned_from_its_file(tmp_path: Path) -> None:
+    source = tmp_path / "score.ts"
+    source.write_text("export async function run({ input }) { return { n: 1 }; }\n")
+    wf = workflow("score", input=dict, output=dict)
+    wf.code_run("score", source, output=object_output({"type": "object"}))
+    document = wf.document()
+    assert checked_lwir(document) == document  # the pin matches (code.pin_mismatch else)
+    assert document["steps"][0]["with"]["entrypoint"] == "score.ts"  # type: ignore[index]
+
+
+def test_a_definition_built_in_python(tmp_path: Path) -> None:
+    definition = define_workflow(
+        "loan", description="Summarize a loan application.", input=Applicant, output=str,
+        models=[model_slot("gpt-4o-mini", "openai/gpt-4o-mini")], tools=["creditScore"],
+        planner=planner(model="planner", max_revisions=2), memory=memory(org="none"))
+    path = tmp_path / "loan.definition.json"
+    path.write_text(json.dumps(definition.document()))
+    assert run_cli("validate", str(path)).returncode == 0
+
+
+GENERATOR = '''\
+from lwtool.authoring import workflow, text
+
+def loan():
+    wf = workflow("loan-summary", input={"type": "object"}, output={"type": "string"})
+    wf.ai_generate("summarize", model="gpt-4o-mini", prompt="PROMPT", output=text())
+    return wf
+'''
+
+
+def test_generate_then_check_catches_a_changed_generator(tmp_path: Path) -> None:
+    (tmp_path / "gen.py").write_text(GENERATOR.replace("PROMPT", "Summarize."))
+    done = run_cli("generate", "gen.py:loan", "-o", "loan.lwir.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lock = json.loads((tmp_path / "loan.lwir.lock.json").read_text())
+    assert lock["generator"] == "gen.py:loan"
+    assert run_cli("validate", "loan.lwir.yaml", cwd=tmp_path).returncode == 0
+    assert run_cli("check", "loan.lwir.yaml", cwd=tmp_path).returncode == 0
+    (tmp_path / "gen.py").write_text(GENERATOR.replace("PROMPT", "Summarize briefly."))
+    stale = run_cli("check", "loan.lwir.yaml", cwd=tmp_path)
+    assert stale.returncode == 1 and "generate.stale" in stale.stdout
+    assert "lwtool generate gen.py:loan -o loan.lwir.yaml" in stale.stdout
+    assert run_cli("generate", "gen.py:loan", "-o", "loan.lwir.yaml",
+                   cwd=tmp_path).returncode == 0
+    assert run_cli("check", "loan.lwir.yaml", cwd=tmp_path).returncode == 0
+
+
+def test_generate_refuses_invalid_documents_and_bad_generators(tmp_path: Path) -> None:
+    (tmp_path / "gen.py").write_text(GENERATOR.replace("PROMPT", "{{ steps.nope.output }}"))
+    bad = run_cli("generate", "gen.py:loan", "-o", "out.lwir.yaml", cwd=tmp_path)
+    assert bad.returncode == 1 and not (tmp_path / "out.lwir.yaml").exists()
+    assert "out.lwir.yaml:21:19: error step.missing_dependency" in bad.stderr
+    missing = run_cli("generate", "gen.py:nothing", "-o", "out.lwir.yaml", cwd=tmp_path)
+    assert missing.returncode == 2 and "generator" in missing.stderr
