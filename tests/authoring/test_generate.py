@@ -123,3 +123,20 @@ def test_generate_refuses_invalid_documents_and_bad_generators(tmp_path: Path) -
     assert "out.lwir.yaml:21:19: error step.missing_dependency" in bad.stderr
     missing = run_cli("generate", "gen.py:nothing", "-o", "out.lwir.yaml", cwd=tmp_path)
     assert missing.returncode == 2 and "generator" in missing.stderr
+
+
+def test_the_readme_shows_one_workflow_both_ways(tmp_path: Path) -> None:
+    from lwtool.compile import compile_file
+    from tests.conftest import ROOT
+
+    section = (ROOT / "README.md").read_text().split("### Python generator API", 1)[1]
+    yaml_text = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    python_text = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "written.lwir.yaml").write_text(yaml_text)
+    (tmp_path / "loan.py").write_text(python_text)
+    done = run_cli("generate", "loan.py:loan", "-o", "generated.lwir.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = compile_file(tmp_path / "written.lwir.yaml")
+    generated = compile_file(tmp_path / "generated.lwir.yaml")
+    assert written.ok and generated.ok
+    assert written.digest() == generated.digest()  # the same WorkflowVersion
