@@ -28,6 +28,7 @@ def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
     try:
         import litellm
 
+        litellm.suppress_debug_info = True  # else an unknown model prints to stdout
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=f"{provider}/{model_id}" if provider else model_id,
             prompt_tokens=int(usage.get("inputTokens", 0)),
