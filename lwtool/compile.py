@@ -39,7 +39,7 @@ class Compiled:
         from lwtool.lock.model import digest_of
 
         assert self.kind is not None
-        return digest_of(self.kind, self.value)
+        return digest_of(self.kind, self.value, Path(self.path).parent)
 
 
 def compile_file(path: str | Path) -> Compiled:

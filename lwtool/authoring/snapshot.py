@@ -6,9 +6,10 @@ snapshot holds the identity-bearing fields only (schemas and prompts by hash).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from lwtool.canonical.digest import sha256_of_bytes, sha256_of_json
+from lwtool.canonical.digest import folder_digest, sha256_of_bytes, sha256_of_json
 
 DEFAULT_HARNESS = "lwtool/workflow-harness@1"
 
@@ -32,7 +33,29 @@ def _schema_hash(holder: Any) -> str | None:
     return None
 
 
-def definition_snapshot(definition: dict[str, Any]) -> dict[str, Any]:
+def skills_identity(skills: Any, base: Path | None) -> list[str]:
+    """Skills by content (a digest of each local skill folder, read relative to the
+    definition's folder `base`), so a moved skill keeps the hash and an edited one
+    changes it; `git+` sources by their URL (pin a commit for content identity).
+    Without `base` (a definition not read from a file) the sources themselves."""
+    sources = [s for s in skills or [] if isinstance(s, str)]
+    if base is None:
+        return sorted(sources)
+    identities = []
+    for source in sources:
+        if source.startswith("git+"):
+            identities.append(source)
+            continue
+        folder = base / source
+        folder = folder.parent if folder.name == "SKILL.md" else folder
+        try:
+            identities.append(folder_digest(folder))
+        except (OSError, ValueError):
+            identities.append(f"unreadable:{source}")
+    return sorted(identities)
+
+
+def definition_snapshot(definition: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
     planner = definition.get("planner") or {}
     worker = definition.get("worker") or {}
     models = [
@@ -49,19 +72,20 @@ def definition_snapshot(definition: dict[str, Any]) -> dict[str, Any]:
             "modelSlotId": planner.get("model"),
             "harnessId": planner.get("harness", DEFAULT_HARNESS),
             "systemHash": _text_hash(planner.get("system")),
-            "skillsHash": sha256_of_json(sorted(planner.get("skills") or [])),
+            "skillsHash": sha256_of_json(skills_identity(planner.get("skills"), base)),
             "plan": planner.get("plan"),
             "maxWorkflowRevisions": planner.get("maxWorkflowRevisions"),
         },
         "workerConfig": {
             "harnessId": worker.get("harness", DEFAULT_HARNESS),
             "systemHash": _text_hash(worker.get("system")),
-            "skillsHash": sha256_of_json(sorted(worker.get("skills") or [])),
+            "skillsHash": sha256_of_json(skills_identity(worker.get("skills"), base)),
         },
         "globalTools": sorted(definition.get("tools") or []),
         "memoryConfig": definition.get("memory") or {"workflow": "rw", "org": "ro"},
     }
 
 
-def definition_hash(definition: dict[str, Any]) -> str:
-    return sha256_of_json(definition_snapshot(definition))
+def definition_hash(definition: dict[str, Any], base: Path | None = None) -> str:
+    """`base`: the definition file's folder (skills are hashed by content from there)."""
+    return sha256_of_json(definition_snapshot(definition, base))

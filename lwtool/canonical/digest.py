@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.jcs import canonical_bytes
@@ -22,3 +23,17 @@ def sha256_of_json(value: Any) -> str:
 def workflow_version_id(lwir: Any) -> str:
     """WorkflowVersion = sha256(canonicalJson(LWIR))."""
     return sha256_of_json(lwir)
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over every file's relative path and bytes (a skill's content identity);
+    `.git` is skipped. Raises ValueError for a symlink inside, OSError when unreadable."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*")
+                       if ".git" not in p.relative_to(folder).parts):
+        if path.is_symlink():
+            raise ValueError(f"{path}: skills hold plain files and folders, not symlinks")
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return PREFIX + digest.hexdigest()

@@ -14,7 +14,6 @@ content (name plus a digest of every file), never by the path it was read from.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -110,14 +109,12 @@ def _line_of(data: object, key: str) -> str:
 
 def folder_digest(folder: Path) -> str:
     """sha256 over every file's relative path and bytes (symlinks refused)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if ".git" not in p.relative_to(folder).parts):
-        if path.is_symlink():
-            raise SkillError(f"{path}: skills hold plain files and folders, not symlinks")
-        if path.is_file():
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return "sha256:" + digest.hexdigest()
+    from lwtool.canonical.digest import folder_digest as digest
+
+    try:
+        return digest(folder)
+    except ValueError as exc:
+        raise SkillError(str(exc)) from None
 
 
 def fetch_git_skill(source: str, cache_dir: Path) -> Path:

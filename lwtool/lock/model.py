@@ -55,8 +55,9 @@ class Lock:
         }
 
 
-def digest_of(kind: str, value: Any) -> str:
-    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value)
+def digest_of(kind: str, value: Any, base: Path | None = None) -> str:
+    """WorkflowVersion id, or WorkflowDefinitionHash (skills read relative to `base`)."""
+    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value, base)
 
 
 def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
@@ -69,6 +70,7 @@ def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
                     metadata.get("version"), tuple(permissions.get("models") or ()),
                     tuple(permissions.get("tools") or ()))
     models = tuple(str(m.get("model")) for m in value.get("models") or () if isinstance(m, dict))
-    return Lock(Path(path).name, kind, definition_hash(value), value.get("id"), None, models,
+    return Lock(Path(path).name, kind, definition_hash(value, Path(path).parent),
+                value.get("id"), None, models,
                 tuple(value.get("tools") or ()))
 

@@ -59,7 +59,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
     (input_schema_error, runtime_config_error, planner_validation_exhausted)."""
     say = progress or (lambda _: None)
     try:
-        request = build_request(definition, run_input, tools, outer_loop)
+        request = build_request(definition, run_input, tools, outer_loop, skills_base)
     except RequestInvalid as exc:
         raise RunFailedError(run_id, "-", exc.cause, exc.message) from None
     planner = definition.get("planner") or {}

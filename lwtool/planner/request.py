@@ -7,6 +7,7 @@ their code) and the output contract are snapshotted, with the WorkflowDefinition
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lwtool.authoring.snapshot import definition_hash, slot_id
@@ -51,7 +52,9 @@ class OrchestrationRequest:
 
 
 def build_request(definition: dict[str, Any], run_input: Any, tools: ToolRegistry,
-                  outer_loop: dict[str, Any] | None = None) -> OrchestrationRequest:
+                  outer_loop: dict[str, Any] | None = None,
+                  base: Path | None = None) -> OrchestrationRequest:
+    """`base`: the definition's folder (its skills are hashed by content from there)."""
     from lwtool.runtime.outputs import OutputInvalid, check_schema
 
     schema = (definition.get("input") or {}).get("schema")
@@ -76,5 +79,5 @@ def build_request(definition: dict[str, Any], run_input: Any, tools: ToolRegistr
     slots = [{"id": slot_id(m), **({"description": m["description"]}
                                    if m.get("description") else {})}
              for m in definition.get("models") or []]
-    return OrchestrationRequest(definition, definition_hash(definition), run_input, slots,
+    return OrchestrationRequest(definition, definition_hash(definition, base), run_input, slots,
                                 described, definition.get("output"), outer_loop)

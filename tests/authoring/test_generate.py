@@ -140,3 +140,25 @@ def test_the_readme_shows_one_workflow_both_ways(tmp_path: Path) -> None:
     generated = compile_file(tmp_path / "generated.lwir.yaml")
     assert written.ok and generated.ok
     assert written.digest() == generated.digest()  # the same WorkflowVersion
+
+
+def test_definition_hash_takes_skills_by_content(tmp_path: Path) -> None:
+    from lwtool.authoring.snapshot import definition_hash
+
+    for folder in ("skills/a", "moved/a"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "SKILL.md").write_text("---\nname: a\ndescription: A.\n---\n")
+    definition = define_workflow("d", planner=planner(model="p", skills=["skills/a"])).value
+    moved = define_workflow("d", planner=planner(model="p", skills=["moved/a"])).value
+    assert definition_hash(definition, tmp_path) == definition_hash(moved, tmp_path)
+    before = definition_hash(definition, tmp_path)
+    (tmp_path / "skills/a/SKILL.md").write_text("---\nname: a\ndescription: A, edited.\n---\n")
+    assert definition_hash(definition, tmp_path) != before
+    # A committed definition's lock goes stale when a skill's content changes.
+    path = tmp_path / "d.definition.json"
+    path.write_text(json.dumps(definition))
+    assert run_cli("lock", str(path)).returncode == 0
+    assert run_cli("check", str(path)).returncode == 0
+    (tmp_path / "skills/a/extra.md").write_text("more")
+    stale = run_cli("check", str(path))
+    assert stale.returncode == 1 and "lock.stale" in stale.stdout
