@@ -85,7 +85,7 @@ def run(
                        step_timeout, worker_harness, as_json)
         return
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
-                             step_timeout, worker_harness),
+                             step_timeout, worker_harness, workspace_of(definition, path)),
            as_json, lambda: started[0] if started else run_id)
 
 
@@ -109,7 +109,8 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
         planned = await plan_definition(world, path, definition, run_input, registry,
                                         model_map, planner_run, step_timeout)
         return await start_run(world, planned.lwir, run_input, registry, model_map, run_id,
-                               _announce, step_timeout, worker_harness)
+                               _announce, step_timeout, worker_harness,
+                               workspace_of(definition, path))
 
     _drive(planned_run, as_json, lambda: run_id)
 
@@ -158,7 +159,8 @@ def _outer_loop(world: Any, path: Path, definition: dict[str, Any], run_input: A
 
     async def run(lwir: dict[str, Any], run_id: str) -> dict[str, Any]:
         return await start_run(world, lwir, run_input, registry, model_map, run_id,
-                               _announce, step_timeout, worker_harness)
+                               _announce, step_timeout, worker_harness,
+                               workspace_of(definition, path))
 
     def say(message: str) -> None:
         sys.stderr.write(f"lwtool: {message}\n")
@@ -180,6 +182,18 @@ def _compiled(path: Path) -> Any:
         sys.stderr.write(render_text([FileReport(str(path), compiled.findings)]))
         raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
     return compiled
+
+
+def workspace_of(definition: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
+    """What a definition gives its worker steps' workspaces: its id (the workflow memory
+    store), its memory settings and its worker skills (local ones as absolute paths)."""
+    if definition is None:
+        return None
+    skills = [s if s.startswith("git+") or Path(s).is_absolute()
+              else str((path.parent / s).resolve())
+              for s in (definition.get("worker") or {}).get("skills") or []]
+    return {"workflowId": definition["id"], "memory": definition.get("memory"),
+            "skills": skills}
 
 
 def definition_models(definition: dict[str, Any] | None) -> dict[str, str]:

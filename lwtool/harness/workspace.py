@@ -87,23 +87,43 @@ def session_workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_
 class StepWorkspace:
     """A worker step's surroundings for a custom harness: `mounts()` lays out the
     worker's mounts (its step scratch rw; the planner's scratch, the other steps' and
-    the memory stores ro), `bash()` makes a bash tool over them. The run's scratch is
-    removed when the run ends."""
+    the memory stores ro), `bash()` makes a bash tool over them with the definition's
+    worker skills staged at `.agents/skills/`. Nothing is created until asked; the
+    run's scratch is removed when the run ends."""
 
     data_dir: Path
     run_id: str
     step_path: str
     workflow_id: str | None = None
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    skills: tuple[str, ...] = ()
     role: str = "worker"
+
+    @classmethod
+    def of_run(cls, run: Any, step_path: str) -> StepWorkspace:
+        """The workspace of a step of `run` (a RunState) with its definition's settings."""
+        settings = run.workspace
+        return cls(Path(run.world.data_dir), run.run_id, step_path,
+                   settings.get("workflowId"), MemoryConfig.from_json(settings.get("memory")),
+                   tuple(settings.get("skills") or ()))
 
     def mounts(self) -> list[Mount]:
         return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),
                            workflow_id=self.workflow_id, memory=self.memory,
                            step_path=self.step_path).mounts
 
+    def resolved_skills(self) -> tuple[list[Skill], list[str]]:
+        org = MemoryStores(self.data_dir).org() / "skills" if self.memory.org != "none" \
+            else None
+        return resolve_skills(self.skills, self.data_dir / "skills-cache", org)
+
     def bash(self, options: BashOptions | None = None) -> BashTool:
         """Raises BashUnavailable where the sandbox cannot run (fail closed)."""
+        mounts = self.mounts()
+        skills, _ = self.resolved_skills()
+        if skills:
+            own = next(m for m in mounts if m.target == "/mnt/scratch/own")
+            mounts.append(Mount(f"{own.target}/.agents", stage_skills(skills, own.source),
+                                False))
         layout = ScratchLayout(self.data_dir, self.run_id)
-        return BashTool(self.mounts(), options or BashOptions.from_env(),
-                        layout.run_dir / "tmp")
+        return BashTool(mounts, options or BashOptions.from_env(), layout.run_dir / "tmp")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
@@ -123,8 +122,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
                 HarnessContext(recorder=run, tools=run.tools, scope=scope,
-                               workspace=StepWorkspace(Path(run.world.data_dir), run.run_id,
-                                                       path)))
+                               workspace=StepWorkspace.of_run(run, path)))
         output, call_events = done.output, done.events
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be

@@ -50,8 +50,11 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, s
 async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,
                     models: dict[str, str], run_id: str | None = None,
                     on_start: Callable[[str], None] | None = None,
-                    step_timeout: float | None = None, harness: Any = None) -> dict[str, Any]:
-    """Register the version, create the run, execute it. An existing `run_id` resumes."""
+                    step_timeout: float | None = None, harness: Any = None,
+                    workspace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Register the version, create the run, execute it. An existing `run_id` resumes.
+    `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
+    workspaces use (memory stores, skills); recorded with the run."""
     harness = harness or WorkflowHarness()
     version_id = workflow_version_id(lwir)
     try:
@@ -73,8 +76,9 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
-        world.create_run(run_id, version_id, run_input,
-                         {"models": models, "stepTimeoutS": timeout}, [NewEvent(
+        options = {"models": models, "stepTimeoutS": timeout,
+                   **({"workspace": workspace} if workspace else {})}
+        world.create_run(run_id, version_id, run_input, options, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,
                            "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
@@ -82,7 +86,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout, harness)
+                              Journal(), timeout, harness, workspace)
 
 
 def _existing(world: World, run_id: str) -> Any:
@@ -137,7 +141,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
             raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
                                        _drift_message(recorded, current))
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
-                              models, journal, timeout, harness)
+                              models, journal, timeout, harness,
+                              record.options.get("workspace"))
 
 
 def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
@@ -155,9 +160,11 @@ def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
                    run_input: Any, tools: ToolRegistry, models: dict[str, str],
-                   journal: Journal, step_timeout: float, harness: Any) -> dict[str, Any]:
+                   journal: Journal, step_timeout: float, harness: Any,
+                   workspace: dict[str, Any] | None = None) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness)
+    state.workspace = dict(workspace or {})
     try:
         return await _drive(state)
     finally:

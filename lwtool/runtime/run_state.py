@@ -52,6 +52,7 @@ class RunState:
     _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
     tools_hash: str = ""
+    workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
     _attached: dict[str, list[bytes]] = field(default_factory=dict)
     _usage: dict[str, dict[str, int]] = field(default_factory=dict)

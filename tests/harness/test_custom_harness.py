@@ -131,3 +131,27 @@ def test_worker_steps_get_their_scratch_and_bash_from_the_workspace(tmp_path: Pa
                                       harness=BashCodeHarness()))
     assert result["output"] == "draft\npeer-steps-is-ro\n"
     assert not (tmp_path / "data/runs/w1").exists()  # scratch goes when the run ends
+
+
+@requires_bwrap
+def test_a_definitions_memory_and_worker_skills_reach_worker_steps(tmp_path: Path) -> None:
+    script = ("cat /mnt/memory/workflow/lessons.md; cat .agents/skills/house/SKILL.md | tail -1;"
+              " bash -c 'echo x > /mnt/memory/workflow/new.md' 2>/dev/null || echo memory-ro")
+    lwir = {**LWIR, "permissions": {"tools": [], "models": []},
+            "steps": [_script_step("look", script, [])]}
+    (tmp_path / "plan.lwir.json").write_text(json.dumps(lwir))
+    (tmp_path / "skills/house").mkdir(parents=True)
+    (tmp_path / "skills/house/SKILL.md").write_text(
+        "---\nname: house\ndescription: House style.\n---\nWrite plainly.\n")
+    (tmp_path / "def.yaml").write_text(
+        "apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\nid: support\n"
+        "planner: {plan: plan.lwir.json}\n"
+        f"worker: {{harness: '{ROOT / 'tests/harness/custom_harness.py'}:BashCodeHarness', "
+        "skills: [skills/house]}\nmemory: {workflow: rw, org: ro}\n")
+    (tmp_path / "data/memory/workflows/support").mkdir(parents=True)
+    (tmp_path / "data/memory/workflows/support/lessons.md").write_text("be kind\n")
+    (tmp_path / "in.json").write_text("{}")
+    done = run_cli("run", "def.yaml", "--input", "in.json", "--data-dir", "data", "--json",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "be kind\nWrite plainly.\nmemory-ro\n"
