@@ -12,16 +12,25 @@ from lwtool.cli.canon import _compiled
 
 def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) -> None:
     """Write the version lock beside each valid file (`name.lock.json`)."""
+    from dataclasses import replace
+
     from lwtool.cli.runtime_options import fail
-    from lwtool.lock.io import LockNotWritable, write_lock
+    from lwtool.lock.io import LockNotWritable, LockUnreadable, read_lock, write_lock
     from lwtool.lock.model import lock_for, lock_path_for
 
     for path in paths:
         compiled = _compiled(path)
         assert compiled.kind is not None
         target = lock_path_for(path)
+        new = lock_for(path, compiled.kind, compiled.value)
+        try:  # a generated file keeps the generator its lock names
+            generator = read_lock(target).get("generator") if target.is_file() else None
+        except LockUnreadable:
+            generator = None
+        if isinstance(generator, str):
+            new = replace(new, generator=generator)
         try:
-            write_lock(target, lock_for(path, compiled.kind, compiled.value))
+            write_lock(target, new)
         except LockNotWritable as exc:
             raise fail(str(exc)) from None
         typer.echo(f"{target}: {compiled.digest()}")

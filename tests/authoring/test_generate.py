@@ -114,6 +114,9 @@ def test_generate_then_check_catches_a_changed_generator(tmp_path: Path) -> None
     assert run_cli("generate", "gen.py:loan", "-o", "loan.lwir.yaml",
                    cwd=tmp_path).returncode == 0
     assert run_cli("check", "loan.lwir.yaml", cwd=tmp_path).returncode == 0
+    assert run_cli("lock", "loan.lwir.yaml", cwd=tmp_path).returncode == 0  # keeps it
+    relocked = json.loads((tmp_path / "loan.lwir.lock.json").read_text())
+    assert relocked["generator"] == "gen.py:loan"
 
 
 def test_generate_refuses_invalid_documents_and_bad_generators(tmp_path: Path) -> None:
