@@ -19,6 +19,7 @@ _EXPORTS = {
     "WorkflowInvalid": "lwtool.runtime.api",
     "local_world": "lwtool.world.local",
     "replay_run": "lwtool.runtime.api",
+    "run_definition": "lwtool.planner.api",
     "run_workflow": "lwtool.runtime.api",
 }
 

@@ -125,6 +125,15 @@ class ToolsNotLoadable(Exception):
     pass
 
 
+def relative_spec(spec: str, folder: Path | None) -> str:
+    """A definition's `file.py:attr` (or `dir/module:attr`) read relative to `folder`."""
+    module, sep, attr = spec.rpartition(":")
+    if folder is not None and sep and (module.endswith(".py") or "/" in module) \
+            and not Path(module).is_absolute():
+        return f"{folder / module}:{attr}"
+    return spec
+
+
 def load_attribute(spec: str, what: str = "tools") -> Any:
     """`MODULE:ATTR` (an importable module, or a path to a .py file) -> that attribute."""
     module_name, sep, attr = spec.rpartition(":")

@@ -17,7 +17,6 @@ from lwtool.cli.run import (
     Models,
     StepTimeout,
     Tools,
-    definition_models,
     definition_of,
     execute,
 )
@@ -44,6 +43,7 @@ def plan(
     as_json: AsJson = False,
 ) -> None:
     """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
+    from lwtool.planner.api import definition_models, plan_definition
     from lwtool.runtime.interpreter import new_run_id
     from lwtool.world.base import check_run_id
 
@@ -58,8 +58,8 @@ def plan(
     world = open_world(data_dir)
 
     async def planned() -> dict[str, Any]:
-        result = await plan_definition(world, path, definition, run_input, registry,
-                                       model_map, planner_run, step_timeout)
+        result = await plan_definition(world, path.parent, definition, run_input, registry,
+                                       model_map, planner_run, step_timeout, progress=_say)
         _write(out, result.lwir)
         return {"workflowVersionId": result.version_id, "path": str(out),
                 "plannerRunId": result.planner_run_id, "drafts": result.drafts,
@@ -71,28 +71,6 @@ def plan(
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         sys.stdout.write(f"{out}: {summary['workflowVersionId']}\n")
-
-
-async def plan_definition(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
-                          registry: Any, model_map: dict[str, str], planner_run: str,
-                          step_timeout: float | None,
-                          outer_loop: dict[str, Any] | None = None) -> Any:
-    """Plan `definition` (read from `path`) with its planner model, progress on stderr."""
-    from lwtool.harness.bash import BashOptions, bwrap_problem
-    from lwtool.planner.compile_loop import plan_workflow
-    from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT
-
-    planner = definition.get("planner") or {}
-    name = str(planner.get("model"))
-    options = BashOptions.from_env()
-    bash = options if options.sandbox == "path-check" or bwrap_problem() is None else None
-    if bash is None:
-        _say(f"no bash for the planner: {bwrap_problem()}")
-    return await plan_workflow(world, definition, run_input, registry,
-                               model_map.get(name, name), run_id=planner_run,
-                               skills_base=path.parent, bash=bash, progress=_say,
-                               outer_loop=outer_loop,
-                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
 
 
 def _say(message: str) -> None:

@@ -23,6 +23,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     read_json_or_yaml,
 )
+from lwtool.planner.api import definition_models, workspace_of
 
 DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
                                        help="The local world's folder.")]
@@ -85,34 +86,33 @@ def run(
                        step_timeout, worker_harness, as_json)
         return
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
-                             step_timeout, worker_harness, workspace_of(definition, path)),
+                             step_timeout, worker_harness, workspace_of(definition, path.parent)),
            as_json, lambda: started[0] if started else run_id)
 
 
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
                    registry: Any, model_map: dict[str, str], run_id: str | None,
                    step_timeout: float | None, worker_harness: Any, as_json: bool) -> None:
-    """Plan (the planner session is run `<run id>.plan`), then run the locked version;
-    the same command with the same --run-id resumes whichever was interrupted."""
-    from lwtool.cli.plan import plan_definition
-    from lwtool.runtime.interpreter import new_run_id, start_run
+    """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
+    (lwtool.planner.api.run_definition); the same --run-id resumes either."""
+    from lwtool.planner.api import run_definition
+    from lwtool.runtime.interpreter import new_run_id
 
     run_id = run_id or new_run_id()
-    planner_run = f"{run_id}.plan"
     planner = definition.get("planner") or {}
+    supervise = None
     if int(planner.get("maxOuterCycles", 1)) > 1 and planner.get("supervise"):
-        _outer_loop(world, path, definition, run_input, registry, model_map, run_id,
-                    step_timeout, worker_harness, as_json)
-        return
+        supervise = load_callable(str(planner["supervise"]), path.parent, "supervise")
 
-    async def planned_run() -> dict[str, Any]:
-        planned = await plan_definition(world, path, definition, run_input, registry,
-                                        model_map, planner_run, step_timeout)
-        return await start_run(world, planned.lwir, run_input, registry, model_map, run_id,
-                               _announce, step_timeout, worker_harness,
-                               workspace_of(definition, path))
+    def say(message: str) -> None:
+        sys.stderr.write(f"lwtool: {message}\n")
+        sys.stderr.flush()
 
-    _drive(planned_run, as_json, lambda: run_id)
+    _drive(lambda: run_definition(path, run_input, world=world, tools=registry,
+                                  models=model_map, run_id=run_id, step_timeout=step_timeout,
+                                  harness=worker_harness, supervise=supervise,
+                                  on_start=_announce, progress=say),
+           as_json, lambda: run_id)
 
 
 def replay(
@@ -142,34 +142,6 @@ def _announce(run_id: str) -> None:
     sys.stderr.flush()
 
 
-def _outer_loop(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
-                registry: Any, model_map: dict[str, str], loop_id: str,
-                step_timeout: float | None, worker_harness: Any, as_json: bool) -> None:
-    """Plan, run and supervise cycles (lwtool.planner.outer_loop); the loop's run id is
-    `loop_id`, and the same command with the same --run-id resumes it."""
-    from lwtool.cli.plan import plan_definition
-    from lwtool.planner.outer_loop import run_outer_loop
-    from lwtool.runtime.interpreter import start_run
-    supervise = load_callable(str((definition.get("planner") or {}).get("supervise")),
-                              path.parent, "supervise")
-
-    async def plan(context: dict[str, Any], planner_run: str) -> Any:
-        return await plan_definition(world, path, definition, run_input, registry,
-                                     model_map, planner_run, step_timeout, context)
-
-    async def run(lwir: dict[str, Any], run_id: str) -> dict[str, Any]:
-        return await start_run(world, lwir, run_input, registry, model_map, run_id,
-                               _announce, step_timeout, worker_harness,
-                               workspace_of(definition, path))
-
-    def say(message: str) -> None:
-        sys.stderr.write(f"lwtool: {message}\n")
-
-    _drive(lambda: run_outer_loop(world, definition, run_input, supervise, plan, run,
-                                  loop_id, progress=say),
-           as_json, lambda: loop_id)
-
-
 def _compiled(path: Path) -> Any:
     """The file through the front end; invalid files end the command with findings."""
     from lwtool.compile import compile_file
@@ -182,26 +154,6 @@ def _compiled(path: Path) -> Any:
         sys.stderr.write(render_text([FileReport(str(path), compiled.findings)]))
         raise fail(f"{path} is not valid; nothing was run", exit_codes.INVALID)
     return compiled
-
-
-def workspace_of(definition: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
-    """What a definition gives its worker steps' workspaces: its id (the workflow memory
-    store), its memory settings and its worker skills (local ones as absolute paths)."""
-    if definition is None:
-        return None
-    skills = [s if s.startswith("git+") or Path(s).is_absolute()
-              else str((path.parent / s).resolve())
-              for s in (definition.get("worker") or {}).get("skills") or []]
-    return {"workflowId": definition["id"], "memory": definition.get("memory"),
-            "skills": skills}
-
-
-def definition_models(definition: dict[str, Any] | None) -> dict[str, str]:
-    """A definition's model slots as slot id -> litellm model (`--models` overrides)."""
-    from lwtool.authoring.snapshot import slot_id
-
-    return {slot_id(m): str(m["model"]) for m in (definition or {}).get("models") or []
-            if isinstance(m, dict) and m.get("model")}
 
 
 def definition_of(path: Path) -> dict[str, Any]:

@@ -75,22 +75,16 @@ def load_worker_harness(spec: str | None, relative_to: Path | None = None) -> An
     from lwtool.harness.workflow import HarnessNotLoadable, load_harness
 
     try:
+        from lwtool.tools import relative_spec
+
         return load_harness(relative_spec(spec, relative_to) if spec else spec)
     except HarnessNotLoadable as exc:
         raise fail(str(exc)) from None
 
 
-def relative_spec(spec: str, relative_to: Path | None) -> str:
-    """A definition's `file.py:attr` read relative to the definition's folder."""
-    module, sep, attr = spec.rpartition(":")
-    if relative_to is not None and sep and (module.endswith(".py") or "/" in module):
-        return f"{relative_to / module}:{attr}"
-    return spec
-
-
 def load_callable(spec: str, relative_to: Path | None, what: str) -> Any:
     """A definition's `MODULE:FUNCTION` (e.g. `planner.supervise`) -> the callable."""
-    from lwtool.tools import ToolsNotLoadable, load_attribute
+    from lwtool.tools import ToolsNotLoadable, load_attribute, relative_spec
 
     try:
         value = load_attribute(relative_spec(spec, relative_to), what)

@@ -181,3 +181,24 @@ def test_the_yaml_reads_like_a_person_wrote_it_and_round_trips() -> None:
                "        Score: {{ steps.credit.output.score }}\n")
     assert literal in text
     assert YAML(typ="safe").load(text) == GOOD
+
+
+def test_run_definition_from_python_plans_then_runs(tmp_path: Path) -> None:
+    from lwtool import run_definition
+
+    world = local_world(tmp_path / "data")
+    planner_model = ScriptedModel([_submit(GOOD)])
+    result = asyncio.run(run_definition(
+        DEFINITION, {"applicant": "Ann"}, world=world, tools=_tools(),
+        planner_model=planner_model, run_id="py1"))
+    assert result["runId"] == "py1" and result["status"] == "completed"
+    assert result["output"].startswith("offline")  # the definition's slot: offline
+    assert world.get_run("py1.plan").status == "completed"
+    again = asyncio.run(run_definition(
+        DEFINITION, {"applicant": "Ann"}, world=world, tools=_tools(),
+        planner_model=ScriptedModel([]), run_id="py1"))
+    assert again["output"] == result["output"]  # finished: reported, nothing asked again
+    from lwtool.runtime.api import WorkflowInvalid
+
+    with pytest.raises(WorkflowInvalid):
+        asyncio.run(run_definition({"kind": "WorkflowDefinition"}, {}, world=world))

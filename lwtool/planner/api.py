@@ -1,0 +1,140 @@
+"""Running a WorkflowDefinition from Python: `run_definition(definition, input, ...)`
+does what `lwtool run DEFINITION` does. A fixed `planner.plan` runs as written;
+otherwise the planner drafts and locks the LWIR (its session is run `<run id>.plan`),
+then the locked version runs; with `planner.maxOuterCycles` > 1 and a supervise
+callable, the outer loop runs instead. The definition's model slots are the model map
+(`models` overrides), its id, memory and worker skills reach the worker steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lwtool.tools import ToolRegistry, relative_spec
+from lwtool.world.base import World
+
+Progress = Callable[[str], None]
+
+
+def definition_models(definition: Mapping[str, Any] | None) -> dict[str, str]:
+    """A definition's model slots as slot id -> litellm model."""
+    from lwtool.authoring.snapshot import slot_id
+
+    return {slot_id(m): str(m["model"]) for m in (definition or {}).get("models") or []
+            if isinstance(m, dict) and m.get("model")}
+
+
+def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, Any] | None:
+    """What a definition gives its worker steps' workspaces: its id (the workflow memory
+    store), its memory settings and its worker skills (local ones as absolute paths)."""
+    if definition is None:
+        return None
+    skills = [s if s.startswith("git+") or Path(s).is_absolute() else str((base / s).resolve())
+              for s in (definition.get("worker") or {}).get("skills") or []]
+    return {"workflowId": definition["id"], "memory": definition.get("memory"),
+            "skills": skills}
+
+
+async def plan_definition(world: World, base: Path, definition: dict[str, Any],
+                          run_input: Any, tools: ToolRegistry, models: Mapping[str, str],
+                          planner_run: str, step_timeout: float | None = None,
+                          outer_loop: dict[str, Any] | None = None,
+                          progress: Progress | None = None, planner_model: Any = None) -> Any:
+    """Plan with `planner_model`, else the definition's planner model looked up in
+    `models`; bash for the planner where a sandbox can run (else none, and `progress`
+    says why)."""
+    from lwtool.harness.bash import BashOptions, bwrap_problem
+    from lwtool.planner.compile_loop import plan_workflow
+    from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT
+
+    say = progress or (lambda _: None)
+    name = str((definition.get("planner") or {}).get("model"))
+    options = BashOptions.from_env()
+    bash = options if options.sandbox == "path-check" or bwrap_problem() is None else None
+    if bash is None:
+        say(f"no bash for the planner: {bwrap_problem()}")
+    model = planner_model if planner_model is not None else models.get(name, name)
+    return await plan_workflow(world, definition, run_input, tools, model,
+                               run_id=planner_run, skills_base=base, bash=bash,
+                               progress=say, outer_loop=outer_loop,
+                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
+
+
+async def run_definition(definition: str | Path | Mapping[str, Any], run_input: Any, *,
+                         world: World | None = None,
+                         tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
+                         models: Mapping[str, str] | None = None, run_id: str | None = None,
+                         base: Path | None = None, step_timeout: float | None = None,
+                         harness: Any = None,
+                         supervise: Callable[[dict[str, Any]], Any] | None = None,
+                         on_start: Callable[[str], None] | None = None,
+                         progress: Progress | None = None,
+                         planner_model: Any = None) -> dict[str, Any]:
+    """Plan (unless the plan is fixed) and run a definition; an existing `run_id`
+    resumes whichever part was interrupted. `base` is the folder relative paths in a
+    definition given as a dict are read from (default: the current folder);
+    `planner_model` (a litellm string or a ScriptedModel) overrides `planner.model`."""
+    from lwtool.harness.workflow import load_harness
+    from lwtool.runtime.api import checked_lwir, load_lwir
+    from lwtool.runtime.interpreter import new_run_id, start_run
+    from lwtool.world.local import local_world
+
+    value, folder = _load(definition, base)
+    world = world or local_world()
+    registry = ToolRegistry.of(tools)
+    model_map = {**definition_models(value), **dict(models or {})}
+    planner = value.get("planner") or {}
+    worker_spec = (value.get("worker") or {}).get("harness")
+    if harness is None and worker_spec:
+        harness = load_harness(relative_spec(worker_spec, folder))
+    workspace = workspace_of(value, folder)
+    run_id = run_id or new_run_id()
+
+    async def run(lwir: dict[str, Any], cycle_run: str) -> dict[str, Any]:
+        return await start_run(world, lwir, run_input, registry, model_map, cycle_run,
+                               on_start, step_timeout, harness, workspace)
+
+    async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
+        return await plan_definition(world, folder, value, run_input, registry, model_map,
+                                     planner_run, step_timeout, context, progress,
+                                     planner_model)
+
+    if planner.get("plan"):
+        return await run(load_lwir(folder / str(planner["plan"])), run_id)
+    if int(planner.get("maxOuterCycles", 1)) > 1 and (supervise or planner.get("supervise")):
+        from lwtool.planner.outer_loop import run_outer_loop
+        from lwtool.tools import load_attribute
+
+        judge = supervise or load_attribute(relative_spec(str(planner["supervise"]), folder),
+                                            "supervise")
+        return await run_outer_loop(world, value, run_input, judge, plan, run, run_id,
+                                    progress)
+    planned = await plan(None, f"{run_id}.plan")
+    return await run(checked_lwir(planned.lwir), run_id)
+
+
+def _load(definition: str | Path | Mapping[str, Any], base: Path | None
+          ) -> tuple[dict[str, Any], Path]:
+    """A valid WorkflowDefinition and the folder its relative paths are read from."""
+    import json
+
+    from lwtool.runtime.api import WorkflowInvalid
+    from lwtool.source.loader import LoadFailed, load_path, load_text
+    from lwtool.validate.finding import Severity
+    from lwtool.validate.run import document_kind, validate_document
+
+    if isinstance(definition, (str, Path)):
+        try:
+            document, folder = load_path(definition), Path(definition).parent
+        except LoadFailed as exc:
+            raise WorkflowInvalid(str(definition), exc.findings) from None
+    else:
+        document, folder = load_text(json.dumps(definition), "<definition>.json"), \
+            base or Path.cwd()
+    findings = validate_document(document)
+    if document_kind(document) != "WorkflowDefinition" or any(
+            f.severity is Severity.ERROR for f in findings):
+        raise WorkflowInvalid(document.path, findings)
+    value: dict[str, Any] = document.value
+    return value, folder
