@@ -101,8 +101,9 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
     run_id = run_id or new_run_id()
     planner = definition.get("planner") or {}
     supervise = None
-    if int(planner.get("maxOuterCycles", 1)) > 1 and planner.get("supervise"):
-        supervise = load_callable(str(planner["supervise"]), path.parent, "supervise")
+    if int(planner.get("maxOuterCycles", 1)) > 1 and isinstance(planner.get("supervise"),
+                                                                   str):
+        supervise = load_callable(planner["supervise"], path.parent, "supervise")
 
     def say(message: str) -> None:
         sys.stderr.write(f"lwtool: {message}\n")

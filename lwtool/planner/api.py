@@ -103,11 +103,17 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
     if planner.get("plan"):
         return await run(load_lwir(folder / str(planner["plan"])), run_id)
     if int(planner.get("maxOuterCycles", 1)) > 1 and (supervise or planner.get("supervise")):
-        from lwtool.planner.outer_loop import run_outer_loop
+        from lwtool.planner.outer_loop import model_supervisor, run_outer_loop
         from lwtool.tools import load_attribute
 
-        judge = supervise or load_attribute(relative_spec(str(planner["supervise"]), folder),
-                                            "supervise")
+        spec = planner.get("supervise")
+        if supervise is not None:
+            judge = supervise
+        elif isinstance(spec, dict):  # a supervising model: {model: SLOT, system?}
+            judge = model_supervisor(model_map.get(spec["model"], spec["model"]),
+                                     spec.get("system"))
+        else:
+            judge = load_attribute(relative_spec(str(spec), folder), "supervise")
         return await run_outer_loop(world, value, run_input, judge, plan, run, run_id,
                                     progress)
     planned = await plan(None, f"{run_id}.plan")

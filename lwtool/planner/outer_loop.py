@@ -31,6 +31,16 @@ from lwtool.runtime.run_state import short_hash
 from lwtool.world.base import NewEvent, RunNotFound, World
 
 OUTER_KIND = "OuterLoop"
+DECISION_MODE = {"mode": "object", "schema": {
+    "type": "object", "required": ["kind"],
+    "properties": {"kind": {"enum": ["done", "continue"]}, "promptNote": {"type": "string"},
+                   "finalOutput": {}}}}
+SUPERVISOR_SYSTEM = (
+    "You supervise a workflow that is planned and run in cycles toward a goal. Read the "
+    "goal and every cycle so far (its workflow version, status and output). If the last "
+    "output meets the goal, answer {\"kind\": \"done\", \"finalOutput\": <the output to "
+    "return>}. Otherwise answer {\"kind\": \"continue\", \"promptNote\": <what the next "
+    "plan must do differently>}.")
 Planner = Callable[[dict[str, Any], str], Any]  # (outerLoop context, planner run id) -> plan
 Runner = Callable[[dict[str, Any], str], Any]  # (lwir, run id) -> RunResult
 
@@ -180,3 +190,30 @@ class _Manifest:
                     "pendingCycleRunId": pending, "cycles": cycles}
         write_text_atomically(self.path, json.dumps(document, indent=2, default=str) + "\n",
                               "the outer-loop manifest")
+
+
+def model_supervisor(model: Any, system: str | None = None
+                     ) -> Callable[[dict[str, Any]], Any]:
+    """`supervise` as one model call per cycle (a litellm model string or a
+    ScriptedModel) answering {kind, promptNote?, finalOutput?}; its answer is recorded in
+    OuterLoopCycleCompleted (a call cut off by a kill is made again)."""
+    from lwtool.harness.models import OutputRequest, call_model, output_request
+    from lwtool.runtime.outputs import OutputInvalid, parse_model_text
+
+    async def supervise(context: dict[str, Any]) -> Any:
+        request = output_request(model, DECISION_MODE) if isinstance(model, str) \
+            else OutputRequest(None, False)
+        instruction = "" if request.native else (
+            "\n\nReply with only JSON that matches this JSON Schema: "
+            + json.dumps(DECISION_MODE["schema"]))
+        messages = [{"role": "system", "content": (system or SUPERVISOR_SYSTEM) + instruction},
+                    {"role": "user", "content": json.dumps(context, ensure_ascii=False,
+                                                           default=str)}]
+        reply = await call_model(model, messages, DECISION_MODE, messages[-1]["content"],
+                                 request)
+        try:
+            return parse_model_text(reply.text, DECISION_MODE)
+        except OutputInvalid as exc:
+            return {"kind": None, "problem": f"the supervising model's answer: {exc}"}
+
+    return supervise

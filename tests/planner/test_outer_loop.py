@@ -123,3 +123,22 @@ def test_kill_between_cycles_resumes_into_the_next_planning(folder: Path) -> Non
     assert json.loads(done.stdout)["output"]["cycles"] == 2
     assert len(server.requests) == 3  # cycle 1's planner was not asked again
     assert (folder / "supervise.log").read_text().split() == ["1", "2"]
+
+
+def test_a_supervising_model(folder: Path) -> None:
+    text = (folder / "loan.definition.yaml").read_text().replace(
+        "supervise: 'supervise.py:supervise'", "supervise: {model: judge}")
+    (folder / "loan.definition.yaml").write_text(text)
+    (folder / "models.yaml").write_text("planner: openai/gpt-4o-mini\n"
+                                        "judge: openai/gpt-4o-mini\n")
+    replies = [_submit(GOOD), '{"kind": "continue", "promptNote": "cite the score"}',
+               _submit(GOOD), '{"kind": "done", "finalOutput": "approved"}']
+    with fixture_server(replies) as server:
+        done = run_cli(*_args(), cwd=folder, env=_env(server))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["output"] == "approved" and len(result["cycles"]) == 2
+    asked = json.loads(server.requests[1]["messages"][-1]["content"])
+    assert asked["cycles"][0]["runId"] == "loop.c1" and asked["goal"]
+    assert _request(server, 2)["outerLoop"]["priorCycles"][0]["decision"]["promptNote"] == \
+        "cite the score"
