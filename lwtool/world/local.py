@@ -54,6 +54,9 @@ from lwtool.world.rows import checked
 INLINE_ARTIFACT_LIMIT = 256 * 1024
 LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skills-cache")
 DEFAULT_DATA_DIR = ".little-workflow"
+# Step attempts at once across a run. Above the schema's per-group maxConcurrency (10)
+# with room for nested groups, so the default never undercuts what the LWIR asks for.
+DEFAULT_MAX_CONCURRENT_STEPS = 32
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -96,7 +99,8 @@ class LocalWorld:
     """The local world. Synchronous SQLite calls are short (one small transaction each);
     artifact files go through aiofiles."""
 
-    def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR, max_concurrent_steps: int = 8,
+    def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR,
+                 max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
                  synchronous: str = "FULL") -> None:
         if max_concurrent_steps < 1:
             raise ValueError("max_concurrent_steps must be at least 1")
@@ -613,7 +617,8 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def local_world(data_dir: str | Path = DEFAULT_DATA_DIR, max_concurrent_steps: int = 8,
+def local_world(data_dir: str | Path = DEFAULT_DATA_DIR,
+                max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
                 synchronous: str = "FULL") -> LocalWorld:
     """The spec's `localWorld({dataDir, maxConcurrentSteps})`."""
     return LocalWorld(data_dir, max_concurrent_steps, synchronous)

@@ -64,7 +64,8 @@ class Probe:
 
 def run(doc: dict[str, Any], run_input: Any, tmp_path: Path, probe: Probe | None = None,
         **kwargs: Any) -> dict[str, Any]:
-    world = local_world(tmp_path / "data", max_concurrent_steps=kwargs.pop("slots", 8))
+    slots = kwargs.pop("slots", None)
+    world = local_world(tmp_path / "data", **({"max_concurrent_steps": slots} if slots else {}))
     tools = (probe or Probe()).registry()
     return asyncio.run(run_workflow(doc, run_input, world=world, tools=tools, **kwargs))
 
@@ -116,6 +117,11 @@ def test_concurrency_is_bounded_by_group_and_world(tmp_path: Path) -> None:
     run(lwir([parallel("{{ input.items }}", [tool("work", "slow")], maxConcurrency=4)]),
         {"items": items}, tmp_path / "2", probe, slots=2)
     assert probe.peak == 2
+    probe = Probe()  # the default world does not undercut the schema's largest group
+    many = [{"id": f"i{n}"} for n in range(10)]
+    run(lwir([parallel("{{ input.items }}", [tool("work", "slow")], maxConcurrency=10)]),
+        {"items": many}, tmp_path / "3", probe)
+    assert probe.peak == 10
 
 
 def test_fail_fast_and_all_settled(tmp_path: Path) -> None:
