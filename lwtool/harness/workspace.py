@@ -26,6 +26,7 @@ from lwtool.harness.stores import (
     MemoryConfig,
     MemoryStores,
     Mount,
+    RoleMounts,
     ScratchLayout,
     role_mounts,
 )
@@ -61,12 +62,8 @@ def session_workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_
     step = step_path if spec.role in ("worker", "fixer") else None
     placed = role_mounts(spec.role, data_dir, scratch, workflow_id=spec.workflow_id,
                          memory=spec.memory, step_path=step)
-    org = MemoryStores(data_dir).org() / "skills" if spec.memory.org != "none" else None
-    skills, warnings = resolve_skills(spec.skills, data_dir / "skills-cache", org)
-    mounts = list(placed.mounts)
-    if skills:
-        agents = stage_skills(skills, placed.own.source)
-        mounts.append(Mount(f"{placed.own.target}/.agents", agents, False))
+    skills, warnings = _skills(data_dir, spec.skills, spec.memory)
+    mounts = _with_staged(placed, skills)
     bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp") if spec.bash else None
     registry = tools
     if bash is not None:
@@ -107,23 +104,36 @@ class StepWorkspace:
                    settings.get("workflowId"), MemoryConfig.from_json(settings.get("memory")),
                    tuple(settings.get("skills") or ()))
 
-    def mounts(self) -> list[Mount]:
+    def _placed(self) -> RoleMounts:
         return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),
                            workflow_id=self.workflow_id, memory=self.memory,
-                           step_path=self.step_path).mounts
+                           step_path=self.step_path)
+
+    def mounts(self) -> list[Mount]:
+        return self._placed().mounts
 
     def resolved_skills(self) -> tuple[list[Skill], list[str]]:
-        org = MemoryStores(self.data_dir).org() / "skills" if self.memory.org != "none" \
-            else None
-        return resolve_skills(self.skills, self.data_dir / "skills-cache", org)
+        return _skills(self.data_dir, self.skills, self.memory)
 
     def bash(self, options: BashOptions | None = None) -> BashTool:
         """Raises BashUnavailable where the sandbox cannot run (fail closed)."""
-        mounts = self.mounts()
-        skills, _ = self.resolved_skills()
-        if skills:
-            own = next(m for m in mounts if m.target == "/mnt/scratch/own")
-            mounts.append(Mount(f"{own.target}/.agents", stage_skills(skills, own.source),
-                                False))
+        mounts = _with_staged(self._placed(), self.resolved_skills()[0])
         layout = ScratchLayout(self.data_dir, self.run_id)
         return BashTool(mounts, options or BashOptions.from_env(), layout.run_dir / "tmp")
+
+
+def _skills(data_dir: Path, sources: tuple[str, ...],
+            memory: MemoryConfig) -> tuple[list[Skill], list[str]]:
+    """The declared skills unioned with the org store's (unless org memory is off)."""
+    org = MemoryStores(data_dir).org() / "skills" if memory.org != "none" else None
+    return resolve_skills(sources, data_dir / "skills-cache", org)
+
+
+def _with_staged(placed: RoleMounts, skills: list[Skill]) -> list[Mount]:
+    """The role's mounts plus its skills staged at `.agents/skills/` in its own scratch,
+    mounted read-only."""
+    mounts = list(placed.mounts)
+    if skills:
+        mounts.append(Mount(f"{placed.own.target}/.agents",
+                            stage_skills(skills, placed.own.source), False))
+    return mounts
