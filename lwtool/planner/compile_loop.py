@@ -64,24 +64,23 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         raise RunFailedError(run_id, "-", exc.cause, exc.message) from None
     planner = definition.get("planner") or {}
     max_revisions = int(planner.get("maxWorkflowRevisions", DEFAULT_MAX_REVISIONS))
-    drafts = {"rejected": 0, "accepted": 0}
+    rejected = 0  # counted from every submit result, replayed ones too
 
     def finish(name: str, value: Any) -> bool:
+        nonlocal rejected
         if name != SUBMIT_TOOL or not isinstance(value, dict):
             return False
         if value.get("accepted") is True:
-            drafts["accepted"] += 1
-            say(f"draft {drafts['rejected'] + 1} accepted: {value['workflowVersionId']}")
+            say(f"draft {rejected + 1} accepted: {value['workflowVersionId']}")
             return True
         if "findings" not in value:
             return False
-        drafts["rejected"] += 1
+        rejected += 1
         codes = ", ".join(sorted({f["code"] for f in value["findings"]}))
-        say(f"draft {drafts['rejected']} not valid ({len(value['findings'])} findings: "
-            f"{codes})")
-        if drafts["rejected"] > max_revisions:
+        say(f"draft {rejected} not valid ({len(value['findings'])} findings: {codes})")
+        if rejected > max_revisions:
             raise StepFailure("planner_validation_exhausted",
-                              f"no valid workflow after {drafts['rejected']} drafts "
+                              f"no valid workflow after {rejected} drafts "
                               f"(maxWorkflowRevisions: {max_revisions}); each draft is kept "
                               "as an artifact (`lwtool events <planner run> --type "
                               "harness.tool_call.*`)", SESSION_PATH)
@@ -104,7 +103,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
     version_id = str(final["workflowVersionId"])
     lwir = world.get_version(version_id)
     assert lwir is not None, version_id
-    return PlanResult(version_id, lwir, run_id, drafts["rejected"] + 1,
+    return PlanResult(version_id, lwir, run_id, rejected + 1,
                       list(final.get("addedNeeds") or []), result.usage)
 
 

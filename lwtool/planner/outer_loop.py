@@ -57,14 +57,17 @@ async def run_outer_loop(world: World, definition: dict[str, Any], run_input: An
     version_id = workflow_version_id(subject)
     world.register_version(version_id, subject)
     with world.lock_run(outer_loop_id):
-        cycles, terminal = _history(world, outer_loop_id, version_id)
-        if terminal is not None:
-            return _finished(outer_loop_id, version_id, terminal, cycles)
-        if not cycles and not _exists(world, outer_loop_id):
+        history = _history(world, outer_loop_id, version_id)
+        if history is None:
+            cycles: list[dict[str, Any]] = []
             world.create_run(outer_loop_id, version_id, run_input, {"outerLoop": True}, [
                 NewEvent("RunStarted", {"workflowVersionId": version_id, "pid": os.getpid(),
                                         "inputHash": short_hash(run_input),
                                         "maxCycles": max_cycles})])
+        else:
+            cycles, terminal = history
+            if terminal is not None:
+                return _finished(outer_loop_id, version_id, terminal, cycles)
         manifest = _Manifest(Path(world.data_dir), outer_loop_id, subject)
         while True:
             number = len(cycles) + 1
@@ -134,21 +137,14 @@ def _exhausted(number: int) -> dict[str, Any]:
             "message": f"supervise asked to continue after the final cycle ({number})"}
 
 
-def _exists(world: World, run_id: str) -> bool:
-    try:
-        world.get_run(run_id)
-    except RunNotFound:
-        return False
-    return True
-
-
 def _history(world: World, loop_id: str, version_id: str
-             ) -> tuple[list[dict[str, Any]], Any]:
-    """The committed cycles and the terminal event (None while the loop goes on)."""
+             ) -> tuple[list[dict[str, Any]], Any] | None:
+    """The committed cycles and the terminal event (None while the loop goes on); None
+    when the loop has not started."""
     try:
         record = world.get_run(loop_id)
     except RunNotFound:
-        return [], None
+        return None
     if record.version_id != version_id:
         raise CapabilityDriftError(loop_id, record.version_id, "capability_drift",
                                    f"outer loop {loop_id} was started for another "
