@@ -4,7 +4,6 @@ as YAML (or JSON for a .json name) with a lock that names the generator, so that
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +26,6 @@ def generate_document(spec: str, relative_to: Path | None = None) -> dict[str, A
         return document_of(load_attribute(spec, "generator"))
     except (ToolsNotLoadable, TypeError, ValueError, OSError) as exc:
         raise GeneratorFailed(str(exc)) from None
-
-
-def document_text(document: dict[str, Any], out: Path) -> str:
-    if out.suffix == ".json":
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    from lwtool.planner.emit import lwir_yaml
-
-    return lwir_yaml(document)
 
 
 def stored_spec(spec: str, out: Path) -> str:

@@ -21,14 +21,10 @@ def generate(
                                       "for a .json name); its lock goes beside it.")],
 ) -> None:
     """Write a workflow or definition built in Python, validated, with its lock."""
-    from lwtool.authoring.generate import (
-        GeneratorFailed,
-        document_text,
-        generate_document,
-        stored_spec,
-    )
+    from lwtool.authoring.generate import GeneratorFailed, generate_document, stored_spec
     from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
     from lwtool.lock.model import lock_for, lock_path_for
+    from lwtool.planner.emit import document_text
     from lwtool.source.loader import load_text
     from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document

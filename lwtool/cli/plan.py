@@ -26,6 +26,7 @@ from lwtool.cli.runtime_options import (
     load_tool_registry,
     open_world,
     read_json_or_yaml,
+    say,
 )
 
 
@@ -59,7 +60,7 @@ def plan(
 
     async def planned() -> dict[str, Any]:
         result = await plan_definition(world, path.parent, definition, run_input, registry,
-                                       model_map, planner_run, step_timeout, progress=_say)
+                                       model_map, planner_run, step_timeout, progress=say)
         _write(out, result.lwir)
         return {"workflowVersionId": result.version_id, "path": str(out),
                 "plannerRunId": result.planner_run_id, "drafts": result.drafts,
@@ -73,21 +74,14 @@ def plan(
         sys.stdout.write(f"{out}: {summary['workflowVersionId']}\n")
 
 
-def _say(message: str) -> None:
-    sys.stderr.write(f"lwtool: {message}\n")
-    sys.stderr.flush()
-
-
 def _write(out: Path, lwir: dict[str, Any]) -> None:
     """The LWIR (YAML unless the name ends in .json) and its lock, each atomically."""
     from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
     from lwtool.lock.model import lock_for, lock_path_for
-    from lwtool.planner.emit import lwir_yaml
+    from lwtool.planner.emit import document_text
 
-    text = json.dumps(lwir, indent=2, ensure_ascii=False) + "\n" \
-        if out.suffix == ".json" else lwir_yaml(lwir)
     try:
-        write_text_atomically(out, text, "the workflow")
+        write_text_atomically(out, document_text(lwir, out), "the workflow")
         write_lock(lock_path_for(out), lock_for(out, "Workflow", lwir))
     except LockNotWritable as exc:
         raise fail(str(exc)) from None

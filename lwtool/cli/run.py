@@ -22,6 +22,7 @@ from lwtool.cli.runtime_options import (
     load_worker_harness,
     open_world,
     read_json_or_yaml,
+    say,
 )
 from lwtool.planner.api import definition_models, workspace_of
 
@@ -105,10 +106,6 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                                                                    str):
         supervise = load_callable(planner["supervise"], path.parent, "supervise")
 
-    def say(message: str) -> None:
-        sys.stderr.write(f"lwtool: {message}\n")
-        sys.stderr.flush()
-
     _drive(lambda: run_definition(path, run_input, world=world, tools=registry,
                                   models=model_map, run_id=run_id, step_timeout=step_timeout,
                                   harness=worker_harness, supervise=supervise,
@@ -139,8 +136,7 @@ def replay(
 
 
 def _announce(run_id: str) -> None:
-    sys.stderr.write(f"lwtool: run {run_id} started\n")
-    sys.stderr.flush()
+    say(f"run {run_id} started")
 
 
 def _compiled(path: Path) -> Any:

@@ -5,6 +5,8 @@ value, so the same WorkflowVersion id."""
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 from typing import Any
 
 DOCUMENT_ORDER = ("apiVersion", "kind", "id", "metadata", "description", "input", "output",
@@ -22,6 +24,13 @@ CHILD_ORDER = {
     "schema": ("type", "required", "properties", "items", "additionalProperties"),
     "items": ("type", "required", "properties", "items", "additionalProperties"),
 }
+
+
+def document_text(document: dict[str, Any], out: Path) -> str:
+    """The file text for `out`: JSON for a `.json` name, else YAML (lwir_yaml)."""
+    if out.suffix == ".json":
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return lwir_yaml(document)
 
 
 def lwir_yaml(lwir: dict[str, Any]) -> str:
