@@ -18,6 +18,11 @@ def _root(kind: str) -> Path:
     raise FileNotFoundError(f"lwtool is installed without its {kind}/ folder")
 
 
+def data_path(kind: str, name: str) -> Path:
+    """A file shipped in lwtool/_data/<kind>/ (the code.run bootstrap, say)."""
+    return _root(kind) / name
+
+
 def grammar_path(name: str = "expr.lark") -> Path:
     return _root("grammar") / name
 

@@ -15,6 +15,11 @@ def sha256_of_bytes(data: bytes) -> str:
     return PREFIX + hashlib.sha256(data).hexdigest()
 
 
+def text_pin(text: str) -> str:
+    """The pin of a code.run file: `sha256:` + SHA-256 of its content as UTF-8."""
+    return sha256_of_bytes(text.encode("utf-8", "surrogatepass"))
+
+
 def sha256_of_json(value: Any) -> str:
     """The hash of a JSON value's RFC 8785 form; the WorkflowVersion id of an LWIR."""
     return sha256_of_bytes(canonical_bytes(value))

@@ -146,6 +146,7 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    litellm.suppress_debug_info = True  # its "Give Feedback" banner is not ours to print
     kwargs: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     if tools:
         kwargs["tools"] = tools

@@ -1,15 +1,25 @@
 """The default workflow harness: worker steps dispatched by type, as the spec says.
 
 execute_step: ai.generate (one model call, no tools), tool.call (one named tool,
-called directly), code.run and decision (direct execution). A custom harness usually
-subclasses this one and overrides one method (`execute_code_run`, say) or `run`.
+called directly), code.run (the step's source in the Deno sandbox, lwtool.coderun; a
+failed attempt with `onFailure.fixer` is handed to a fix_step session) and decision
+(direct execution). A custom harness usually subclasses this one and overrides one
+method (`execute_code_run`, say) or `run`. `code_timeout` (seconds) is the run's
+default wall-clock limit of a code.run execution (default 30; a step's
+`sandbox.timeoutMs` wins).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lwtool.harness.contract import ExecuteStepTask, HarnessContext, HarnessResult, HarnessTask
+from lwtool.harness.contract import (
+    ExecuteStepTask,
+    FixStepTask,
+    HarnessContext,
+    HarnessResult,
+    HarnessTask,
+)
 from lwtool.runtime.errors import StepFailure
 
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
@@ -18,7 +28,14 @@ DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
 class WorkflowHarness:
     harness_id = DEFAULT_HARNESS_ID
 
+    def __init__(self, code_timeout: float | None = None) -> None:
+        if code_timeout is not None and not code_timeout > 0:
+            raise ValueError(f"the code timeout must be more than 0 seconds, not {code_timeout}")
+        self.code_timeout = code_timeout
+
     async def run(self, task: HarnessTask, ctx: HarnessContext) -> HarnessResult:
+        if isinstance(task, FixStepTask):
+            return await self.fix_step(task, ctx)
         if isinstance(task, ExecuteStepTask):
             uses = task.step.get("uses")
             method = {"ai.generate": self.execute_ai_generate,
@@ -46,7 +63,22 @@ class WorkflowHarness:
     async def execute_code_run(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
         from lwtool.runtime.steps import code_run
 
-        return await _builtin(code_run, task, ctx)
+        try:
+            output, events = await code_run.execute(ctx.scope, task.step, task.step_path,
+                                                    task.step_input, task.expression_scope,
+                                                    self.code_timeout)
+        except code_run.CodeRunFailed as failed:
+            if not (task.step.get("onFailure") or {}).get("fixer"):
+                raise
+            fixed = await self.run(FixStepTask(task.step, task.step_path, task.step_input,
+                                               failed.envelope), ctx)
+            return HarnessResult("execute_step", fixed.output, fixed.events)
+        return HarnessResult("execute_step", output, list(events))
+
+    async def fix_step(self, task: FixStepTask, ctx: HarnessContext) -> HarnessResult:
+        from lwtool.coderun.fixer import fix_step
+
+        return await fix_step(task, ctx, self.code_timeout)
 
     async def execute_decision(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
         from lwtool.runtime.steps import decision

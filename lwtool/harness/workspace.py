@@ -112,6 +112,10 @@ class StepWorkspace:
     def mounts(self) -> list[Mount]:
         return self._placed().mounts
 
+    def store_ids(self) -> list[str]:
+        """The memory stores of the role's mounts, as its manifest lists them."""
+        return self._placed().store_ids()
+
     def resolved_skills(self) -> tuple[list[Skill], list[str]]:
         return _skills(self.data_dir, self.skills, self.memory)
 

@@ -29,6 +29,7 @@ class Journal:
     failed_final: dict[str, dict[str, Any]] = field(default_factory=dict)  # no retry left
     replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     tool_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # callId -> outcome
+    tool_started: dict[str, dict[str, Any]] = field(default_factory=dict)  # callId -> call
     terminal: Event | None = None  # RunCompleted or RunFailed
 
     @classmethod
@@ -47,6 +48,8 @@ class Journal:
                     journal.failed_final[path] = event.payload
             elif event.type == "harness.model.responded" and path is not None:
                 journal.replies[(path, int(event.payload.get("turn", 0)))] = event.payload
+            elif event.type == "harness.tool_call.started":
+                journal.tool_started[str(event.payload.get("callId"))] = event.payload
             elif event.type in ("harness.tool_call.succeeded", "harness.tool_call.failed"):
                 journal.tool_calls[str(event.payload.get("callId"))] = event.payload
             elif event.type in ("RunCompleted", "RunFailed"):

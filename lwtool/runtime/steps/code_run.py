@@ -1,19 +1,113 @@
-"""code.run: not executed yet. The sandboxed runner (deno, enforcing the step's sandbox
-policy) is its own issue; until then the step fails with a clear message instead of
-running code in the host interpreter."""
+"""code.run: the step's pinned source run in the Deno sandbox (lwtool.coderun).
+
+Pins are checked before anything loads (a mismatch refuses the step:
+runtime_config_error). The code gets `{ input, tools }`; every `tools.<name>(args)`
+is a durable tool call with `caller: "code"` and the id `<stepPath>#a<attempt>.code.<n>`
+(the n-th call of that attempt): a resumed attempt re-runs the code and its committed
+calls answer from the log (a call that differs from the logged one fails the step:
+the code is not deterministic). Only tools in `permissions.tools` and registered can
+be called; others fail inside the code. The code's log (stdout and stderr, capped) is
+an artifact of the step. A failure is a CodeRunFailed carrying the error envelope the
+fixer (onFailure.fixer) is given.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from lwtool.coderun.deno import DenoMissing
+from lwtool.coderun.policy import CodePolicy
+from lwtool.coderun.sandbox import CodeAborted, CodeOutcome, run_code
+from lwtool.coderun.source import PinBroken, checked_files
+from lwtool.harness.tool_calls import ToolCallFailed, call_tool, refuse_call
 from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.outputs import OutputInvalid, check_output
+from lwtool.runtime.run_state import short_hash
 from lwtool.runtime.steps.inputs import step_input
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
 
 
+class CodeRunFailed(StepFailure):
+    """The code threw, broke a limit or returned output its schema refuses; `envelope`
+    is what a fixer is given (`{cause, message, stack, log}`)."""
+
+    def __init__(self, message: str, path: str, envelope: dict[str, Any]) -> None:
+        super().__init__("step_schema_error" if envelope.get("cause") == "output_schema"
+                         else "step_failed", message, path)
+        self.envelope = envelope
+
+
 async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
-                  expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
-    raise StepFailure("runtime_config_error", "code.run steps cannot run yet: the sandboxed "
-                      "code runner is not part of this release (nothing was executed)", path)
+                  expression_scope: dict[str, Any],
+                  run_timeout_s: float | None = None) -> tuple[Any, list[NewEvent]]:
+    settings = step.get("with") or {}
+    files = files_of(settings, path)
+    policy = CodePolicy.of_step(settings, run_timeout_s)
+    attempt = int((expression_scope.get("step") or {}).get("attempt", 1))
+    outcome = await run_sandboxed(scope.run, path, f"a{attempt}", files,
+                                  str(settings.get("entrypoint")), policy, value)
+    output = checked_output(outcome, step, path)
+    if outcome.log:
+        scope.run.attach(path, outcome.log)
+    return output, []
+
+
+def files_of(settings: dict[str, Any], path: str) -> dict[str, str]:
+    try:
+        return checked_files(settings)
+    except PinBroken as exc:
+        raise StepFailure("runtime_config_error", f"code.run refused: {exc}", path) from None
+
+
+async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], entry: str,
+                        policy: CodePolicy, value: Any) -> CodeOutcome:
+    """One execution whose tool calls are durable under `<path>#<label>.code.<n>`."""
+    async def on_call(number: int, name: str, args: Any) -> Any:
+        call_id = f"{path}#{label}.code.{number}"
+        logged = run.journal.tool_started.get(call_id)
+        if logged is not None and (logged.get("toolName") != name or
+                                   short_hash(logged.get("args")) != short_hash(args)):
+            raise CodeAborted(f"the code is not deterministic: its tool call {number} was "
+                              f"{logged.get('toolName')}({_brief(logged.get('args'))}) in the "
+                              f"log and is {name}({_brief(args)}) now")
+        allowed = (run.lwir.get("permissions") or {}).get("tools") or []
+        tool = run.tools.get(name) if name in allowed else None
+        if tool is None:
+            problem = (f"tool '{name}' is not in permissions.tools ({', '.join(allowed) or 'none'})"
+                       if name not in allowed else f"tool '{name}' is not registered")
+            await refuse_call(run, path, call_id, "code", name, args, problem)
+        try:
+            return await call_tool(run, path, tool, args, "code", call_id)
+        except ToolCallFailed as exc:
+            raise RuntimeError(exc.message) from None
+
+    try:
+        return await run_code(files, entry, policy, value, on_call)
+    except DenoMissing as exc:
+        raise StepFailure("runtime_config_error", str(exc), path) from None
+    except CodeAborted as exc:
+        raise StepFailure("step_failed", str(exc), path) from None
+
+
+def checked_output(outcome: CodeOutcome, step: dict[str, Any], path: str) -> Any:
+    """The outcome's value, checked against the step's output mode; else CodeRunFailed."""
+    log = outcome.log[-4000:].decode("utf-8", "replace")
+    if not outcome.ok:
+        message = str(outcome.error)
+        raise CodeRunFailed(f"code.run failed: {message}", path, {
+            "cause": outcome.cause, "message": message, "stack": outcome.stack, "log": log})
+    try:
+        check_output(outcome.value, step.get("output"), "the code's output")
+    except OutputInvalid as exc:
+        raise CodeRunFailed(str(exc), path, {"cause": "output_schema", "message": str(exc),
+                                             "stack": "", "log": log}) from None
+    return outcome.value
+
+
+def _brief(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."

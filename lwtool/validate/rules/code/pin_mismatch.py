@@ -40,10 +40,10 @@ steps:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 
+from lwtool.canonical.digest import text_pin
 from lwtool.source.pointer import escape
 from lwtool.validate.context import Context
 from lwtool.validate.finding import Finding
@@ -51,11 +51,6 @@ from lwtool.validate.finding import Finding
 CODE = "code.pin_mismatch"
 
 _PIN = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def source_pin(content: str) -> str:
-    """The pin of a code.run file: `sha256:` + hex SHA-256 of its UTF-8 content."""
-    return "sha256:" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -69,7 +64,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             pin, content = file.get("sha256"), file.get("content")
             if not (isinstance(pin, str) and _PIN.fullmatch(pin) and isinstance(content, str)):
                 continue
-            actual = source_pin(content)
+            actual = text_pin(content)
             if pin != actual:
                 pointer = f"{info.pointer}/with/files/{escape(str(name))}/sha256"
                 yield ctx.finding(pointer, f"file '{name}' is pinned to {pin[:19]}… but its "

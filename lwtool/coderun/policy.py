@@ -1,0 +1,91 @@
+"""A code.run step's `sandbox` policy and limits -> how its Deno process is started.
+
+With `network`, `env` and `fs` all `deny` the process gets no allow flag at all: no
+read, write, net, env, run, ffi or sys; an attempt throws NotCapable inside the code.
+`network: allow` adds `--allow-net`, `env: allow` adds `--allow-env` and passes this
+process's environment (otherwise the environment is empty), `fs: read` adds
+`--allow-read`, `fs: allow` adds `--allow-read --allow-write`. Subprocesses and FFI are
+never allowed, remote and npm modules never load.
+
+Limits: wall-clock time (`sandbox.timeoutMs`, else the run's code timeout, default
+30 s), memory (`sandbox.memoryMb`, default 512: the V8 heap cap, and RLIMIT_DATA at that
+plus 1 GiB for buffers outside the heap and Deno's own reservations), the returned
+value (16 MiB as JSON) and the kept log (1 MiB of stdout and stderr).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from lwtool.coderun.deno import deno_cache_dir
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MEMORY_MB = 512
+OUTPUT_CAP = 16 * 1024 * 1024
+LOG_CAP = 1024 * 1024
+DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
+
+
+@dataclass(frozen=True)
+class CodePolicy:
+    network: str = "deny"
+    env: str = "deny"
+    fs: str = "deny"
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_mb: int = DEFAULT_MEMORY_MB
+    output_bytes: int = OUTPUT_CAP
+    log_bytes: int = LOG_CAP
+
+    @classmethod
+    def of_step(cls, settings: dict[str, Any], run_timeout_s: float | None = None
+                ) -> CodePolicy:
+        """The policy of a step's `with` (its `sandbox`), under the run's code timeout."""
+        sandbox = settings.get("sandbox") or {}
+        policy = cls(network=str(sandbox.get("network", "deny")),
+                     env=str(sandbox.get("env", "deny")), fs=str(sandbox.get("fs", "deny")))
+        if run_timeout_s is not None:
+            policy = replace(policy, timeout_s=float(run_timeout_s))
+        timeout_ms = sandbox.get("timeoutMs")
+        if isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool) and timeout_ms > 0:
+            policy = replace(policy, timeout_s=timeout_ms / 1000)
+        memory = sandbox.get("memoryMb")
+        if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+            policy = replace(policy, memory_mb=memory)
+        return policy
+
+    @property
+    def denies_all(self) -> bool:
+        return self.network == "deny" and self.env == "deny" and self.fs == "deny"
+
+    def permission_flags(self) -> list[str]:
+        flags: list[str] = []
+        if self.network == "allow":
+            flags.append("--allow-net")
+        if self.env == "allow":
+            flags.append("--allow-env")
+        if self.fs in ("read", "allow"):
+            flags.append("--allow-read")
+        if self.fs == "allow":
+            flags.append("--allow-write")
+        return flags
+
+    def deno_args(self, import_map: str) -> list[str]:
+        return ["run", "--no-prompt", "--no-config", "--no-lock", "--no-remote", "--no-npm",
+                "--quiet", "--no-check", f"--import-map={import_map}",
+                f"--v8-flags=--max-old-space-size={self.memory_mb}",
+                *self.permission_flags()]
+
+    def environment(self) -> dict[str, str]:
+        """The process environment: empty but for Deno's own settings unless env: allow."""
+        base = dict(os.environ) if self.env == "allow" else {}
+        return {**base, "DENO_DIR": deno_cache_dir(), "NO_COLOR": "1",
+                "DENO_NO_UPDATE_CHECK": "1", "DENO_NO_PROMPT": "1"}
+
+    @property
+    def data_limit_bytes(self) -> int:
+        return (self.memory_mb + DATA_HEADROOM_MB) * 1024 * 1024
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
