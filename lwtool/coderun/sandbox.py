@@ -34,6 +34,7 @@ from lwtool.coderun.source import data_url, import_map, specifier
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)
+_DATA_URL = re.compile(r"data:([a-z/+.-]+);base64,([A-Za-z0-9+/=]*)(\.{3,})?([A-Za-z0-9+/=]*)")
 _DENIED = re.compile(r'Unsupported scheme "lwtool-denied" for module "lwtool-denied://\d+/'
                      r'([^"]*)"\. Supported schemes:(?:\n +- "[a-z]+")*')
 
@@ -89,6 +90,7 @@ class _Execution:
         self.final: asyncio.Future[CodeOutcome] | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self.names = {data_url(name, content): name for name, content in files.items()}
+        self.names[_bootstrap_url()] = "lwtool:bootstrap.js"
 
     async def execute(self, entrypoint: str, step_input: Any) -> CodeOutcome:
         started = time.perf_counter()
@@ -144,29 +146,40 @@ class _Execution:
             self._keep_log(chunk)
 
     async def _read_frames(self, stream: asyncio.StreamReader) -> None:
+        """Frames and log lines; reads to the end whatever happens (a pipe left unread
+        would keep the process's transport, and its reaping, from finishing)."""
         prefix = self.secret + b" "
         line = bytearray()
         cap = self.policy.output_bytes + 4096
+        discarding = False  # inside a line already judged (too long)
         while chunk := await stream.read(65536):
             start = 0
             while start < len(chunk):
                 end = chunk.find(b"\n", start)
                 piece = chunk[start:] if end < 0 else chunk[start:end]
-                line += piece
+                if discarding:
+                    pass
+                elif end < 0 and (len(line) + len(piece) > cap or (
+                        len(line) + len(piece) > 65536 and not _could_be(line + piece, prefix))):
+                    if _could_be(line + piece, prefix):
+                        self._finish(CodeOutcome(
+                            error=f"the code returned more than {self.policy.output_bytes} "
+                            "bytes of JSON (the output cap)", cause="output_cap"))
+                        discarding = True
+                    else:
+                        self._keep_log(bytes(line + piece))
+                    line.clear()
+                    piece = b""
+                else:
+                    line += piece
                 if end < 0:
-                    if len(line) > cap or (len(line) > 65536 and not _could_be(line, prefix)):
-                        if _could_be(line, prefix):
-                            self._finish(CodeOutcome(
-                                error=f"the code returned more than {self.policy.output_bytes}"
-                                " bytes of JSON (the output cap)", cause="output_cap"))
-                            return
-                        self._keep_log(bytes(line))
-                        line.clear()
                     break
-                self._line(bytes(line), prefix)
+                if not discarding:
+                    self._line(bytes(line), prefix)
+                discarding = False
                 line.clear()
                 start = end + 1
-        if line:
+        if line and not discarding:
             self._line(bytes(line), prefix)
         self._finish(CodeOutcome(error="exited", cause="exited"))
 
@@ -205,8 +218,16 @@ class _Execution:
 
     def _readable(self, text: str) -> str:
         """Module URLs (long data: URLs) in messages and stacks -> the files' names."""
-        for url, name in self.names.items():
-            text = text.replace(url, name)
+        def name_of(found: re.Match[str]) -> str:
+            head, cut, tail = found.group(2), found.group(3), found.group(4)
+            for url, name in self.names.items():
+                body = url.split(",", 1)[1]
+                if (body == head and not cut) or (cut and body.startswith(head)
+                                                  and body.endswith(tail)):
+                    return name
+            return found.group(0)
+
+        text = _DATA_URL.sub(name_of, text)
         return _DENIED.sub(r"import of '\1' refused: code.run loads only its own files", text)
 
     def _exit_outcome(self, code: int | None) -> CodeOutcome:
@@ -253,10 +274,9 @@ class _Execution:
             await proc.stdin.drain()
 
 
-def _could_be(line: bytearray, prefix: bytes) -> bool:
+def _could_be(line: bytes | bytearray, prefix: bytes) -> bool:
     """Whether a partial line may still turn out to be a frame."""
-    head = bytes(line[:len(prefix)])
-    return prefix.startswith(head) or head == prefix
+    return prefix.startswith(bytes(line[:len(prefix)]))
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,244 @@
+"""The Deno sandbox on its own: what code may do under `deny`, the limits, the frame
+channel that user output cannot forge, values that are not JSON, and a host that
+survives all of it with no process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from typing import Any
+
+import pytest
+
+from lwtool.coderun.policy import CodePolicy
+from lwtool.coderun.sandbox import CodeOutcome, run_code
+from lwtool.coderun.source import PinBroken, checked_files, import_map
+
+
+async def _no_tools(number: int, name: str, args: Any) -> Any:
+    raise RuntimeError(f"no tool '{name}' here")
+
+
+def run(source: str, step_input: Any = None, on_call: Any = _no_tools,
+        files: dict[str, str] | None = None, **limits: Any) -> CodeOutcome:
+    policy = CodePolicy(**{"timeout_s": 10.0, **limits})
+    return asyncio.run(run_code({"main.ts": source, **(files or {})}, "main.ts", policy,
+                                step_input, on_call))
+
+
+def test_run_gets_input_and_returns_json() -> None:
+    out = run("export async function run({ input }: { input: { n: number } }) "
+              "{ return { twice: input.n * 2, when: new Date(0) }; }", {"n": 21})
+    assert out.ok, out.error
+    assert out.value == {"twice": 42, "when": "1970-01-01T00:00:00.000Z"}
+
+
+def test_files_import_each_other() -> None:
+    out = run('import { k } from "./lib.ts"; export async function run() { return k; }',
+              files={"lib.ts": "export const k: number = 7;"})
+    assert out.ok and out.value == 7
+
+
+def test_tools_proxy_round_trip_and_failures() -> None:
+    seen: list[tuple[int, str, Any]] = []
+
+    async def on_call(number: int, name: str, args: Any) -> Any:
+        seen.append((number, name, args))
+        if name == "broken":
+            raise RuntimeError("it broke")
+        return {"echo": args}
+
+    out = run("""export async function run({ tools }) {
+      const [a, b] = await Promise.all([tools.one({ x: 1 }), tools.two()]);
+      let caught = "";
+      try { await tools.broken({}); } catch (e) { caught = String(e.message); }
+      return { a, b, caught };
+    }""", on_call=on_call)
+    assert out.ok, out.error
+    assert out.value == {"a": {"echo": {"x": 1}}, "b": {"echo": {}},
+                         "caught": "tool 'broken' failed: it broke"}
+    assert seen == [(1, "one", {"x": 1}), (2, "two", {}), (3, "broken", {})]
+
+
+def test_non_json_tool_arguments_fail_in_the_code() -> None:
+    out = run("export async function run({ tools }) { return await tools.t({ n: 1n }); }")
+    assert not out.ok and "tools.t(args)" in str(out.error) and "bigint" in str(out.error)
+    assert out.tool_calls == 0
+
+
+@pytest.mark.parametrize("attempt, capability", [
+    ('await fetch("http://127.0.0.1:9/")', "blocked"),
+    ('Deno.env.get("HOME")', "Requires env access"),
+    ('await Deno.readTextFile("/etc/passwd")', "Requires read access"),
+    ('await Deno.writeTextFile("/tmp/lwtool-pwned", "x")', "Requires write access"),
+    ('new Deno.Command("/usr/bin/id").outputSync()', "Requires run access"),
+    ('Deno.dlopen("libc.so.6", {})', "Requires ffi access"),
+    ("Deno.hostname()", "Requires sys access"),
+    ('await import("file:///etc/hostname", { with: { type: "text" } })', "refused"),
+    ('await import("/etc/passwd")', "refused"),
+    ('await import("../../../../etc/passwd")', "not in import map"),
+    ('await import("https://example.com/x.js")', "refused"),
+    ('await import("npm:left-pad")', "npm"),
+])
+def test_denied_capabilities_throw_inside_the_code(attempt: str, capability: str) -> None:
+    out = run(f"export async function run() {{ return {attempt}; }}")
+    assert not out.ok and out.cause == "threw"
+    assert capability in str(out.error), out.error
+    assert "root:" not in str(out.error) + out.log.decode()
+    assert not os.path.exists("/tmp/lwtool-pwned")
+
+
+def test_denied_code_can_catch_and_go_on() -> None:
+    out = run('export async function run() { try { Deno.env.get("HOME"); } '
+              'catch (e) { return e.name; } }')
+    assert out.ok and out.value == "NotCapable"
+
+
+def test_a_loopback_listener_sees_no_connection() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        out = run(f"""export async function run() {{
+          const tries = [];
+          try {{ await fetch("http://127.0.0.1:{port}/"); }} catch (e) {{ tries.push(e.name); }}
+          try {{ await Deno.connect({{ hostname: "127.0.0.1", port: {port} }}); }}
+          catch (e) {{ tries.push(e.name); }}
+          try {{ new WebSocket("ws://127.0.0.1:{port}/"); }} catch (e) {{ tries.push(e.name); }}
+          return tries;
+        }}""")
+        assert out.ok, out.error
+        assert out.value[:2] == ["NotCapable", "NotCapable"]
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    finally:
+        listener.close()
+
+
+def test_network_allow_lets_it_connect() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    try:
+        out = run(f"export async function run() {{ const c = await Deno.connect("
+                  f"{{ hostname: '127.0.0.1', port: {port} }}); c.close(); return 'ok'; }}",
+                  network="allow")
+        assert out.ok and out.value == "ok"
+    finally:
+        listener.close()
+
+
+def test_an_infinite_loop_is_stopped_at_the_timeout() -> None:
+    out = run("export async function run() { for (;;) {} }", timeout_s=1.0)
+    assert out.cause == "timeout" and "longer than 1 s" in str(out.error)
+    assert out.duration_ms < 5000
+
+
+@pytest.mark.parametrize("source", [
+    "const a = []; for (;;) a.push(new Array(1e6).fill(1.5));",
+    "const b = new Uint8Array(2 * 1024 ** 3); b.fill(1); return b.length;",
+])
+def test_two_gigabytes_do_not_fit(source: str) -> None:
+    out = run(f"export async function run() {{ {source} }}", memory_mb=128)
+    assert not out.ok and out.cause in ("memory", "threw")
+    assert "memory" in str(out.error) or "allocation failed" in str(out.error)
+
+
+def test_printing_100_mb_keeps_a_capped_log() -> None:
+    out = run('export async function run() { const s = "x".repeat(1 << 20); '
+              "for (let i = 0; i < 100; i++) console.log(s); return 'done'; }")
+    assert out.ok and out.value == "done"
+    assert out.log_truncated and len(out.log) == 1024 * 1024
+
+
+def test_a_huge_result_breaks_the_output_cap() -> None:
+    out = run('export async function run() { return "x".repeat(2 << 20); }',
+              output_bytes=1 << 20)
+    assert out.cause == "output_cap" and "output cap" in str(out.error)
+
+
+def test_forged_frames_on_stdout_and_stderr_are_only_log() -> None:
+    out = run("""export async function run() {
+      const enc = new TextEncoder();
+      for (const s of [Deno.stdout, Deno.stderr]) {
+        s.writeSync(enc.encode('\\n0123 {"t":"result","value":"forged"}\\n'));
+        s.writeSync(enc.encode('{"t":"call","id":1,"tool":"x","args":{}}\\n'));
+      }
+      console.log('{"t":"result","value":"forged"}');
+      return "real";
+    }""")
+    assert out.ok and out.value == "real" and out.tool_calls == 0
+    assert b"forged" in out.log
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("undefined", "run() returned undefined"),
+    ("{ a: undefined }", "the value at /a is undefined"),
+    ("() => 1", "is a function"),
+    ("10n", "is a bigint"),
+    ("NaN", "is NaN"),
+    ("[1, Infinity]", "the value at /1 is Infinity"),
+    ("new Map()", "is a Map, not a plain object"),
+    ("(() => { const o: any = {}; o.o = o; return o; })()", "cycle"),
+])
+def test_values_that_are_not_json_fail_with_where(value: str, expected: str) -> None:
+    out = run(f"export async function run() {{ return {value}; }}")
+    assert out.cause == "not_json" and expected in str(out.error), out.error
+
+
+def test_throwing_code_reports_its_stack_by_file_name() -> None:
+    out = run('export async function run() {\n  throw new RangeError("bad input");\n}')
+    assert out.cause == "threw" and out.error == "RangeError: bad input"
+    assert "main.ts:2" in out.stack and "data:" not in out.stack
+
+
+def test_missing_run_export_and_syntax_errors() -> None:
+    assert "exports no run function" in str(run("export const x = 1;").error)
+    broken = run("export async function run( { return 1 }")
+    assert not broken.ok and "main.ts" in str(broken.error)
+
+
+def test_no_process_survives(tmp_path: Any) -> None:
+    marker = "lwtool-reap-marker"
+    for source in (f"export async function run() {{ /* {marker} */ for (;;) {{}} }}",
+                   f"export async function run() {{ /* {marker} */ "
+                   "setInterval(() => {}, 1000); return 1; }"):
+        run(source, timeout_s=1.0)
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmd(pid).count(
+        "lwtool-reap") and "pytest" not in _cmd(pid)]
+    assert leftovers == []
+
+
+def _cmd(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def test_pins_are_checked_before_loading() -> None:
+    good = {"entrypoint": "a.ts", "files": {"a.ts": {"content": "x", "sha256": "sha256:" +
+                                                     "2d711642b726b04401627ca9fbac32f5c8530fb1"
+                                                     "903cc4db02258717921a4881"}}}
+    assert checked_files(good) == {"a.ts": "x"}
+    bad = {"entrypoint": "a.ts", "files": {"a.ts": {"content": "y",
+                                                    "sha256": good["files"]["a.ts"]["sha256"]}}}
+    with pytest.raises(PinBroken, match="pinned to"):
+        checked_files(bad)
+    with pytest.raises(PinBroken, match="not one of the step's files"):
+        checked_files({"entrypoint": "b.ts", "files": {"a.ts": {"content": "x"}}})
+
+
+def test_import_map_keeps_files_importable_and_refuses_the_rest() -> None:
+    import base64
+    import json
+
+    text = import_map({"a.ts": "1"})
+    imports = json.loads(base64.b64decode(text.split(",", 1)[1]))["imports"]
+    assert imports["./a.ts"].startswith("data:application/typescript;base64,")
+    assert all(imports[k].startswith("lwtool-denied://") for k in ("file:///", "/", "https://"))
