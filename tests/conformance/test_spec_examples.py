@@ -17,9 +17,6 @@ HERE = Path(__file__).parent / "spec_examples"
 EXAMPLES = sorted(HERE.glob("*.lwir.json"))
 OFFLINE = {"gpt-4o-mini": "offline"}
 
-# The code.run examples validate today; they run once the Deno sandbox lands (issue
-# "code.run that really runs"): until then a run fails with runtime_config_error.
-NEEDS_SANDBOX = {"code-run-filter.lwir.json", "code-run-fixer.lwir.json"}
 
 
 def test_every_spec_example_is_here() -> None:
@@ -93,11 +90,20 @@ def test_worked_example_runs_its_loop_to_the_bound(tmp_path: Path) -> None:
         ("a", "review-cands[a].worker.visit[5]"), ("b", "review-cands[b].worker.visit[5]")]
 
 
-@pytest.mark.parametrize("name", sorted(NEEDS_SANDBOX))
-def test_code_run_examples_wait_for_the_sandbox(name: str, tmp_path: Path) -> None:
-    doc = json.loads((HERE / name).read_text())
-    with pytest.raises(RunFailedError) as info:
-        asyncio.run(run_workflow(doc, {"jobId": "j1", "signals": [1, 2]},
-                                 world=local_world(tmp_path / "data"), models=OFFLINE,
-                                 tools={"fetchCandidates": lambda args: [{"score": 0.9}]}))
-    assert info.value.cause_code == "runtime_config_error"
+def test_code_run_filter_runs_in_the_sandbox(tmp_path: Path) -> None:
+    def fetch_candidates(args: Any) -> Any:
+        assert args == {"jobId": "j1"}
+        return [{"id": "a", "score": 0.9}, {"id": "b", "score": 0.5}, {"id": "c", "score": 0.81}]
+
+    world, result = _run(HERE / "code-run-filter.lwir.json", {"jobId": "j1"}, tmp_path,
+                         fetchCandidates=fetch_candidates)
+    assert result["output"] == [{"id": "a", "score": 0.9}, {"id": "c", "score": 0.81}]
+    from_code = [e.payload for e in world.events("run_spec", ["harness.tool_call.started"])]
+    assert from_code == [{"callId": "filter-top-candidates#a1.code.1", "caller": "code",
+                          "toolName": "fetchCandidates", "args": {"jobId": "j1"}}]
+
+
+def test_code_run_fixer_example_runs_when_its_code_works(tmp_path: Path) -> None:
+    world, result = _run(HERE / "code-run-fixer.lwir.json", {"signals": [1, 2, 3]}, tmp_path)
+    assert result["output"] == {"score": 0.3}
+    assert world.events("run_spec", ["harness.session.started"])[0].payload["role"] == "worker"

@@ -61,10 +61,13 @@ def test_the_cli_runs_a_custom_harness_and_records_it(folder: Path) -> None:
     assert drift.returncode == 0  # a finished run reports its result under any harness
 
 
-def test_the_default_harness_still_refuses_code_run(folder: Path) -> None:
+def test_the_default_harness_runs_code_as_typescript(folder: Path) -> None:
+    """The Python source this custom harness understands is no TypeScript: the default
+    harness's sandbox fails the step with the syntax error, at the file."""
     result = _run(folder)
     assert result.returncode == 1
-    assert json.loads(result.stdout)["causeCode"] == "runtime_config_error"
+    failed = json.loads(result.stdout)
+    assert failed["causeCode"] == "step_failed" and "main.py" in failed["message"]
 
 
 def test_a_definition_names_its_worker_harness(folder: Path) -> None:

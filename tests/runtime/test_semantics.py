@@ -315,12 +315,14 @@ def test_replay_of_a_finished_run_calls_nothing(tmp_path: Path) -> None:
     assert same_id == first and len(probe.calls) == 1
 
 
-def test_code_run_fails_clearly(tmp_path: Path) -> None:
+def test_code_run_example_runs_in_the_sandbox(tmp_path: Path) -> None:
     from lwtool.runtime.api import load_lwir
 
     doc = load_lwir(HERE.parent.parent / "examples" / "filter-candidates.lwir.json")
-    error = fails(doc, {"jobId": "j1"}, tmp_path)
-    assert error.cause_code == "runtime_config_error" and "code.run" in error.message
+    result = asyncio.run(run_workflow(doc, {"jobId": "j1"}, world=local_world(tmp_path),
+                                      tools={"fetchCandidates": lambda args: [
+                                          {"id": "x", "score": 0.95}, {"id": "y", "score": 0.2}]}))
+    assert result["output"] == [{"id": "x", "score": 0.95}]
 
 
 def test_large_outputs_live_only_behind_output_ref(tmp_path: Path) -> None:
