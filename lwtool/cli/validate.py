@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,11 +15,15 @@ from lwtool.cli.render import FileReport, error, render
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="LWIR or WorkflowDefinition files.")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    check_code: Annotated[bool, typer.Option(
+        "--check-code", help="Also type-check code.run sources with deno check (offline; "
+        "errors at their position in the file).")] = False,
 ) -> None:
     """Validate LWIR and WorkflowDefinition files; print findings with positions."""
     from lwtool.compile import compile_file
 
     reports = []
+    documents = []
     for path in paths:
         try:
             compiled = compile_file(path)
@@ -30,5 +34,25 @@ def validate(
             error(f"cannot read {path}: {exc.strerror or exc}")
             raise typer.Exit(exit_codes.USAGE) from None
         reports.append(FileReport(str(path), compiled.findings))
+        documents.append(compiled.document if compiled.kind == "Workflow" else None)
+    if check_code:
+        _type_check(reports, documents)
     typer.echo(render(reports, format.value), nl=False)
     raise typer.Exit(exit_codes.OK if all(r.valid for r in reports) else exit_codes.INVALID)
+
+
+def _type_check(reports: list[FileReport], documents: list[Any]) -> None:
+    """Add `deno check` findings to the reports of the files that loaded as LWIR."""
+    from lwtool.coderun.check import CodeCheckUnavailable, check_code
+    from lwtool.coderun.deno import DenoMissing
+
+    loaded = [d for d in documents if d is not None]
+    try:
+        found = check_code(loaded)
+    except (CodeCheckUnavailable, DenoMissing) as exc:
+        error(str(exc))
+        raise typer.Exit(exit_codes.USAGE) from None
+    for report, document in zip(reports, documents, strict=True):
+        if document is not None:
+            report.findings.extend(f for f in found if f.path == document.path)
+            report.findings.sort(key=lambda f: f.sort_key())
