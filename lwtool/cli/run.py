@@ -23,6 +23,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     read_json_or_yaml,
     say,
+    with_code_timeout,
 )
 from lwtool.planner.api import definition_models, workspace_of
 
@@ -39,6 +40,9 @@ Harness = Annotated[str | None, typer.Option("--harness", help="MODULE:ATTR: the
 StepTimeout = Annotated[float | None, typer.Option(
     "--step-timeout", min=0.001, help="Seconds one step attempt may take (default 300; "
     "replay: the run's own).")]
+CodeTimeout = Annotated[float | None, typer.Option(
+    "--code-timeout", min=0.001, help="Seconds a code.run execution may take (default 30; "
+    "a step's sandbox.timeoutMs wins).")]
 
 
 def run(
@@ -52,6 +56,7 @@ def run(
                                                 "existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
+    code_timeout: CodeTimeout = None,
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
@@ -70,6 +75,7 @@ def run(
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
     else:
         worker_harness = load_worker_harness(harness)
+    worker_harness = with_code_timeout(worker_harness, code_timeout)
     model_map = {**definition_models(definition), **load_models(models)}
     world = open_world(data_dir)
 
@@ -120,11 +126,12 @@ def replay(
     data_dir: DataDir = Path(".little-workflow"),
     step_timeout: StepTimeout = None,
     harness: Harness = None,
+    code_timeout: CodeTimeout = None,
     as_json: AsJson = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     registry = load_tool_registry(tools)
-    worker_harness = load_worker_harness(harness)
+    worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
     world = open_world(data_dir, must_exist=True)
 

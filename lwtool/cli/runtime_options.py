@@ -88,6 +88,18 @@ def load_worker_harness(spec: str | None, relative_to: Path | None = None) -> An
         raise fail(str(exc)) from None
 
 
+def with_code_timeout(harness: Any, seconds: float | None) -> Any:
+    """`--code-timeout S`: the run's code.run time limit, set on the workflow harness (a
+    custom harness has its own)."""
+    if seconds is None:
+        return harness
+    if not hasattr(harness, "code_timeout"):
+        raise fail(f"--code-timeout applies to the workflow harness; "
+                   f"{type(harness).__name__} runs code.run its own way")
+    harness.code_timeout = seconds
+    return harness
+
+
 def load_callable(spec: str, relative_to: Path | None, what: str) -> Any:
     """A definition's `MODULE:FUNCTION` (e.g. `planner.supervise`) -> the callable."""
     from lwtool.tools import ToolsNotLoadable, load_attribute, relative_spec
