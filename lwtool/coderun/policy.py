@@ -7,6 +7,11 @@ process's environment (otherwise the environment is empty), `fs: read` adds
 `--allow-read`, `fs: allow` adds `--allow-read --allow-write`. Subprocesses and FFI are
 never allowed, remote and npm modules never load.
 
+Where bubblewrap can run (the bash tool's probe) and `fs` is `deny`, Deno itself runs
+inside it too, as a second wall: every namespace unshared (no network unless
+`network: allow`), an unprivileged uid, no capabilities, only /usr, the deno binary
+and a small tmpfs /tmp visible. `LWTOOL_CODE_SANDBOX=deno` turns that layer off.
+
 Limits: wall-clock time (`sandbox.timeoutMs`, else the run's code timeout, default
 30 s), memory (`sandbox.memoryMb`, default 512: the V8 heap cap, and RLIMIT_DATA at that
 plus 1 GiB for buffers outside the heap and Deno's own reservations), the returned
@@ -25,6 +30,8 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MEMORY_MB = 512
 OUTPUT_CAP = 16 * 1024 * 1024
 LOG_CAP = 1024 * 1024
+OUTER_ENV = "LWTOOL_CODE_SANDBOX"
+TMP_BYTES = 64 << 20
 DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
 
 
@@ -76,6 +83,24 @@ class CodePolicy:
                 "--quiet", "--no-check", f"--import-map={import_map}",
                 f"--v8-flags=--max-old-space-size={self.memory_mb}",
                 *self.permission_flags()]
+
+    def outer_wall(self, argv: list[str]) -> list[str]:
+        """`argv` (a deno command) inside bubblewrap, where it can run; else as it is."""
+        from lwtool.harness.bash import bwrap_problem, namespace_args, system_args
+
+        if self.fs != "deny" or os.environ.get(OUTER_ENV) == "deno" or bwrap_problem():
+            return argv
+        deno = argv[0]
+        cache = deno_cache_dir()
+        os.makedirs(cache, exist_ok=True)
+        wall = ["bwrap", *namespace_args(), "--die-with-parent", "--new-session",
+                "--ro-bind", "/usr", "/usr", *system_args(), "--ro-bind", deno, deno,
+                "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs",
+                "/tmp", "--bind", cache, "/tmp/deno", "--setenv", "DENO_DIR", "/tmp/deno",
+                "--chdir", "/tmp"]
+        if self.network == "allow":
+            wall.append("--share-net")
+        return [*wall, *argv]
 
     def environment(self) -> dict[str, str]:
         """The process environment: empty but for Deno's own settings unless env: allow."""

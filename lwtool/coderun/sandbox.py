@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import re
-import resource
 import secrets
 import signal
 import subprocess
@@ -34,6 +33,8 @@ from lwtool.coderun.source import data_url, import_map, specifier
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)
+# RLIMIT_DATA set before exec, so bubblewrap's sandbox and Deno inherit it.
+_LIMIT = 'ulimit -d "$1" || exit 125; shift; exec "$@"'
 _DATA_URL = re.compile(r"data:([a-z/+.-]+);base64,([A-Za-z0-9+/=]*)(\.{3,})?([A-Za-z0-9+/=]*)")
 _DENIED = re.compile(r'Unsupported scheme "lwtool-denied" for module "lwtool-denied://\d+/'
                      r'([^"]*)"\. Supported schemes:(?:\n +- "[a-z]+")*')
@@ -95,15 +96,13 @@ class _Execution:
     async def execute(self, entrypoint: str, step_input: Any) -> CodeOutcome:
         started = time.perf_counter()
         policy = self.policy
-        argv = [deno_binary(), *policy.deno_args(import_map(self.files, policy.fs == "deny")),
-                _bootstrap_url()]
+        argv = ["/bin/sh", "-c", _LIMIT, "lwtool-code", str(policy.data_limit_bytes // 1024),
+                *policy.outer_wall([deno_binary(), *policy.deno_args(
+                    import_map(self.files, policy.fs == "deny")), _bootstrap_url()])]
         self.final = asyncio.get_running_loop().create_future()
         proc = self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, env=policy.environment(), cwd="/")
-        with contextlib.suppress(OSError):
-            limit = policy.data_limit_bytes
-            resource.prlimit(proc.pid, resource.RLIMIT_DATA, (limit, limit))
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         readers = [asyncio.ensure_future(self._read_log(proc.stdout)),
                    asyncio.ensure_future(self._read_frames(proc.stderr))]

@@ -88,8 +88,8 @@ def bwrap_problem() -> str | None:
     """Why bubblewrap cannot sandbox a command here (None when it can)."""
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    probe = subprocess.run(["bwrap", *_namespace_args(), "--ro-bind", "/usr", "/usr",
-                            *_system_args(), "/usr/bin/true"],
+    probe = subprocess.run(["bwrap", *namespace_args(), "--ro-bind", "/usr", "/usr",
+                            *system_args(), "/usr/bin/true"],
                            capture_output=True, text=True, timeout=30, check=False)
     if probe.returncode != 0:
         return f"bubblewrap cannot create its sandbox here: {probe.stderr.strip()}"
@@ -216,21 +216,21 @@ class BashTool:
         for mount in self.mounts:
             binds += ["--bind" if mount.writable else "--ro-bind", str(mount.source),
                       mount.target]
-        return ["bwrap", *_namespace_args(), "--die-with-parent", "--new-session",
+        return ["bwrap", *namespace_args(), "--die-with-parent", "--new-session",
                 "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
                 "--setenv", "HOME", self.workdir, "--setenv", "LANG", "C.UTF-8",
-                "--setenv", "TMPDIR", "/tmp", "--ro-bind", "/usr", "/usr", *_system_args(),
+                "--setenv", "TMPDIR", "/tmp", "--ro-bind", "/usr", "/usr", *system_args(),
                 "--proc", "/proc", "--dev", "/dev",
                 "--size", str(self.options.tmp_bytes), "--tmpfs", "/tmp",
                 *binds, "--chdir", self.workdir, *shell]
 
 
-def _namespace_args() -> list[str]:
+def namespace_args() -> list[str]:
     return ["--unshare-all", "--unshare-user", "--uid", SANDBOX_UID, "--gid", SANDBOX_UID,
             "--disable-userns", "--cap-drop", "ALL"]
 
 
-def _system_args() -> list[str]:
+def system_args() -> list[str]:
     """/bin, /lib... as on the host (symlinks into /usr on merged-/usr systems)."""
     args: list[str] = []
     for path in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):

@@ -242,3 +242,16 @@ def test_import_map_keeps_files_importable_and_refuses_the_rest() -> None:
     imports = json.loads(base64.b64decode(text.split(",", 1)[1]))["imports"]
     assert imports["./a.ts"].startswith("data:application/typescript;base64,")
     assert all(imports[k].startswith("lwtool-denied://") for k in ("file:///", "/", "https://"))
+
+
+def test_deno_runs_behind_bubblewrap_where_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second wall: a pid namespace of its own (Deno is pid 2 there) and /tmp as its
+    working folder; off with LWTOOL_CODE_SANDBOX=deno (pid and cwd of the host)."""
+    from lwtool.harness.bash import bwrap_problem
+
+    source = "export async function run() { return [Deno.pid, Deno.cwd()]; }"
+    if bwrap_problem() is None or os.environ.get("LWTOOL_REQUIRE_SANDBOX"):
+        assert run(source).value == [2, "/tmp"]
+    monkeypatch.setenv("LWTOOL_CODE_SANDBOX", "deno")
+    pid, cwd = run(source).value
+    assert pid > 2 and cwd == "/"
