@@ -32,6 +32,7 @@ OUTPUT_CAP = 16 * 1024 * 1024
 LOG_CAP = 1024 * 1024
 OUTER_ENV = "LWTOOL_CODE_SANDBOX"
 TMP_BYTES = 64 << 20
+INNER_DENO = "/opt/lwtool/deno"
 DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
 
 
@@ -90,17 +91,17 @@ class CodePolicy:
 
         if self.fs != "deny" or os.environ.get(OUTER_ENV) == "deno" or bwrap_problem():
             return argv
-        deno = argv[0]
         cache = deno_cache_dir()
         os.makedirs(cache, exist_ok=True)
+        # The binary at a fixed path: its own may lie under /tmp, which the tmpfs hides.
         wall = ["bwrap", *namespace_args(), "--die-with-parent", "--new-session",
-                "--ro-bind", "/usr", "/usr", *system_args(), "--ro-bind", deno, deno,
-                "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs",
-                "/tmp", "--bind", cache, "/tmp/deno", "--setenv", "DENO_DIR", "/tmp/deno",
-                "--chdir", "/tmp"]
+                "--ro-bind", "/usr", "/usr", *system_args(), "--proc", "/proc",
+                "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+                "--ro-bind", argv[0], INNER_DENO, "--bind", cache, "/tmp/deno",
+                "--setenv", "DENO_DIR", "/tmp/deno", "--chdir", "/tmp"]
         if self.network == "allow":
             wall.append("--share-net")
-        return [*wall, *argv]
+        return [*wall, INNER_DENO, *argv[1:]]
 
     def environment(self) -> dict[str, str]:
         """The process environment: empty but for Deno's own settings unless env: allow."""
