@@ -15,7 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lwtool.coderun.deno import deno_binary, deno_cache_dir
+from lwtool.coderun.deno import deno_binary
+from lwtool.coderun.policy import CodePolicy
 from lwtool.source.loader import Document
 from lwtool.source.pointer import escape
 from lwtool.source.position import Pos, Span
@@ -33,29 +34,9 @@ class CodeCheckUnavailable(Exception):
 
 
 def check_code(documents: list[Document]) -> list[Finding]:
-    from lwtool.validate.context import Context
-
     with tempfile.TemporaryDirectory(prefix="lwtool-check-") as tmp:
         root = Path(tmp)
-        where: dict[str, tuple[Document, str, str]] = {}  # written file -> origin
-        for d, document in enumerate(documents):
-            if not isinstance(document.value, dict):
-                continue
-            for s, info in enumerate(Context(document, "Workflow").steps):
-                files = info.with_.get("files") if info.uses == "code.run" else None
-                if not isinstance(files, dict):
-                    continue
-                for name, file in files.items():
-                    content = file.get("content") if isinstance(file, dict) else None
-                    folder = (root / f"d{d}" / f"s{s}").resolve()
-                    target = (folder / str(name)).resolve()
-                    if not isinstance(content, str) or not target.is_relative_to(folder):
-                        continue
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(content, encoding="utf-8")
-                    if target.suffix in CHECKED:
-                        pointer = f"{info.pointer}/with/files/{escape(str(name))}/content"
-                        where[str(target)] = (document, pointer, content)
+        where = _write_sources(root, documents)
         if not where:
             return []
         (root / "deno.json").write_text(json.dumps(_CONFIG))
@@ -63,8 +44,7 @@ def check_code(documents: list[Document]) -> list[Finding]:
             done = subprocess.run(
                 [deno_binary(), "check", "--no-remote", "--no-npm", "--quiet", "--config",
                  str(root / "deno.json"), *where], capture_output=True, text=True,
-                cwd=root, timeout=300, env={"DENO_DIR": deno_cache_dir(), "NO_COLOR": "1",
-                                            "DENO_NO_UPDATE_CHECK": "1"})
+                cwd=root, timeout=300, env=CodePolicy().environment())
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CodeCheckUnavailable(f"deno check did not run: {exc}") from None
         findings = []
@@ -73,16 +53,44 @@ def check_code(documents: list[Document]) -> list[Finding]:
             origin = where.get(file)
             if origin is None:
                 continue
-            document, pointer, content = origin
-            span = _position(document, pointer, content, int(line), int(column))
+            document, pointer = origin
+            span = _position(document, pointer, int(line), int(column))
             findings.append(Finding(CODE, f"{ts_code}: {message}", document.path, pointer, span))
         if done.returncode != 0 and not findings:
             raise CodeCheckUnavailable("deno check failed: " + (done.stderr or done.stdout)[-800:])
         return findings
 
 
-def _position(document: Document, pointer: str, content: str, line: int, column: int) -> Span:
-    """Line/column inside `content` -> a span in the document."""
+def _write_sources(root: Path, documents: list[Document]) -> dict[str, tuple[Document, str]]:
+    """Every code.run file under `root/d<doc>/s<step>/`; the TypeScript ones -> where
+    they stand (document, pointer of their content). Names leaving the folder are
+    skipped."""
+    from lwtool.validate.context import Context
+
+    where: dict[str, tuple[Document, str]] = {}
+    for d, document in enumerate(documents):
+        if not isinstance(document.value, dict):
+            continue
+        for s, info in enumerate(Context(document, "Workflow").steps):
+            files = info.with_.get("files") if info.uses == "code.run" else None
+            if not isinstance(files, dict):
+                continue
+            folder = (root / f"d{d}" / f"s{s}").resolve()
+            for name, file in files.items():
+                content = file.get("content") if isinstance(file, dict) else None
+                target = (folder / str(name)).resolve()
+                if not isinstance(content, str) or not target.is_relative_to(folder):
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(content, encoding="utf-8")
+                if target.suffix in CHECKED:
+                    where[str(target)] = (
+                        document, f"{info.pointer}/with/files/{escape(str(name))}/content")
+    return where
+
+
+def _position(document: Document, pointer: str, line: int, column: int) -> Span:
+    """Line/column inside the string at `pointer` -> a span in the document."""
     located = document.source_map.nearest(pointer)
     start = located.span.start
     lines = document.text.splitlines()

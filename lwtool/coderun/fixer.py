@@ -50,16 +50,14 @@ submit_fix, not in text."""
 async def fix_step(task: FixStepTask, ctx: HarnessContext,
                    code_timeout: float | None = None) -> HarnessResult:
     from lwtool.harness.agent import run_agent
-    from lwtool.harness.models import resolve_slot
+    from lwtool.runtime.steps.ai_generate import locked_model
     from lwtool.runtime.steps.code_run import files_of
 
     run, step, path = ctx.recorder, task.step, task.step_path
     settings = step.get("with") or {}
     fixer = (step.get("onFailure") or {}).get("fixer") or {}
     slot = str(fixer.get("model"))
-    if slot not in ((run.lwir.get("permissions") or {}).get("models") or []):
-        raise StepFailure("capability_drift", f"fixer model slot '{slot}' is not in the "
-                          "locked permissions.models", path)
+    model = locked_model(run, slot, path, "fixer model slot")
     max_attempts = int(fixer.get("maxAttempts", DEFAULT_MAX_ATTEMPTS))
     files = files_of(settings, path)
     entry = str(settings.get("entrypoint"))
@@ -71,7 +69,7 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
     manifest = role_manifest("fixer", SessionCapabilities(
         run.harness.harness_id, slot, system, short_hash([]), short_hash(tools.names()),
         bash_hash, store_ids), {
-        "workflowDefinitionHash": run.workspace.get("definitionHash"),
+        "workflowDefinitionHash": None,  # as in worker manifests of a plain LWIR run
         "workflowVersionId": run.version_id, "stepPath": path,
         "stepConfigHash": run.config_hash(step), "fixerMaxAttempts": max_attempts})
     run.note([NewEvent("harness.session.started", {
@@ -82,7 +80,7 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
                 {"role": "user", "content": _brief(step, files, entry, task)}]
     judge = _Judge(max_attempts, task.original_attempt_error)
     try:
-        result = await run_agent(run, session, resolve_slot(slot, run.models), messages,
+        result = await run_agent(run, session, model, messages,
                                  tools, max_turns=MAX_TURNS, finish=judge.finish)
         if not result.finished_by_tool:
             raise StepFailure("step_failed", "the fixer ended without an accepted fix ("

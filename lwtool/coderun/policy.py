@@ -21,7 +21,7 @@ value (16 MiB as JSON) and the kept log (1 MiB of stdout and stderr).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lwtool.coderun.deno import deno_cache_dir
@@ -55,17 +55,13 @@ class CodePolicy:
                      env=str(sandbox.get("env", "deny")), fs=str(sandbox.get("fs", "deny")))
         if run_timeout_s is not None:
             policy = replace(policy, timeout_s=float(run_timeout_s))
-        timeout_ms = sandbox.get("timeoutMs")
-        if isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool) and timeout_ms > 0:
+        timeout_ms = _positive_int(sandbox.get("timeoutMs"))
+        if timeout_ms is not None:
             policy = replace(policy, timeout_s=timeout_ms / 1000)
-        memory = sandbox.get("memoryMb")
-        if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        memory = _positive_int(sandbox.get("memoryMb"))
+        if memory is not None:
             policy = replace(policy, memory_mb=memory)
         return policy
-
-    @property
-    def denies_all(self) -> bool:
-        return self.network == "deny" and self.env == "deny" and self.fs == "deny"
 
     def permission_flags(self) -> list[str]:
         flags: list[str] = []
@@ -113,5 +109,7 @@ class CodePolicy:
     def data_limit_bytes(self) -> int:
         return (self.memory_mb + DATA_HEADROOM_MB) * 1024 * 1024
 
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None

@@ -29,7 +29,7 @@ from typing import Any
 
 from lwtool.coderun.deno import deno_binary
 from lwtool.coderun.policy import CodePolicy
-from lwtool.coderun.source import data_url, import_map, specifier
+from lwtool.coderun.source import import_map, module_urls, specifier
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)
@@ -80,7 +80,6 @@ async def run_code(files: dict[str, str], entrypoint: str, policy: CodePolicy,
 
 class _Execution:
     def __init__(self, files: dict[str, str], policy: CodePolicy, on_call: ToolHandler) -> None:
-        self.files = files
         self.policy = policy
         self.on_call = on_call
         self.secret = secrets.token_hex(16).encode()
@@ -90,7 +89,8 @@ class _Execution:
         self.call_tasks: set[asyncio.Task[None]] = set()
         self.final: asyncio.Future[CodeOutcome] | None = None
         self.proc: asyncio.subprocess.Process | None = None
-        self.names = {data_url(name, content): name for name, content in files.items()}
+        self.urls = module_urls(files)
+        self.names = {url: name for name, url in self.urls.items()}
         self.names[_bootstrap_url()] = "lwtool:bootstrap.js"
 
     async def execute(self, entrypoint: str, step_input: Any) -> CodeOutcome:
@@ -98,7 +98,7 @@ class _Execution:
         policy = self.policy
         argv = ["/bin/sh", "-c", _LIMIT, "lwtool-code", str(policy.data_limit_bytes // 1024),
                 *policy.outer_wall([deno_binary(), *policy.deno_args(
-                    import_map(self.files, policy.fs == "deny")), _bootstrap_url()])]
+                    import_map(self.urls, policy.fs == "deny")), _bootstrap_url()])]
         self.final = asyncio.get_running_loop().create_future()
         proc = self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -161,9 +161,7 @@ class _Execution:
                 elif end < 0 and (len(line) + len(piece) > cap or (
                         len(line) + len(piece) > 65536 and not _could_be(line + piece, prefix))):
                     if _could_be(line + piece, prefix):
-                        self._finish(CodeOutcome(
-                            error=f"the code returned more than {self.policy.output_bytes} "
-                            "bytes of JSON (the output cap)", cause="output_cap"))
+                        self._finish(self._over_cap())
                         discarding = True
                     else:
                         self._keep_log(bytes(line + piece))
@@ -197,9 +195,7 @@ class _Execution:
             self._call(frame)
         elif kind == "result":
             if len(line) > self.policy.output_bytes:
-                self._finish(CodeOutcome(error=f"the code returned more than "
-                                         f"{self.policy.output_bytes} bytes of JSON (the "
-                                         "output cap)", cause="output_cap"))
+                self._finish(self._over_cap())
             else:
                 self._finish(CodeOutcome(value=frame.get("value")))
         elif kind == "error":
@@ -210,6 +206,10 @@ class _Execution:
                 f"the code returned a value that is not JSON: {message}"
             self._finish(CodeOutcome(error=self._readable(text), cause=cause,
                                      stack=self._readable(str(frame.get("stack", "")))))
+
+    def _over_cap(self) -> CodeOutcome:
+        return CodeOutcome(error=f"the code returned more than {self.policy.output_bytes} "
+                           "bytes of JSON (the output cap)", cause="output_cap")
 
     def _finish(self, outcome: CodeOutcome) -> None:
         if self.final is not None and not self.final.done():

@@ -61,13 +61,18 @@ def data_url(name: str, content: str) -> str:
     return f"data:{media};base64,{encoded}"
 
 
-def import_map(files: dict[str, str], refuse_local: bool = True) -> str:
-    """The import map, itself a `data:` URL (its relative keys stay bare, matching the
-    specifiers written in data: modules)."""
+def module_urls(files: dict[str, str]) -> dict[str, str]:
+    """name -> its `data:` URL, for every file."""
+    return {name: data_url(name, content) for name, content in files.items()}
+
+
+def import_map(urls: dict[str, str], refuse_local: bool = True) -> str:
+    """The import map of the files' `module_urls`, itself a `data:` URL (its relative
+    keys stay bare, matching the specifiers written in data: modules)."""
     imports: dict[str, str] = {}
     if refuse_local:
         imports.update({prefix: f"{DENIED}{i}/" for i, prefix in enumerate(_REFUSED_PREFIXES)})
-    for name, content in files.items():
-        imports[specifier(name)] = data_url(name, content)
+    for name, url in urls.items():
+        imports[specifier(name)] = url
     text = json.dumps({"imports": imports}, separators=(",", ":"))
     return "data:application/json;base64," + base64.b64encode(text.encode()).decode()

@@ -13,7 +13,7 @@ import pytest
 
 from lwtool.coderun.policy import CodePolicy
 from lwtool.coderun.sandbox import CodeOutcome, run_code
-from lwtool.coderun.source import PinBroken, checked_files, import_map
+from lwtool.coderun.source import PinBroken, checked_files, import_map, module_urls
 
 
 async def _no_tools(number: int, name: str, args: Any) -> Any:
@@ -238,7 +238,7 @@ def test_import_map_keeps_files_importable_and_refuses_the_rest() -> None:
     import base64
     import json
 
-    text = import_map({"a.ts": "1"})
+    text = import_map(module_urls({"a.ts": "1"}))
     imports = json.loads(base64.b64decode(text.split(",", 1)[1]))["imports"]
     assert imports["./a.ts"].startswith("data:application/typescript;base64,")
     assert all(imports[k].startswith("lwtool-denied://") for k in ("file:///", "/", "https://"))

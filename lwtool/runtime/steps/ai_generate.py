@@ -61,16 +61,20 @@ def build_messages(step: dict[str, Any], value: Any, expression_scope: dict[str,
     return [*messages, {"role": "user", "content": user}]
 
 
+def locked_model(run: Any, slot: Any, path: str, what: str = "model slot") -> Any:
+    """The model behind a slot the locked LWIR permits (`permissions.models`); else the
+    step fails with capability_drift."""
+    if slot not in ((run.lwir.get("permissions") or {}).get("models") or []):
+        raise StepFailure("capability_drift", f"{what} '{slot}' is not in the locked "
+                          "permissions.models", path)
+    return resolve_slot(str(slot), run.models)
+
+
 async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                   expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
     run = scope.run
     with_ = step.get("with") or {}
-    slot = with_.get("model")
-    allowed = (run.lwir.get("permissions") or {}).get("models") or []
-    if slot not in allowed:
-        raise StepFailure("capability_drift", f"model slot '{slot}' is not in the locked "
-                          "permissions.models", path)
-    model = resolve_slot(str(slot), run.models)
+    model = locked_model(run, with_.get("model"), path)
     mode = step.get("output") or {"mode": "text"}
     request = output_request(model, mode)
     repair = ((step.get("onFailure") or {}).get("repair") or {})

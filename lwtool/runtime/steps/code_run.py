@@ -13,13 +13,14 @@ fixer (onFailure.fixer) is given.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lwtool.coderun.deno import DenoMissing
 from lwtool.coderun.policy import CodePolicy
 from lwtool.coderun.sandbox import CodeAborted, CodeOutcome, run_code
 from lwtool.coderun.source import PinBroken, checked_files
-from lwtool.harness.tool_calls import ToolCallFailed, call_tool, refuse_call
+from lwtool.harness.tool_calls import call_tool, refuse_call
 from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.outputs import OutputInvalid, check_output
 from lwtool.runtime.run_state import short_hash
@@ -78,10 +79,8 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
             problem = (f"tool '{name}' is not in permissions.tools ({', '.join(allowed) or 'none'})"
                        if name not in allowed else f"tool '{name}' is not registered")
             await refuse_call(run, path, call_id, "code", name, args, problem)
-        try:
-            return await call_tool(run, path, tool, args, "code", call_id)
-        except ToolCallFailed as exc:
-            raise RuntimeError(exc.message) from None
+        # a ToolCallFailed's message is what the code's promise rejects with
+        return await call_tool(run, path, tool, args, "code", call_id)
 
     try:
         return await run_code(files, entry, policy, value, on_call)
@@ -107,7 +106,5 @@ def checked_output(outcome: CodeOutcome, step: dict[str, Any], path: str) -> Any
 
 
 def _brief(value: Any) -> str:
-    import json
-
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
