@@ -94,3 +94,30 @@ def test_kill_right_after_a_committed_code_call(tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
     assert _replay(work, "k2") == expected
     assert max(_calls(work).values()) == 1  # every call had committed: none ran twice
+
+
+def test_code_that_calls_differently_on_resume_fails_as_not_deterministic(
+        tmp_path: Path) -> None:
+    """The first call's args come from Math.random(): the resumed attempt asks for
+    something other than the logged call, and the step fails instead of being handed
+    the logged result."""
+    work = tmp_path / "random"
+    work.mkdir()
+    doc = workflow(code_step("c", "export async function run({ tools }) {\n"
+                             "  const a = await tools.record({ key: 'r' + Math.random() });\n"
+                             "  await tools.record({ key: 'second' });\n  return a.key;\n}"),
+                   tools=["record"])
+    (work / "wf.lwir.json").write_text(json.dumps(doc))
+    (work / "in.json").write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "lwtool", "run", str(work / "wf.lwir.json"), "--input",
+         str(work / "in.json"), "--tools", TOOLS, "--data-dir", str(work / "data"),
+         "--run-id", "rnd", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=_env(work, LWTOOL_FAULT_KILL_AFTER="harness.tool_call.succeeded@c"))
+    assert proc.returncode == -signal.SIGKILL
+    result = run_cli("replay", "rnd", "--tools", TOOLS, "--data-dir", str(work / "data"),
+                     "--json", env=_env(work))
+    assert result.returncode == 1
+    failed = json.loads(result.stdout)
+    assert failed["failedStepPath"] == "c" and "not deterministic" in failed["message"]
+    assert _calls(work)["record:second"] == 0

@@ -117,3 +117,20 @@ def test_events_show_the_execute_step_sequence(tmp_path: Path) -> None:
                      "harness.session.completed", "StepCompleted"]
     assert json.dumps(world.events("r", ["harness.execute_step.started"])[0].payload).count(
         '"stepKind": "code.run"') == 1
+
+
+def test_without_deno_the_step_says_how_to_get_it(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from lwtool.coderun.deno import deno_binary
+
+    monkeypatch.setenv("LWTOOL_DENO", str(tmp_path / "no-deno"))
+    deno_binary.cache_clear()
+    try:
+        with pytest.raises(RunFailedError) as info:
+            asyncio.run(run_workflow(workflow(code_step("c", "export async function run() "
+                                                         "{ return 1; }")), {},
+                                     world=local_world(tmp_path / "data")))
+    finally:
+        deno_binary.cache_clear()
+    assert info.value.cause_code == "runtime_config_error"
+    assert "LWTOOL_DENO=" in info.value.message and "not an executable" in info.value.message
