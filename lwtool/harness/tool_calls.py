@@ -15,10 +15,10 @@ and a tool.call step is a direct-execute step type, recorded with
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Literal, NoReturn
 
+from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.tools import Tool
 from lwtool.world.base import INLINE_LIMIT, NewEvent
@@ -43,9 +43,9 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "error" in recorded:
             raise ToolCallFailed(call_id, str(recorded["error"]))
         if "resultRef" in recorded:
-            return json.loads(await run.world.get_artifact(recorded["resultRef"]))
+            return loads(await run.world.get_artifact(recorded["resultRef"]))
         return recorded.get("result")
-    run.note([_started(path, call_id, caller, tool.name, args, turn)])
+    run.note([_started(path, call_id, caller, tool.name, args, turn)], defer=False)
     started = time.perf_counter()
     try:
         result = await tool.invoke(args, run.tool_threads)
@@ -63,10 +63,11 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message, "durationMs": _ms(started)}, path)])
         raise ToolCallFailed(call_id, message) from None
-    data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = dumps_bytes(result)
     payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}
     if len(data) > INLINE_LIMIT:
-        payload["resultRef"] = await run.world.put_artifact(data)
+        payload["resultRef"] = await run.world.put_artifact(data,
+                                                            run.durability == "strict")
     else:
         payload["result"] = result
     await run.record([NewEvent("harness.tool_call.succeeded", payload, path)])

@@ -99,10 +99,8 @@ class StepWorkspace:
     @classmethod
     def of_run(cls, run: Any, step_path: str) -> StepWorkspace:
         """The workspace of a step of `run` (a RunState) with its definition's settings."""
-        settings = run.workspace
-        return cls(Path(run.world.data_dir), run.run_id, step_path,
-                   settings.get("workflowId"), MemoryConfig.from_json(settings.get("memory")),
-                   tuple(settings.get("skills") or ()))
+        data_dir, workflow_id, memory, skills = run.workspace_defaults()
+        return cls(data_dir, run.run_id, step_path, workflow_id, memory, skills)
 
     def _placed(self) -> RoleMounts:
         return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),

@@ -21,7 +21,14 @@ from lwtool.runtime.outputs import OutputInvalid, check_schema
 from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
 from lwtool.runtime.scope import Scope
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import Event, NewEvent, RunConflict, World
+from lwtool.world.base import (
+    DEFAULT_DURABILITY,
+    Event,
+    NewEvent,
+    RunConflict,
+    World,
+    check_durability,
+)
 
 
 def new_run_id() -> str:
@@ -51,18 +58,23 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     models: dict[str, str], run_id: str | None = None,
                     on_start: Callable[[str], None] | None = None,
                     step_timeout: float | None = None, harness: Any = None,
-                    workspace: dict[str, Any] | None = None) -> dict[str, Any]:
+                    workspace: dict[str, Any] | None = None,
+                    durability: str | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
-    workspaces use (memory stores, skills); recorded with the run."""
+    workspaces use (memory stores, skills); recorded with the run. `durability`
+    (strict | process; default: the world's) is the run's for good: recorded in
+    RunStarted and kept by every resume."""
     harness = harness or WorkflowHarness()
+    durability = check_durability(durability or str(getattr(world, "durability",
+                                                            DEFAULT_DURABILITY)))
     version_id = workflow_version_id(lwir)
     try:
         run_input = to_json(run_input)
     except NotJson as exc:  # refused before anything is stored
         raise RunFailedError(run_id or "(not started)", version_id, "input_schema_error",
                              f"the run input is not JSON {exc}") from None
-    world.register_version(version_id, lwir)
+    world.register_version(version_id, lwir, durability == "strict")
     run_id = run_id or new_run_id()
     existing = _existing(world, run_id)
     if existing is not None:
@@ -76,17 +88,17 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
-        options = {"models": models, "stepTimeoutS": timeout,
+        options = {"models": models, "stepTimeoutS": timeout, "durability": durability,
                    **({"workspace": workspace} if workspace else {})}
         world.create_run(run_id, version_id, run_input, options, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,
                            "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
-                           "pid": os.getpid()})])
+                           "durability": durability, "pid": os.getpid()})], durability == "strict")
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout, harness, workspace)
+                              Journal(), timeout, harness, workspace, durability)
 
 
 def _existing(world: World, run_id: str) -> Any:
@@ -142,7 +154,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                                        _drift_message(recorded, current))
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
                               models, journal, timeout, harness,
-                              record.options.get("workspace"))
+                              record.options.get("workspace"),
+                              str(record.options.get("durability", DEFAULT_DURABILITY)))
 
 
 def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
@@ -161,9 +174,11 @@ def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
                    run_input: Any, tools: ToolRegistry, models: dict[str, str],
                    journal: Journal, step_timeout: float, harness: Any,
-                   workspace: dict[str, Any] | None = None) -> dict[str, Any]:
+                   workspace: dict[str, Any] | None = None,
+                   durability: str = DEFAULT_DURABILITY) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
-                     asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness)
+                     asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
+                     durability=check_durability(durability))
     state.workspace = dict(workspace or {})
     try:
         return await _drive(state)

@@ -15,16 +15,32 @@ class OutputInvalid(ValueError):
 
 
 @lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Any:
+def _compiled(schema_text: str) -> Any:
     import jsonschema_rs
 
     return jsonschema_rs.Draft202012Validator(json.loads(schema_text))
 
 
+# Schemas seen, by identity: a locked version's schema objects are checked step after
+# step. Each entry holds its schema, so an id is never reused while it is here.
+_BY_IDENTITY: dict[int, tuple[Any, Any]] = {}
+
+
+def _validator(schema: Any) -> Any:
+    found = _BY_IDENTITY.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    validator = _compiled(canonical_text(schema))
+    if len(_BY_IDENTITY) >= 512:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)
+    return validator
+
+
 def check_schema(value: Any, schema: Any, what: str) -> None:
     if schema is None or schema is True:
         return
-    validator = _validator(canonical_text(schema))
+    validator = _validator(schema)
     for error in validator.iter_errors(value):
         where = "/" + "/".join(str(p) for p in error.instance_path)
         raise OutputInvalid(f"{what} at {where if where != '/' else 'the top'}: {error.message}")

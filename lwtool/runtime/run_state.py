@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.runtime.journal import Journal
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
@@ -20,7 +21,14 @@ from lwtool.world.base import Event, NewEvent, World
 
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
+NOTE_DELAY = 0.02  # seconds evidence may wait for the run's next commit
 SESSION_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
+
+
+# json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str),
+# built once: the bytes earlier logs' hashes were taken over.
+_hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                default=str).encode
 
 
 def short_hash(value: Any) -> str:
@@ -29,8 +37,7 @@ def short_hash(value: Any) -> str:
     Deterministic (sorted keys, fixed separators) and C-fast; identity hashes (the
     WorkflowVersion id) use RFC 8785 instead, in lwtool.canonical.
     """
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str).encode("utf-8")
+    data = _hash_encode(value).encode("utf-8")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -47,22 +54,28 @@ class RunState:
     step_slots: asyncio.Semaphore
     step_timeout: float = DEFAULT_STEP_TIMEOUT
     harness: Any = None  # the worker harness (lwtool.harness.workflow.WorkflowHarness)
+    durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
     _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
+    _workspace_defaults: tuple[Any, ...] | None = None
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
     _attached: dict[str, list[bytes]] = field(default_factory=dict)
     _usage: dict[str, dict[str, int]] = field(default_factory=dict)
     _queue: list[Any] = field(default_factory=list)
+    _notes: list[NewEvent] = field(default_factory=list)
+    _note_timer: asyncio.TimerHandle | None = None
     _flusher: asyncio.Task[None] | None = None
     committer: ThreadPoolExecutor = field(init=False)
     tool_threads: ThreadPoolExecutor = field(init=False)
 
     def close(self) -> None:
-        """Release the run's threads (after its last commit)."""
+        """Commit notes still pending and release the run's threads (after its last
+        commit)."""
+        self.flush_notes()
         self.committer.shutdown(wait=True)
         self.tool_threads.shutdown(wait=False, cancel_futures=True)
 
@@ -84,13 +97,27 @@ class RunState:
             self._fault = (event_type, pattern)
             self._fault_countdown = int(nth) if nth.isdigit() and int(nth) > 0 else 1
 
-    def config_hash(self, step: dict[str, Any]) -> str:
-        """The hash of a step's configuration (cached: visits share it)."""
-        key = id(step)
+    def config_hash(self, part: Any) -> str:
+        """The hash of a part of the locked LWIR (a step's configuration, an output
+        schema), cached by identity: the version's objects live as long as the run, and
+        every visit and attempt shares them."""
+        key = id(part)
         found = self._config_hashes.get(key)
         if found is None:
-            found = self._config_hashes[key] = short_hash(step)
+            found = self._config_hashes[key] = short_hash(part)
         return found
+
+    def workspace_defaults(self) -> tuple[Any, ...]:
+        """What every step's workspace shares (StepWorkspace.of_run), built once."""
+        if self._workspace_defaults is None:
+            from lwtool.harness.stores import MemoryConfig
+
+            settings = self.workspace
+            self._workspace_defaults = (
+                Path(self.world.data_dir), settings.get("workflowId"),
+                MemoryConfig.from_json(settings.get("memory")),
+                tuple(settings.get("skills") or ()))
+        return self._workspace_defaults
 
     @property
     def workflow_view(self) -> dict[str, Any]:
@@ -101,23 +128,31 @@ class RunState:
     async def record(self, events: list[NewEvent], durable: bool = True,
                      artifacts: list[tuple[str, bytes]] | None = None,
                      status: str | None = None) -> list[Event]:
-        """Append events; returns once they are committed.
+        """Append events (after any notes still pending); returns once they are
+        committed, with the committed copies of `events`.
 
         With one step in flight (a chain), the commit runs at once: a thread hand-off
         would cost more than the fsync. With several in flight, appends join a group
         commit: a flusher task commits everything queued in one transaction in a worker
         thread, so one fsync serves every branch that finished meanwhile and the loop
-        keeps executing the others.
+        keeps executing the others. `durable` commits are fsynced in strict durability
+        only; in process durability nothing is.
         """
-        if self.active_steps <= 1 and not self._queue and not self._flushing():
-            committed = self.world.append(self.run_id, events, status, artifacts or (), durable)
+        durable = durable and self.durability == "strict"
+        notes = self._take_notes()
+        batch = [*notes, *events] if notes else events
+        if self._inline_commit():
+            committed = self.world.append(self.run_id, batch, status, artifacts or (), durable)
         else:
-            committed = await self._enqueue(events, artifacts or [], status, durable)
+            committed = await self._enqueue(batch, artifacts or [], status, durable)
         if self._fault is not None:
             self._maybe_die(committed)
         if status in ("completed", "failed"):
             self._remove_scratch()
-        return committed
+        return committed[len(notes):]
+
+    def _inline_commit(self) -> bool:
+        return self.active_steps <= 1 and not self._queue and not self._flushing()
 
     def _remove_scratch(self) -> None:
         """Run scratch is ephemeral: gone once the run has ended (memory stays)."""
@@ -130,20 +165,56 @@ class RunState:
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()
 
-    def note(self, events: list[NewEvent]) -> None:
-        """Record evidence (an attempt started) without waiting for its commit. In a
-        chain it commits at once, without an fsync; among concurrent steps it joins the
-        next group commit, ahead of the step's own closing events (the queue is FIFO).
-        A killed process may lose a note that was not yet committed, never a result."""
-        if self.active_steps <= 1 and not self._queue and not self._flushing():
-            committed = self.world.append(self.run_id, events, None, (), False)
-            if self._fault is not None:
-                self._maybe_die(committed)
+    def note(self, events: list[NewEvent], defer: bool = True) -> None:
+        """Record evidence (an attempt started) without waiting for it: it rides along
+        with the run's next commit (a fast step's evidence and result share one
+        transaction), or is committed on its own, without an fsync, once it has waited
+        NOTE_DELAY seconds (a slow step's shows while it runs). `defer=False` commits it
+        now (still without an fsync): a call's intent, logged before the call is made.
+        Order is kept: notes always precede what is recorded after them. A killed
+        process may lose a note that was not yet committed, never a result."""
+        self._notes.extend(events)
+        if not defer:
+            self._commit_notes()
+        elif self._note_timer is None:
+            self._note_timer = asyncio.get_running_loop().call_later(NOTE_DELAY,
+                                                                     self._commit_notes)
+
+    def _take_notes(self) -> list[NewEvent]:
+        if self._note_timer is not None:
+            self._note_timer.cancel()
+            self._note_timer = None
+        notes, self._notes = self._notes, []
+        return notes
+
+    def _commit_notes(self) -> None:
+        """Commit the pending notes (without an fsync). A failed commit puts them back:
+        the next record carries them, and reports the store's error."""
+        notes = self._take_notes()
+        if not notes:
             return
-        future = self._enqueue(events, [], None, False)
-        # Nobody awaits a note: a failed commit reaches the step through its own closing
-        # events (same or a later batch), so the note's copy of the error is consumed.
-        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        if not self._inline_commit():
+            future = self._enqueue(notes, [], None, False)
+            # Nobody awaits a note: a failed commit reaches the step through its own
+            # closing events (same or a later batch), so the note's copy is consumed.
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
+            return
+        try:
+            committed = self.world.append(self.run_id, notes, None, (), False)
+        except Exception:  # noqa: BLE001 - surfaced by the next record
+            self._notes[:0] = notes
+            return
+        if self._fault is not None:
+            self._maybe_die(committed)
+
+    def flush_notes(self) -> None:
+        """Commit pending notes now (the run is being left: cancelled, interrupted)."""
+        notes = self._take_notes()
+        if notes:
+            try:
+                self.world.append(self.run_id, notes, None, (), False)
+            except Exception:  # noqa: BLE001 - evidence only; the run is ending anyway
+                pass
 
     def _enqueue(self, events: list[NewEvent], artifacts: list[tuple[str, bytes]],
                  status: str | None, durable: bool) -> asyncio.Future[list[Event]]:
@@ -209,7 +280,7 @@ class RunState:
         """Small payloads ride along in the step's own commit; large ones are written
         (and fsynced) now, before the event that names them."""
         if len(data) > INLINE_OUTPUT_LIMIT:
-            return await self.world.put_artifact(data)
+            return await self.world.put_artifact(data, self.durability == "strict")
         ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
         inline.append((ref, data))
         return ref
@@ -218,7 +289,7 @@ class RunState:
                        path: str | None = None
                        ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
         """The result envelope of an output, and small artifacts to commit with it."""
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
         ref = await self._store(data, inline)
         attached = [await self._store(extra, inline)
@@ -227,7 +298,7 @@ class RunState:
             "outputRef": ref,
             "artifacts": attached,
             "metadata": {"uses": uses, "outputMode": (mode or {}).get("mode"),
-                         "schemaHash": short_hash((mode or {}).get("schema"))
+                         "schemaHash": self.config_hash(mode["schema"])
                          if mode and "schema" in mode else None},
         }
         if len(data) <= INLINE_OUTPUT_LIMIT:
@@ -244,7 +315,7 @@ class RunState:
             return envelope.get("output")
         if ref not in self.artifacts:
             self.artifacts.append(ref)
-        return json.loads(await self.world.get_artifact(ref))
+        return loads(await self.world.get_artifact(ref))
 
 
 def step_timeout(step: dict[str, Any], run_timeout: float) -> tuple[float, str]:

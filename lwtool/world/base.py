@@ -3,9 +3,9 @@ it now; a PostgreSQL world can implement the same methods later. Nothing here na
 storage engine.
 
 Durability contract: `append` returns only after its events are committed (they survive
-a kill -9 of the process at any later instant); `put_artifact` returns only after the
-payload is durably stored, so an event that points at an artifact is never committed
-before the artifact it names.
+a kill -9 of the process at any later instant; with `durable=True` power loss as well);
+`put_artifact` returns only after the payload is stored as durably, so an event that
+points at an artifact is never committed before the artifact it names.
 """
 
 from __future__ import annotations
@@ -16,6 +16,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 INLINE_LIMIT = 256 * 1024  # payloads larger than this live only in artifacts
+
+# What a committed event survives (chosen per run; the world has a default):
+# strict: power loss and OS crashes too (every result commit is flushed to the disk);
+# process: any kill of the process, but an OS crash or power loss may lose the last
+# commits (never corrupting the log: the run replays from what is left).
+DURABILITY_MODES = ("strict", "process")
+DEFAULT_DURABILITY = "strict"
+
+
+def check_durability(mode: str) -> str:
+    """A durability mode, or ValueError naming the ones there are."""
+    if mode not in DURABILITY_MODES:
+        raise ValueError(f"unknown durability {mode!r}: use strict (survives power loss) "
+                         "or process (survives a killed process)")
+    return mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +116,16 @@ class World(Protocol):
 
     data_dir: Any
     max_concurrent_steps: int
+    durability: str  # the default of runs started here: strict | process
 
-    def register_version(self, version_id: str, lwir: dict[str, Any]) -> None: ...
+    def register_version(self, version_id: str, lwir: dict[str, Any],
+                         durable: bool = True) -> None: ...
 
     def get_version(self, version_id: str) -> dict[str, Any] | None: ...
 
     def create_run(self, run_id: str, version_id: str, run_input: Any,
-                   options: dict[str, Any], first_events: Sequence[NewEvent]) -> list[Event]: ...
+                   options: dict[str, Any], first_events: Sequence[NewEvent],
+                   durable: bool = True) -> list[Event]: ...
 
     def get_run(self, run_id: str) -> RunRecord: ...
 
@@ -119,7 +137,7 @@ class World(Protocol):
 
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]: ...
 
-    async def put_artifact(self, data: bytes) -> str: ...
+    async def put_artifact(self, data: bytes, durable: bool = True) -> str: ...
 
     async def get_artifact(self, ref: str) -> bytes: ...
 

@@ -16,10 +16,22 @@ from collections.abc import Iterable
 from typing import Any
 
 GENESIS = ""
+FORM = "v2:"  # hashes written now; 64 bare hex digits are the first form's
 
 
 def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
                at: float, payload_text: str) -> str:
+    """`v2:` + SHA-256 of the JSON array of the short fields followed by the payload
+    text as stored (self-delimiting: the array ends at its `]`), so the payload is
+    hashed as it is and never escaped a second time."""
+    digest = hashlib.sha256(json.dumps([prev, run_id, seq, type_, step_path, at]).encode())
+    digest.update(payload_text.encode("utf-8", "surrogatepass"))
+    return FORM + digest.hexdigest()
+
+
+def _first_form_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
+                     at: float, payload_text: str) -> str:
+    """The first form (stores written before v2): the payload inside the JSON array."""
     material = json.dumps([prev, run_id, seq, type_, step_path, at, payload_text])
     return hashlib.sha256(material.encode()).hexdigest()
 
@@ -33,7 +45,8 @@ def chain_break(run_id: str, rows: Iterable[tuple[int, str, str | None, str, flo
     for seq, type_, step_path, payload_text, at, stored in rows:
         if seq != expected_seq:
             return f"event {expected_seq} is missing (the next stored event is {seq})"
-        if stored != event_hash(prev, run_id, seq, type_, step_path, at, payload_text):
+        form = event_hash if str(stored).startswith(FORM) else _first_form_hash
+        if stored != form(prev, run_id, seq, type_, step_path, at, payload_text):
             return f"event {seq} ({type_}) does not match its hash (edited or reordered)"
         prev, expected_seq = stored, seq + 1
     if expected_seq - 1 != head_seq or prev != head_hash:

@@ -11,6 +11,9 @@ run (the run lock), and it ships with Python. Commits are `synchronous=FULL` (an
 each, ~0.4 ms here: durable against power loss as well as a killed process); events
 that are only evidence (an attempt started) are committed without the fsync, which a
 killed process cannot lose either. The events of one step boundary share one commit.
+A run in `process` durability commits everything without the fsync (WAL with
+synchronous=NORMAL: a killed process loses nothing, power loss may lose the last
+commits, and the log is never corrupted either way).
 
 Artifacts up to 256 KiB live in the database, written in the same transaction as (and
 before) the events that name them; larger ones are files written to a temp name,
@@ -22,7 +25,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import re
 import sqlite3
@@ -35,8 +37,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from lwtool.canonical.compact import dumps_text, loads
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import (
+    DEFAULT_DURABILITY,
     ArtifactMissing,
     Event,
     NewEvent,
@@ -46,6 +50,7 @@ from lwtool.world.base import (
     StoreDamaged,
     StoreUnavailable,
     WorldError,
+    check_durability,
     check_run_id,
 )
 from lwtool.world.chain import GENESIS, chain_break, event_hash
@@ -91,8 +96,7 @@ CREATE TABLE IF NOT EXISTS artifacts (
 """
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_dumps = dumps_text
 
 
 class LocalWorld:
@@ -101,11 +105,12 @@ class LocalWorld:
 
     def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR,
                  max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
-                 synchronous: str = "FULL") -> None:
+                 durability: str = DEFAULT_DURABILITY) -> None:
         if max_concurrent_steps < 1:
             raise ValueError("max_concurrent_steps must be at least 1")
         self.data_dir = Path(data_dir)
         self.max_concurrent_steps = max_concurrent_steps
+        self.durability = check_durability(durability)
         self._db_path = self.data_dir / "events" / "events.db"
         try:
             self._make_layout()
@@ -119,7 +124,7 @@ class LocalWorld:
         # -wal and -shm files exist); without one, the store is read as immutable (SQLite
         # could not open a WAL database there otherwise).
         self.read_only = _on_read_only_fs(self.data_dir)
-        self._synchronous = self._current_sync = synchronous
+        self._current_sync = "FULL"
         try:
             if self.read_only:
                 wal = self._db_path.with_name("events.db-wal")
@@ -131,7 +136,7 @@ class LocalWorld:
                 self._db = sqlite3.connect(self._db_path, isolation_level=None,
                                            check_same_thread=False)
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute(f"PRAGMA synchronous={synchronous}")
+                self._db.execute("PRAGMA synchronous=FULL")
                 self._db.execute("PRAGMA busy_timeout=10000")
             tables = {r[0] for r in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -200,7 +205,7 @@ class LocalWorld:
             raise self._read_only_error()
         with self._lock:
             try:
-                level = self._synchronous if durable else "NORMAL"
+                level = "FULL" if durable else "NORMAL"
                 if level != self._current_sync:
                     self._db.execute(f"PRAGMA synchronous={level}")
                     self._current_sync = level
@@ -235,10 +240,14 @@ class LocalWorld:
 
     # -- versions ---------------------------------------------------------------------------
 
-    def register_version(self, version_id: str, lwir: dict[str, Any]) -> None:
+    def register_version(self, version_id: str, lwir: dict[str, Any],
+                         durable: bool = True) -> None:
         """Store a version under the id its caller computed (not hashed again here: that
-        doubled a run's start-up cost); `get_version` verifies it on every read."""
-        with self._tx() as db:
+        doubled a run's start-up cost); `get_version` verifies it on every read. A
+        version already stored costs one read, no commit."""
+        if self._read("SELECT 1 FROM versions WHERE version_id = ?", (version_id,)):
+            return
+        with self._tx(durable) as db:
             db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, _dumps(lwir)))
 
     def get_version(self, version_id: str) -> dict[str, Any] | None:
@@ -250,7 +259,7 @@ class LocalWorld:
             return None
         try:
             checked(rows, rows_shape.ONE_TEXT, f"WorkflowVersion {version_id}")
-            lwir: dict[str, Any] = json.loads(rows[0][0])
+            lwir: dict[str, Any] = loads(rows[0][0])
             intact = workflow_version_id(lwir) == version_id
         except (ValueError, TypeError, StoreDamaged):
             intact = False
@@ -262,10 +271,10 @@ class LocalWorld:
     # -- runs and events ----------------------------------------------------------------------
 
     def create_run(self, run_id: str, version_id: str, run_input: Any, options: dict[str, Any],
-                   first_events: Sequence[NewEvent]) -> list[Event]:
+                   first_events: Sequence[NewEvent], durable: bool = True) -> list[Event]:
         now = time.time()
         check_run_id(run_id)
-        with self._tx() as db:
+        with self._tx(durable) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise WorldError(f"run {run_id} already exists")
             db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')",
@@ -321,7 +330,7 @@ class LocalWorld:
     @staticmethod
     def _record(row: Any) -> RunRecord:
         try:
-            return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]),
+            return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
                              _payload(row[6]))
         except (ValueError, TypeError) as exc:
             raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
@@ -370,19 +379,21 @@ class LocalWorld:
     def _artifact_file(self, digest: str) -> Path:
         return self.data_dir / "artifacts" / "sha256" / digest[:2] / digest
 
-    async def put_artifact(self, data: bytes) -> str:
-        """Store `data` durably; return its content address `artifact://sha256:<hex>`."""
+    async def put_artifact(self, data: bytes, durable: bool = True) -> str:
+        """Store `data`; return its content address `artifact://sha256:<hex>`. Durable:
+        on the disk before this returns; otherwise it survives a killed process (the
+        file is complete under its name) but may not survive power loss."""
         digest = hashlib.sha256(data).hexdigest()
         ref = f"artifact://sha256:{digest}"
         if len(data) <= INLINE_ARTIFACT_LIMIT:
-            with self._tx() as db:
+            with self._tx(durable) as db:
                 db.execute(_PUT_INLINE, (ref, data))
             return ref
         target = self._artifact_file(digest)
         if target.exists() and _file_digest(target) == digest:
             return ref  # present and intact (a damaged copy is rewritten below)
         try:
-            await _write_file(target, data, digest)
+            await _write_file(target, data, digest, durable)
         except OSError as exc:
             raise StoreUnavailable(f"cannot store an artifact of {len(data):,} bytes in "
                                    f"{self.data_dir}: {_os_reason(exc)}") from None
@@ -543,7 +554,7 @@ _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
 
 
 def _payload(text: str) -> dict[str, Any]:
-    value = json.loads(text)
+    value = loads(text)
     if not isinstance(value, dict):
         raise ValueError("a payload is not an object")
     return value
@@ -556,9 +567,10 @@ class NotARegularFile(OSError):
     pass
 
 
-async def _write_file(target: Path, data: bytes, digest: str) -> None:
-    """Write to a private temp name, fsync, rename into place; the temp file is removed
-    whatever goes wrong (a full disk must not leave half an artifact behind)."""
+async def _write_file(target: Path, data: bytes, digest: str, durable: bool) -> None:
+    """Write to a private temp name, fsync (when durable), rename into place; the temp
+    file is removed whatever goes wrong (a full disk must not leave half an artifact
+    behind). The rename alone makes a complete file appear to a killed process."""
     import aiofiles
     import aiofiles.os
 
@@ -568,12 +580,14 @@ async def _write_file(target: Path, data: bytes, digest: str) -> None:
         async with aiofiles.open(temp, "wb", opener=_private_new_file) as fh:
             await fh.write(data)
             await fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         await aiofiles.os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
 
 
 async def _read_file(path: Path) -> bytes:
@@ -619,6 +633,7 @@ def _fsync_dir(path: Path) -> None:
 
 def local_world(data_dir: str | Path = DEFAULT_DATA_DIR,
                 max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
-                synchronous: str = "FULL") -> LocalWorld:
-    """The spec's `localWorld({dataDir, maxConcurrentSteps})`."""
-    return LocalWorld(data_dir, max_concurrent_steps, synchronous)
+                durability: str = DEFAULT_DURABILITY) -> LocalWorld:
+    """The spec's `localWorld({dataDir, maxConcurrentSteps})`; `durability` is the
+    default of runs started in it (strict | process; a run may choose its own)."""
+    return LocalWorld(data_dir, max_concurrent_steps, durability)

@@ -50,3 +50,42 @@ def test_yaml_and_json_hash_alike() -> None:
 def test_hash_format() -> None:
     digest = sha256_of_json({"a": 1})
     assert digest.startswith("sha256:") and len(digest) == len("sha256:") + 64
+
+
+# Keys and strings that stress the fast path: control characters, quotes, backslashes,
+# U+2028, DEL, characters above U+E000 and beyond U+FFFF (UTF-16 order differs there).
+tricky_text = st.text(alphabet=st.sampled_from(
+    ["a", "Z", "\x00", "\x1f", "\x7f", '"', "\\", "/", "\u2028", "\ue000", "\uffff", "é",
+     "\U0001f600", "\U00010000", "\t", "\n"]), max_size=6) | st.text(max_size=6)
+plain_scalars = st.none() | st.booleans() | st.integers(-(2**53) - 1, 2**53 + 1) | tricky_text
+plain_values = st.recursive(plain_scalars, lambda inner: st.lists(inner, max_size=4) |
+                            st.dictionaries(tricky_text, inner, max_size=5), max_leaves=25)
+
+
+@given(plain_values | values)
+def test_fast_path_is_rfc8785(value: object) -> None:
+    import pytest
+    import rfc8785
+
+    from lwtool.canonical.jcs import NotCanonicalizable
+
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:
+        with pytest.raises(NotCanonicalizable):
+            canonical_bytes(value)
+        return
+    assert canonical_bytes(value) == expected
+
+
+def test_fast_path_leaves_what_it_cannot_write_to_rfc8785() -> None:
+    import pytest
+
+    from lwtool.canonical.jcs import NotCanonicalizable
+
+    assert canonical_bytes({"\U0001f600": 1, "\ue000": 2}) == \
+        '{"\U0001f600":1,"\ue000":2}'.encode()  # UTF-16 order: the surrogate pair first
+    assert canonical_bytes([1.0, 1e21, 2**53 - 1]) == b"[1,1e+21,9007199254740991]"
+    for bad in ({1: "x"}, 2**53, -(2**53), "\ud800", float("nan")):
+        with pytest.raises(NotCanonicalizable):
+            canonical_bytes(bad)
