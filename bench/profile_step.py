@@ -38,11 +38,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--durability", default="strict", choices=("strict", "process"))
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--dir", default=str(HERE.parent), help="where the world lives "
+                        "(/dev/shm: the CPU side alone)")
     options = parser.parse_args()
     registry = ToolRegistry()
     registry.register("echo", echo)
     lwir = chain_lwir(options.steps, uses="tool.call")
-    with tempfile.TemporaryDirectory(dir=HERE.parent) as tmp:
+    with tempfile.TemporaryDirectory(dir=options.dir) as tmp:
         warm = LocalWorld(Path(tmp) / "warm", durability=options.durability)
         asyncio.run(start_run(warm, chain_lwir(5, uses="tool.call"), {"seed": "x"},
                               registry, {}))

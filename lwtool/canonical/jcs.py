@@ -30,14 +30,23 @@ class NotCanonicalizable(ValueError):
 
 def _plain(value: Any) -> bool:
     """Only the JSON the fast path writes exactly as RFC 8785 does."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    return kind is int and -_SAFE_INT < value < _SAFE_INT
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            todo.extend(item.values())
+        elif kind is list:
+            todo.extend(item)
+        elif kind is int:
+            if not -_SAFE_INT < item < _SAFE_INT:
+                return False
+        elif not (kind is str or kind is bool or item is None):
+            return False
+    return True
 
 
 def canonical_bytes(value: Any) -> bytes:

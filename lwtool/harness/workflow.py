@@ -25,6 +25,10 @@ from lwtool.runtime.errors import StepFailure
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
 
 
+_EXECUTE = {"ai.generate": "execute_ai_generate", "tool.call": "execute_tool_call",
+            "code.run": "execute_code_run", "decision": "execute_decision"}
+
+
 class WorkflowHarness:
     harness_id = DEFAULT_HARNESS_ID
 
@@ -38,14 +42,12 @@ class WorkflowHarness:
             return await self.fix_step(task, ctx)
         if isinstance(task, ExecuteStepTask):
             uses = task.step.get("uses")
-            method = {"ai.generate": self.execute_ai_generate,
-                      "tool.call": self.execute_tool_call,
-                      "code.run": self.execute_code_run,
-                      "decision": self.execute_decision}.get(str(uses))
-            if method is None:
+            name = _EXECUTE.get(str(uses))
+            if name is None:
                 raise StepFailure("runtime_config_error", f"the workflow harness does not "
                                   f"execute '{uses}' steps", task.step_path)
-            return await method(task, ctx)
+            result: HarnessResult = await getattr(self, name)(task, ctx)
+            return result
         raise StepFailure("runtime_config_error", f"{type(self).__name__} does not run "
                           f"{task.kind} tasks yet", getattr(task, "step_path", None))
 

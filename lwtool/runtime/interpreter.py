@@ -195,8 +195,9 @@ async def _drive(state: RunState) -> dict[str, Any]:
             check_schema(run_input, schema, "the run input")
         except OutputInvalid as exc:
             raise StepFailure("input_schema_error", str(exc)) from None
-        await Scope(state, lwir.get("steps") or [], "").execute()
-        final_path, output = await _final_output(state)
+        top = Scope(state, lwir.get("steps") or [], "")
+        await top.execute()
+        final_path, output = _final_output(top)
         try:
             check_schema(output, (lwir.get("output") or {}).get("schema"), "the run output")
         except OutputInvalid as exc:
@@ -214,20 +215,13 @@ async def _drive(state: RunState) -> dict[str, Any]:
     return await result_of(world, run_id, version_id, output, state.artifacts)
 
 
-async def _final_output(state: RunState) -> tuple[str | None, Any]:
+def _final_output(top: Scope) -> tuple[str | None, Any]:
     """The output of the last top-level non-decision step to complete, in commit order
     (the fan-in array when that is a parallel step)."""
-    top_ids = {s.get("id") for s in state.lwir.get("steps") or [] if s.get("uses") != "decision"}
-    last: Event | None = None
-    for event in state.world.events(state.run_id, ["StepCompleted"]):
-        if event.payload.get("stepId") not in top_ids:
-            continue
-        path, sid = event.step_path or "", event.payload["stepId"]
-        if path == sid or path.startswith(f"{sid}.visit["):
-            last = event
-    if last is None:
+    sid = top.last_step
+    if sid is None:
         return None, None
-    return last.step_path, await state.output_of(last.payload)
+    return top.path_of(sid, top.visits[sid] - 1), top.outputs[sid][-1]
 
 
 async def _finished(world: World, version_id: str, lwir: dict[str, Any], terminal: Event,

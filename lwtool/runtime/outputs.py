@@ -6,7 +6,6 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from lwtool.canonical.jcs import canonical_text
 from lwtool.canonical.plain_json import NotJson, to_json
 
 
@@ -21,6 +20,9 @@ def _compiled(schema_text: str) -> Any:
     return jsonschema_rs.Draft202012Validator(json.loads(schema_text))
 
 
+# Equal schemas share a compiled validator: keyed by their text with sorted keys.
+_cache_key = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
 # Schemas seen, by identity: a locked version's schema objects are checked step after
 # step. Each entry holds its schema, so an id is never reused while it is here.
 _BY_IDENTITY: dict[int, tuple[Any, Any]] = {}
@@ -30,7 +32,7 @@ def _validator(schema: Any) -> Any:
     found = _BY_IDENTITY.get(id(schema))
     if found is not None and found[0] is schema:
         return found[1]
-    validator = _compiled(canonical_text(schema))
+    validator = _compiled(_cache_key(schema))
     if len(_BY_IDENTITY) >= 512:
         _BY_IDENTITY.clear()
     _BY_IDENTITY[id(schema)] = (schema, validator)

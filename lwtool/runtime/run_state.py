@@ -307,14 +307,14 @@ class RunState:
         return envelope, inline
 
     async def output_of(self, payload: dict[str, Any]) -> Any:
-        """A committed step's output, read from its outputRef (the inline copy is a
-        convenience; replay never depends on it)."""
+        """A committed step's output: the inline copy in its event (verified with the
+        log's hash chain), else read from its outputRef."""
         envelope = payload.get("envelope") or {}
         ref = envelope.get("outputRef")
-        if ref is None:
+        if ref is not None:
+            self.artifacts.append(ref)  # the run's result lists each once
+        if ref is None or "output" in envelope:
             return envelope.get("output")
-        if ref not in self.artifacts:
-            self.artifacts.append(ref)
         return loads(await self.world.get_artifact(ref))
 
 

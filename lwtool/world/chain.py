@@ -21,10 +21,13 @@ FORM = "v2:"  # hashes written now; 64 bare hex digits are the first form's
 
 def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
                at: float, payload_text: str) -> str:
-    """`v2:` + SHA-256 of the JSON array of the short fields followed by the payload
-    text as stored (self-delimiting: the array ends at its `]`), so the payload is
-    hashed as it is and never escaped a second time."""
-    digest = hashlib.sha256(json.dumps([prev, run_id, seq, type_, step_path, at]).encode())
+    """`v2:` + SHA-256 of the event's fields, one a line, then the payload text as
+    stored (hashed as it is, never escaped again). The previous hash, run id, seq and
+    time cannot hold a newline; the type and step path are length-prefixed (a branch
+    key may hold anything); no step path is `-`."""
+    path = "-" if step_path is None else f"{len(step_path)}:{step_path}"
+    fields = f"{prev}\n{run_id}\n{seq}\n{len(type_)}:{type_}\n{at!r}\n{path}\n"
+    digest = hashlib.sha256(fields.encode("utf-8", "surrogatepass"))
     digest.update(payload_text.encode("utf-8", "surrogatepass"))
     return FORM + digest.hexdigest()
 

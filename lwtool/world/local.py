@@ -99,6 +99,21 @@ CREATE TABLE IF NOT EXISTS artifacts (
 _dumps = dumps_text
 
 
+def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float
+             ) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
+    """The events as committed, their rows (payloads serialized once, each hash chained
+    on the one before) and the run's head after them."""
+    seq, prev = head
+    out, rows = [], []
+    for event in events:
+        seq += 1
+        text = _dumps(event.payload)
+        prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
+        out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+        rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+    return out, rows, (seq, prev)
+
+
 class LocalWorld:
     """The local world. Synchronous SQLite calls are short (one small transaction each);
     artifact files go through aiofiles."""
@@ -118,6 +133,7 @@ class LocalWorld:
             reason = _unusable_because(Path(exc.filename or self.data_dir)) or _os_reason(exc)
             raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
         self._lock = threading.Lock()
+        self._heads: dict[str, tuple[int, str]] = {}  # run -> (last seq, hash) committed here
         # On a read-only file system nothing can write: the store is opened read-only
         # and writing is refused with the reason. Commits the last writer left in the
         # -wal file are read through it (SQLite reads a WAL store read-only when its
@@ -279,40 +295,58 @@ class LocalWorld:
                 raise WorldError(f"run {run_id} already exists")
             db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')",
                        (run_id, version_id, now, now, _dumps(run_input), _dumps(options)))
-            return self._insert(db, run_id, first_events, None, now)
+            committed, head = self._insert(db, run_id, first_events, None, now)
+        self._heads[run_id] = head
+        return committed
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
                artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
         """Commit small `artifacts`, then `events` (and a new run status), in one
         transaction. `durable=False` skips the fsync of this commit (it still survives a
         killed process; the next durable commit makes it power-safe too, the WAL being
-        sequential): for evidence such as attempt-started events."""
+        sequential): for evidence such as attempt-started events, and for every commit
+        of a run in process durability."""
         with self._tx(durable) as db:
-            db.executemany(_PUT_INLINE, artifacts)
-            return self._insert(db, run_id, events, status, time.time())
+            if artifacts:
+                db.executemany(_PUT_INLINE, artifacts)
+            committed, head = self._insert(db, run_id, events, status, time.time())
+        self._heads[run_id] = head
+        return committed
 
     def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
-                status: str | None, now: float) -> list[Event]:
+                status: str | None, now: float) -> tuple[list[Event], tuple[int, str]]:
+        """Chain and insert `events`; move the run's head (and status). The head this
+        world committed last is taken on trust, but only moved if the stored one still
+        matches it (one UPDATE; else it is read and the events chained again)."""
+        head = self._heads.get(run_id)
+        if head is not None:
+            out, rows, new_head = _chained(run_id, head, events, now)
+            if self._move_head(db, run_id, head, new_head, status, now):
+                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                return out, new_head
         row = db.execute("SELECT last_seq, last_hash FROM runs WHERE run_id = ?",
                          (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id}")
-        seq, prev = checked([row], rows_shape.HEAD, f"run {run_id}: its head")[0]
-        out, rows = [], []
-        for event in events:
-            seq += 1
-            text = _dumps(event.payload)
-            prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
-            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
-            rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+        head = tuple(checked([row], rows_shape.HEAD, f"run {run_id}: its head")[0])
+        out, rows, new_head = _chained(run_id, head, events, now)
+        self._move_head(db, run_id, head, new_head, status, now)
         db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return out, new_head
+
+    @staticmethod
+    def _move_head(db: sqlite3.Connection, run_id: str, head: tuple[int, str],
+                   new_head: tuple[int, str], status: str | None, now: float) -> bool:
+        """Set the run's head to `new_head` if it is `head`; False when it is not."""
         if status is None:
-            db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? "
-                       "WHERE run_id = ?", (seq, prev, now, run_id))
+            moved = db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? "
+                               "WHERE run_id = ? AND last_seq = ? AND last_hash = ?",
+                               (*new_head, now, run_id, *head))
         else:
-            db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ?, "
-                       "status = ? WHERE run_id = ?", (seq, prev, now, status, run_id))
-        return out
+            moved = db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ?, "
+                               "status = ? WHERE run_id = ? AND last_seq = ? AND "
+                               "last_hash = ?", (*new_head, now, status, run_id, *head))
+        return moved.rowcount == 1
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._read("SELECT run_id, version_id, status, created_at, updated_at, input, "
