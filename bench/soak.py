@@ -16,7 +16,11 @@ stop the event log and the side-effect counter are snapshotted; at the end:
 - damaged stores: `lwtool verify` (in-process) finds anything damaged;
 - tracebacks: any process printed one.
 
+Trials alternate between the durability modes (`--durability both`, the default), or
+all run in one.
+
 Run: .venv/bin/python bench/soak.py [--kills 1000] [--jobs 2] [--seed 1]
+     [--durability strict|process|both]
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from lwtool.world.verify import verify  # noqa: E402
 RUNTIME = ROOT / "tests" / "runtime"
 TOOLS = f"{RUNTIME / 'side_effects.py'}:tools"
 SLEEP = "0.02"  # seconds per tool call, so that stops land inside runs
+KINDS = ("kill", "after-commit", "term", "int")
 ITEMS = [{"id": f"i{n}", "n": n} for n in range(5)]
 SCENARIOS: dict[str, tuple[str, Any]] = {
     "chain": ("chain.lwir.yaml", {"seed": "s"}),
@@ -114,18 +119,20 @@ def _calls(work: Path) -> Counter[str]:
 
 
 class Soak:
-    def __init__(self, root: Path, seed: int) -> None:
+    def __init__(self, root: Path, seed: int, modes: tuple[str, ...]) -> None:
         self.root = root
         self.seed = seed
+        self.modes = modes
         self.figures = Figures()
         self.reference: dict[str, tuple[Any, float]] = {}
 
-    def command(self, work: Path, scenario: str, run_id: str) -> list[str]:
+    def command(self, work: Path, scenario: str, run_id: str,
+                durability: str = "strict") -> list[str]:
         workflow, run_input = SCENARIOS[scenario]
         (work / "input.json").write_text(json.dumps(run_input))
         return [sys.executable, "-m", "lwtool", "run", str(RUNTIME / "workflows" / workflow),
                 "--input", str(work / "input.json"), "--tools", TOOLS, "--data-dir",
-                str(work / "data"), "--run-id", run_id, "--json"]
+                str(work / "data"), "--run-id", run_id, "--durability", durability, "--json"]
 
     def env(self, work: Path, **extra: str) -> dict[str, str]:
         return {**os.environ, "LWTOOL_TEST_DIR": str(work), "LWTOOL_TEST_SLEEP": SLEEP,
@@ -147,6 +154,7 @@ class Soak:
     def trial(self, number: int, stops: int) -> None:
         rng = random.Random(self.seed * 100_003 + number)
         scenario = rng.choice(sorted(SCENARIOS))
+        mode = self.modes[number % len(self.modes)]
         expected, wall = self.reference[scenario]
         work = self.root / f"trial-{number}"
         work.mkdir()
@@ -157,7 +165,7 @@ class Soak:
         final: subprocess.CompletedProcess[str] | None = None
         while final is None:
             if len(snapshots) >= stops:
-                final = subprocess.run(self.command(work, scenario, run_id),
+                final = subprocess.run(self.command(work, scenario, run_id, mode),
                                        env=self.env(work), capture_output=True, text=True,
                                        timeout=300)
                 outputs.append(final.stderr)
@@ -166,7 +174,7 @@ class Soak:
             extra = {}
             if kind == "after-commit":
                 extra["LWTOOL_FAULT_KILL_AFTER"] = f"StepCompleted@*#{rng.randint(1, 8)}"
-            proc = subprocess.Popen(self.command(work, scenario, run_id),
+            proc = subprocess.Popen(self.command(work, scenario, run_id, mode),
                                     env=self.env(work, **extra), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
             if kind != "after-commit":
@@ -182,6 +190,7 @@ class Soak:
                 self.problem(f"trial {number} ({scenario}): {kind} ended with "
                              f"{proc.returncode}: {err.strip()[-300:]}")
             kinds[kind] += 1
+            kinds[mode] += 1
             snapshots.append(Stop(_events(work / "data", run_id), _calls(work)))
         self.check(number, scenario, work, run_id, expected, final, snapshots, outputs, kinds)
 
@@ -239,20 +248,23 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=1000, help="stops to make in all")
     parser.add_argument("--jobs", type=int, default=2, help="trials at once")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--durability", choices=("strict", "process", "both"),
+                        default="both", help="the runs' mode (both: trials alternate)")
     args = parser.parse_args()
+    modes = ("strict", "process") if args.durability == "both" else (args.durability,)
     # Children inherit an ignored SIGINT (a background job's), and then ignore Ctrl-C:
     # give them the default, so the SIGINT stops really land.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lwtool-soak-") as folder:
-        soak = Soak(Path(folder), args.seed)
+        soak = Soak(Path(folder), args.seed, modes)
         soak.prepare()
         rng = random.Random(args.seed)
         number = 0
         with ThreadPoolExecutor(args.jobs) as pool:
             running: set[Future[None]] = set()
             while True:  # trials until the stops made reach --kills
-                made = sum(soak.figures.kills.values())
+                made = sum(soak.figures.kills[k] for k in KINDS)
                 while len(running) < args.jobs and made < args.kills:
                     running.add(pool.submit(soak.trial, number, rng.randint(1, 4)))
                     number += 1
@@ -262,11 +274,12 @@ def main() -> int:
                 for future in done:
                     future.result()
     f = soak.figures
-    stops = sum(f.kills.values())
+    stops = sum(f.kills[k] for k in KINDS)
     print(f"soak: {stops} stops ({f.kills['kill']} SIGKILL at a random moment, "
           f"{f.kills['after-commit']} SIGKILL right after a commit, {f.kills['term']} "
           f"SIGTERM, {f.kills['int']} SIGINT) over {f.runs} runs of {len(SCENARIOS)} "
-          f"workflows in {time.perf_counter() - started:.0f} s")
+          f"workflows in {time.perf_counter() - started:.0f} s; durability: "
+          + ", ".join(f"{m} {f.kills[m]} stops" for m in modes))
     print(f"lost committed events: {f.lost_events}")
     print(f"committed steps re-run: {f.rerun_steps}")
     print(f"outputs different from the uninterrupted run: {f.wrong_outputs}")

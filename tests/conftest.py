@@ -77,3 +77,11 @@ def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(params=["strict", "process"])
+def durability(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per durability mode: `lwtool run` started by it reads
+    LWTOOL_DURABILITY (a resumed run keeps the mode it started with)."""
+    monkeypatch.setenv("LWTOOL_DURABILITY", request.param)
+    return str(request.param)

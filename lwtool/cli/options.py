@@ -9,3 +9,8 @@ class Format(StrEnum):
     text = "text"
     json = "json"
     sarif = "sarif"
+
+
+class Durability(StrEnum):
+    strict = "strict"
+    process = "process"

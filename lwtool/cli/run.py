@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
+from lwtool.cli.options import Durability
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.runtime_options import (
     fail,
@@ -25,7 +26,7 @@ from lwtool.cli.runtime_options import (
     say,
     with_code_timeout,
 )
-from lwtool.planner.api import definition_models, workspace_of
+from lwtool.planner.api import definition_durability, definition_models, workspace_of
 
 DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
                                        help="The local world's folder.")]
@@ -43,6 +44,11 @@ StepTimeout = Annotated[float | None, typer.Option(
 CodeTimeout = Annotated[float | None, typer.Option(
     "--code-timeout", min=0.001, help="Seconds a code.run execution may take (default 30; "
     "a step's sandbox.timeoutMs wins).")]
+DurabilityOption = Annotated[Durability | None, typer.Option(
+    "--durability", envvar="LWTOOL_DURABILITY",
+    help="strict: every step result is flushed to the disk (survives power loss); "
+    "process: survives any kill of the process, not power loss (faster). Default: the "
+    "definition's runtime.durability, else strict. Recorded with the run.")]
 
 
 def run(
@@ -57,6 +63,7 @@ def run(
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
+    durability: DurabilityOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
@@ -77,7 +84,8 @@ def run(
         worker_harness = load_worker_harness(harness)
     worker_harness = with_code_timeout(worker_harness, code_timeout)
     model_map = {**definition_models(definition), **load_models(models)}
-    world = open_world(data_dir)
+    mode = str(durability or definition_durability(definition) or Durability.strict)
+    world = open_world(data_dir, durability=mode)
 
     from lwtool.runtime.interpreter import start_run
 

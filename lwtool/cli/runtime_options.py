@@ -122,14 +122,15 @@ def has_store(data_dir: Path) -> bool:
         return True
 
 
-def open_world(data_dir: Path, must_exist: bool = False) -> Any:
+def open_world(data_dir: Path, must_exist: bool = False, durability: str = "strict") -> Any:
+    """The local world at `data_dir`; `durability` is the default of what it starts."""
     from lwtool.world.base import WorldError
     from lwtool.world.local import LocalWorld
 
     if must_exist and not has_store(data_dir):
         raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
     try:
-        return LocalWorld(data_dir)
+        return LocalWorld(data_dir, durability=durability)
     except WorldError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:

@@ -142,7 +142,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
             space.scratch.remove()  # laid out again to compute the manifest
             return _finished(run_id, version_id, journal)
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
-                         journal, asyncio.Semaphore(world.max_concurrent_steps), timeout)
+                         journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
+                         durability=str(getattr(world, "durability", "strict")))
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

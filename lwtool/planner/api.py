@@ -25,6 +25,13 @@ def definition_models(definition: Mapping[str, Any] | None) -> dict[str, str]:
             if isinstance(m, dict) and m.get("model")}
 
 
+def definition_durability(definition: Mapping[str, Any] | None) -> str | None:
+    """A definition's `runtime.durability` (strict | process), if it sets one."""
+    runtime = (definition or {}).get("runtime") or {}
+    value = runtime.get("durability") if isinstance(runtime, Mapping) else None
+    return str(value) if value is not None else None
+
+
 def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, Any] | None:
     """What a definition gives its worker steps' workspaces: its id (the workflow memory
     store), its memory settings and its worker skills (local ones as absolute paths)."""
@@ -70,11 +77,14 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
                          supervise: Callable[[dict[str, Any]], Any] | None = None,
                          on_start: Callable[[str], None] | None = None,
                          progress: Progress | None = None,
-                         planner_model: Any = None) -> dict[str, Any]:
+                         planner_model: Any = None,
+                         durability: str | None = None) -> dict[str, Any]:
     """Plan (unless the plan is fixed) and run a definition; an existing `run_id`
     resumes whichever part was interrupted. `base` is the folder relative paths in a
     definition given as a dict are read from (default: the current folder);
-    `planner_model` (a litellm string or a ScriptedModel) overrides `planner.model`."""
+    `planner_model` (a litellm string or a ScriptedModel) overrides `planner.model`.
+    `durability` (strict | process) overrides the definition's `runtime.durability`
+    for the workflow runs; default: the world's."""
     from lwtool.harness.workflow import load_harness
     from lwtool.runtime.api import checked_lwir, load_lwir
     from lwtool.runtime.interpreter import new_run_id, start_run
@@ -90,10 +100,11 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
         harness = load_harness(relative_spec(worker_spec, folder))
     workspace = workspace_of(value, folder)
     run_id = run_id or new_run_id()
+    durability = durability or definition_durability(value)
 
     async def run(lwir: dict[str, Any], cycle_run: str) -> dict[str, Any]:
         return await start_run(world, lwir, run_input, registry, model_map, cycle_run,
-                               on_start, step_timeout, harness, workspace)
+                               on_start, step_timeout, harness, workspace, durability)
 
     async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
         return await plan_definition(world, folder, value, run_input, registry, model_map,

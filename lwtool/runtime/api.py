@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +49,34 @@ def checked_lwir(lwir: Mapping[str, Any]) -> dict[str, Any]:
     return value
 
 
-async def run_workflow(workflow: str | Path | Mapping[str, Any], run_input: Any, *,
-                       world: World | None = None,
+@dataclass(frozen=True)
+class LockedWorkflow:
+    """A validated LWIR document and its WorkflowVersion id, computed once: pass it to
+    `run_workflow` as often as you like (no validation or hashing per run). Made by
+    `lock_workflow`; treat `lwir` as immutable (the id is its hash)."""
+
+    lwir: dict[str, Any]
+    version_id: str
+
+
+def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
+    """Validate an LWIR file or dict and compute its WorkflowVersion id (raises
+    WorkflowInvalid)."""
+    from lwtool.canonical.digest import workflow_version_id
+
+    lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
+    return LockedWorkflow(lwir, workflow_version_id(lwir))
+
+
+async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow,
+                       run_input: Any, *, world: World | None = None,
                        tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                        models: Mapping[str, str] | None = None, run_id: str | None = None,
                        on_start: Callable[[str], None] | None = None,
-                       step_timeout: float | None = None, harness: Any = None
-                       ) -> dict[str, Any]:
-    """Run an LWIR workflow (a file path, or a dict; either is validated first).
+                       step_timeout: float | None = None, harness: Any = None,
+                       durability: str | None = None) -> dict[str, Any]:
+    """Run an LWIR workflow: a file path or a dict (validated and hashed first), or a
+    LockedWorkflow from `lock_workflow` (already both).
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
@@ -63,14 +84,18 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any], run_input: Any,
     (seconds, default 300) bounds each step attempt: cause code `timeout`, retried by
     the step's retry policy like any transient failure. `harness` is the worker harness
     (an object with `harness_id` and `async run(task, ctx)`; default: the workflow
-    harness, lwtool.harness.workflow.WorkflowHarness).
+    harness, lwtool.harness.workflow.WorkflowHarness). `durability` is `strict` (every
+    step result flushed to the disk: survives power loss) or `process` (survives any
+    kill of the process; faster); default: the world's (strict unless it says).
     """
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
-    lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
-    return await start_run(world or local_world(), lwir, run_input, ToolRegistry.of(tools),
-                           dict(models or {}), run_id, on_start, step_timeout, harness)
+    locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
+    return await start_run(world or local_world(), locked.lwir, run_input,
+                           ToolRegistry.of(tools), dict(models or {}), run_id, on_start,
+                           step_timeout, harness, durability=durability,
+                           version_id=locked.version_id)
 
 
 async def replay_run(run_id: str, *, world: World | None = None,

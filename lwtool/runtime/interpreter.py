@@ -59,16 +59,19 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     on_start: Callable[[str], None] | None = None,
                     step_timeout: float | None = None, harness: Any = None,
                     workspace: dict[str, Any] | None = None,
-                    durability: str | None = None) -> dict[str, Any]:
+                    durability: str | None = None,
+                    version_id: str | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
     (strict | process; default: the world's) is the run's for good: recorded in
-    RunStarted and kept by every resume."""
+    RunStarted and kept by every resume. `version_id` is the LWIR's WorkflowVersion id
+    when the caller has it already (lwtool.runtime.api.LockedWorkflow): not hashed
+    again."""
     harness = harness or WorkflowHarness()
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
-    version_id = workflow_version_id(lwir)
+    version_id = version_id or workflow_version_id(lwir)
     try:
         run_input = to_json(run_input)
     except NotJson as exc:  # refused before anything is stored

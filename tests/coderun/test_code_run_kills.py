@@ -19,7 +19,8 @@ from tests.conftest import ROOT, run_cli
 from tests.runtime.test_kill_and_replay import _calls, _env, _wait_for
 
 TOOLS = f"{ROOT / 'tests' / 'runtime' / 'side_effects.py'}:tools"
-pytestmark = pytest.mark.slow
+# Every kill here runs in both durability modes (tests/conftest.py: durability).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("durability")]
 
 
 def _branch(name: str) -> dict[str, object]:

@@ -19,7 +19,8 @@ from tests.conftest import ROOT, run_cli
 
 HERE = Path(__file__).parent
 TOOLS = f"{HERE / 'side_effects.py'}:tools"
-pytestmark = pytest.mark.slow
+# Every kill here runs in both durability modes (tests/conftest.py: durability).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("durability")]
 
 
 def _env(work: Path, **extra: str) -> dict[str, str]:
@@ -59,9 +60,9 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def _replay(work: Path, run_id: str) -> dict[str, object]:
+def _replay(work: Path, run_id: str, **env: str) -> dict[str, object]:
     result = run_cli("replay", run_id, "--tools", TOOLS, "--data-dir", str(work / "data"),
-                     "--json", env=_env(work))
+                     "--json", env=_env(work, **env))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -75,13 +76,17 @@ def _uninterrupted(tmp_path: Path, workflow: str, run_input: object, **env: str)
     return json.loads(out)["output"]
 
 
-def test_kill_during_a_step(tmp_path: Path) -> None:
+def test_kill_during_a_step(tmp_path: Path, durability: str) -> None:
     work = tmp_path / "killed"
     work.mkdir()
     proc = _start(work, "chain.lwir.yaml", {"seed": "s"}, "run_chain", LWTOOL_TEST_BLOCK="c")
     _wait_for(work / "blocked-c", proc)
     _kill(proc)
-    result = _replay(work, "run_chain")
+    result = _replay(work, "run_chain", LWTOOL_DURABILITY="strict" if durability == "process"
+                     else "process")  # replay keeps the run's own mode whatever it is told
+    started = run_cli("events", "run_chain", "--data-dir", str(work / "data"), "--json",
+                      "--type", "RunStarted").stdout
+    assert json.loads(started)["payload"]["durability"] == durability
     assert result["output"] == _uninterrupted(tmp_path, "chain.lwir.yaml", {"seed": "s"})
     assert result["output"] == {"key": "d", "value": "s-b-c-d"}
     assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 2, "record:d": 1})
@@ -300,14 +305,17 @@ def test_ctrl_c_and_sigterm_print_one_line_and_leave_the_run_resumable(
     assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 2, "record:d": 1})
 
 
-def test_the_soak_script_kills_and_finds_nothing_wrong() -> None:
-    """bench/soak.py (the 1,000-kill figure of the README) on a small budget: its stops
-    land, and lost events, re-run steps, wrong outputs, damage and tracebacks are 0."""
+def test_the_soak_script_kills_and_finds_nothing_wrong(durability: str) -> None:
+    """bench/soak.py (the 1,000-kill figure of the README) on a small budget, in each
+    mode: its stops land, and lost events, re-run steps, wrong outputs, damage and
+    tracebacks are 0."""
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), "--kills", "12",
-                             "--seed", "5"], capture_output=True, text=True, timeout=600)
+                             "--seed", "5", "--durability", durability],
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert int(lines[0].split()[1]) >= 12  # "soak: N stops (...)"
+    assert f"; durability: {durability} " in lines[0]
     for figure in ("lost committed events", "committed steps re-run",
                    "outputs different from the uninterrupted run", "damaged stores (verify)",
                    "tracebacks"):

@@ -165,3 +165,49 @@ def test_a_damaged_run_row_is_damage_not_a_traceback(tmp_path: Path) -> None:
     edit_store(tmp_path / "data", "UPDATE runs SET input = '{broken'", rechain=None)
     with pytest.raises(StoreDamaged, match="run run_a: its stored input or options"):
         world.get_run("run_a")
+
+
+def test_a_chain_of_the_first_hash_form_verifies_and_goes_on_in_the_second(
+        tmp_path: Path) -> None:
+    """Logs written before hash form v2 (the payload inside a JSON array) still verify;
+    a run resumed now continues them in v2, and an edit is caught in either part."""
+    from lwtool.world.chain import FORM, _first_form_hash
+
+    world = _world_with_run(tmp_path)
+    world.close()
+    db = sqlite3.connect(tmp_path / "data" / "events" / "events.db")
+    prev = ""
+    for seq, type_, path, payload, at in db.execute(
+            "SELECT seq, type, step_path, payload, at FROM events ORDER BY seq").fetchall():
+        prev = _first_form_hash(prev, "run_a", seq, type_, path, at, payload)
+        db.execute("UPDATE events SET hash = ? WHERE seq = ?", (prev, seq))
+    db.execute("UPDATE runs SET last_hash = ?", (prev,))
+    db.commit()
+    db.close()
+    world = LocalWorld(tmp_path / "data")
+    world.append("run_a", [NewEvent("RunCompleted", {})], status="completed")
+    hashes = [r[0] for r in sqlite3.connect(tmp_path / "data" / "events" / "events.db")
+              .execute("SELECT hash FROM events ORDER BY seq")]
+    assert [h.startswith(FORM) for h in hashes] == [False] * 4 + [True]
+    assert [e.seq for e in world.events("run_a")] == [1, 2, 3, 4, 5]
+    for seq in (2, 5):
+        edit_store(tmp_path / "data", f"UPDATE events SET at = at + 1 WHERE seq = {seq}",
+                   rechain=None)
+        with pytest.raises(StoreDamaged, match=f"event {seq} .* does not match its hash"):
+            world.events("run_a")
+        edit_store(tmp_path / "data", f"UPDATE events SET at = at - 1 WHERE seq = {seq}",
+                   rechain=None)
+
+
+def test_two_worlds_appending_to_one_run_keep_one_chain(tmp_path: Path) -> None:
+    """Each world keeps the head it committed last; one that another writer moved is
+    read again, never forked."""
+    first = _world_with_run(tmp_path)
+    second = LocalWorld(tmp_path / "data")
+    for n in range(3):
+        first.append("run_a", [NewEvent("StepCompleted", {"by": "first", "n": n}, "x")])
+        second.append("run_a", [NewEvent("StepCompleted", {"by": "second", "n": n}, "y"),
+                                NewEvent("StepCompleted", {"by": "second"}, "z")])
+    events = LocalWorld(tmp_path / "data").events("run_a")
+    assert [e.seq for e in events] == list(range(1, 14))
+    assert [e.payload.get("by") for e in events[4:]] == ["first", "second", "second"] * 3
