@@ -2,12 +2,15 @@
 results): orjson where it writes and reads exactly what the standard library would,
 the standard library for the rest.
 
-Writing: orjson (no whitespace, UTF-8, no ASCII escaping); a value orjson refuses (an
-integer beyond 64 bits, a lone surrogate, a non-string key) goes through `json`. Values
-here are plain JSON already (lwtool.canonical.plain_json): no NaN, whose forms differ.
-Reading: orjson, except for text with an integer of 19 or more digits (orjson reads
-those as floats: the stored value must come back exactly) or anything orjson refuses
-(NaN, a lone surrogate escape), which `json` reads as it always did.
+Writing: orjson (no whitespace, UTF-8, no ASCII escaping). A value orjson refuses (an
+integer beyond 64 bits, a lone surrogate, a non-string key) is written by `json`, and
+`dumps_text` marks such text with one leading space (still JSON). Values here are
+plain JSON already (lwtool.canonical.plain_json): no NaN, whose forms differ.
+
+Reading: `loads` is `json.loads` (exact for any JSON). `loads_marked` reads text that
+`dumps_text` wrote: orjson, which reads everything orjson wrote exactly, unless the
+text carries the mark (then `json`). orjson would read an integer beyond 64 bits as a
+float, so text of any other writer must go through `loads`.
 
 Content hashes of values (short_hash, RFC 8785) do not use this module: their bytes
 must stay what earlier logs recorded.
@@ -16,14 +19,12 @@ must stay what earlier logs recorded.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
-_LONG_INTEGER_BYTES = re.compile(rb"[0-9]{19}")
-_LONG_INTEGER_TEXT = re.compile(r"[0-9]{19}")
 _stdlib_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+STDLIB_MARK = " "
 
 
 def dumps_bytes(value: Any) -> bytes:
@@ -35,19 +36,23 @@ def dumps_bytes(value: Any) -> bytes:
 
 
 def dumps_text(value: Any) -> str:
-    """`value` as compact JSON text."""
+    """`value` as compact JSON text; what orjson could not write starts with a space."""
     try:
         return orjson.dumps(value).decode("utf-8")
     except TypeError:
-        return str(_stdlib_encode(value))
+        return STDLIB_MARK + str(_stdlib_encode(value))
 
 
 def loads(data: str | bytes) -> Any:
-    """A JSON document's value, integers exact."""
-    long_integer = _LONG_INTEGER_TEXT if isinstance(data, str) else _LONG_INTEGER_BYTES
-    if not long_integer.search(data):  # type: ignore[arg-type]
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+    """Any JSON document's value, integers exact."""
     return json.loads(data)
+
+
+def loads_marked(text: str) -> Any:
+    """The value of text `dumps_text` wrote."""
+    if not text.startswith(STDLIB_MARK):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass  # not what dumps_text wrote (an edit): json says what is wrong
+    return json.loads(text)

@@ -197,16 +197,17 @@ class Scope:
         running: dict[asyncio.Task[Any], str] = {}
         try:
             while True:
-                for sid in self._runnable(set(running.values())):
-                    visit = self.visits[sid]
-                    limit = int(self.steps[sid].get("maxVisits", 1))
-                    path = self.path_of(sid, visit)
-                    # A decision is bounded by the loop's other steps, not by its own
-                    # maxVisits (the spec: it "does not use maxVisits meaningfully").
-                    if visit >= limit and self.steps[sid].get("uses") != "decision":
-                        raise StepFailure("max_visits_exceeded", f"step '{sid}' would start "
-                                          f"visit {visit + 1} of at most {limit}", path)
-                    self.visits[sid] = visit + 1
+                runnable = self._runnable(set(running.values()))
+                if len(runnable) == 1 and not running:
+                    # Nothing else is running or can start until this step is done (only
+                    # a completion makes steps runnable): run it here, without a task.
+                    sid = runnable[0]
+                    path, visit = self._start_visit(sid)
+                    result, seq = await run_step(self, sid, path, visit)
+                    self._completed(sid, result, seq)
+                    continue
+                for sid in runnable:
+                    path, visit = self._start_visit(sid)
                     task = asyncio.create_task(run_step(self, sid, path, visit))
                     running[task] = sid
                 if not running:
@@ -227,6 +228,19 @@ class Scope:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    def _start_visit(self, sid: str) -> tuple[str, int]:
+        """Count a new visit of `sid`; its step path and visit number."""
+        visit = self.visits[sid]
+        limit = int(self.steps[sid].get("maxVisits", 1))
+        path = self.path_of(sid, visit)
+        # A decision is bounded by the loop's other steps, not by its own maxVisits (the
+        # spec: it "does not use maxVisits meaningfully").
+        if visit >= limit and self.steps[sid].get("uses") != "decision":
+            raise StepFailure("max_visits_exceeded", f"step '{sid}' would start visit "
+                              f"{visit + 1} of at most {limit}", path)
+        self.visits[sid] = visit + 1
+        return path, visit
 
     def executed(self, sid: str) -> None:
         """`sid` finished executing; its commit is next. When nothing else in the scope

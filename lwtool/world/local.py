@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lwtool.canonical.compact import dumps_text, loads
+from lwtool.canonical.compact import dumps_text, loads, loads_marked
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
@@ -53,7 +53,7 @@ from lwtool.world.base import (
     check_durability,
     check_run_id,
 )
-from lwtool.world.chain import GENESIS, chain_break, event_hash
+from lwtool.world.chain import FORM, GENESIS, chain_break, event_hash
 from lwtool.world.rows import checked
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
@@ -259,24 +259,32 @@ class LocalWorld:
     def register_version(self, version_id: str, lwir: dict[str, Any],
                          durable: bool = True) -> None:
         """Store a version under the id its caller computed (not hashed again here: that
-        doubled a run's start-up cost); `get_version` verifies it on every read. A
-        version already stored costs one read, no commit."""
+        doubled a run's start-up cost); `get_version` verifies it on every read. Stored
+        in its RFC 8785 form, so that check is one SHA-256 of the text. A version
+        already stored costs one read, no commit."""
+        from lwtool.canonical.jcs import canonical_text
+
         if self._read("SELECT 1 FROM versions WHERE version_id = ?", (version_id,)):
             return
+        text = canonical_text(lwir)
         with self._tx(durable) as db:
-            db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, _dumps(lwir)))
+            db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, text))
 
     def get_version(self, version_id: str) -> dict[str, Any] | None:
-        """The stored LWIR, verified against its id (a WorkflowVersion is immutable)."""
-        from lwtool.canonical.digest import workflow_version_id
+        """The stored LWIR, verified against its id (a WorkflowVersion is immutable): the
+        hash of the stored text (its canonical form), else (a store that kept another
+        form) of the value read back, canonicalized."""
+        from lwtool.canonical.digest import sha256_of_bytes, workflow_version_id
 
         rows = self._read("SELECT lwir FROM versions WHERE version_id = ?", (version_id,))
         if not rows:
             return None
         try:
             checked(rows, rows_shape.ONE_TEXT, f"WorkflowVersion {version_id}")
-            lwir: dict[str, Any] = loads(rows[0][0])
-            intact = workflow_version_id(lwir) == version_id
+            text: str = rows[0][0]
+            lwir: dict[str, Any] = loads(text)
+            intact = (sha256_of_bytes(text.encode("utf-8")) == version_id
+                      or workflow_version_id(lwir) == version_id)
         except (ValueError, TypeError, StoreDamaged):
             intact = False
         if not intact:
@@ -365,7 +373,7 @@ class LocalWorld:
     def _record(row: Any) -> RunRecord:
         try:
             return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
-                             _payload(row[6]))
+                             _payload(row[6], None))
         except (ValueError, TypeError) as exc:
             raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
                                f"({exc})") from None
@@ -385,14 +393,14 @@ class LocalWorld:
         log is verified against its hash chain first: replay never trusts an edited one."""
         if types:
             marks = ",".join("?" * len(types))
-            rows = self._read("SELECT seq, type, step_path, payload, at FROM events WHERE "
-                              f"run_id = ? AND type IN ({marks}) ORDER BY seq",
+            rows = self._read("SELECT seq, type, step_path, payload, at, hash FROM events "
+                              f"WHERE run_id = ? AND type IN ({marks}) ORDER BY seq",
                               (run_id, *types))
-            checked(rows, rows_shape.EVENT, f"run {run_id}: an event")
+            checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         else:
             rows = self._chained_rows(run_id)
         try:
-            return [Event(r[0], run_id, r[1], _payload(r[3]), r[2], r[4]) for r in rows]
+            return [Event(r[0], run_id, r[1], _payload(r[3], r[5]), r[2], r[4]) for r in rows]
         except ValueError as exc:
             raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
@@ -587,8 +595,11 @@ _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
                "SET data = excluded.data WHERE data IS NOT excluded.data")
 
 
-def _payload(text: str) -> dict[str, Any]:
-    value = loads(text)
+def _payload(text: str, chain_hash: str | None) -> dict[str, Any]:
+    """A stored JSON object. Payloads of events chained in form v2 were written by
+    `dumps_text` (orjson reads them); anything older through `json` (exact for an
+    integer beyond 64 bits, which orjson would read as a float)."""
+    value = loads_marked(text) if chain_hash and chain_hash.startswith(FORM) else loads(text)
     if not isinstance(value, dict):
         raise ValueError("a payload is not an object")
     return value

@@ -232,3 +232,31 @@ def test_a_definition_with_an_unknown_mode_does_not_validate(tmp_path: Path) -> 
     done = run_cli("validate", str(definition))
     assert done.returncode == 1
     assert f"{definition}:7:15: error lwir.invalid_field \"fast\" is not one of" in done.stdout
+
+
+def test_a_resumed_run_gives_back_numbers_exactly(tmp_path: Path) -> None:
+    """Replay reads inline outputs from the log: the largest integer a value may hold
+    (±(2**53 - 1); beyond it a tool's output is refused) and floats come back as they
+    were."""
+    registry = ToolRegistry()
+    stopped: list[bool] = []
+
+    async def echo(args: Any) -> Any:
+        return {"v": [2**53 - 1, -(2**53 - 1), 0.1, 1.5e-7, 1e21]}
+
+    async def stop(args: Any) -> Any:
+        if not stopped:
+            stopped.append(True)
+            raise Stop
+        return {"v": args["v"]}
+
+    registry.register("echo", echo)
+    registry.register("stop", stop)
+    lwir = {**CHAIN, "steps": [dict(CHAIN["steps"][0]), dict(CHAIN["steps"][1], input={
+        "v": "{{ steps.a.output.v }}"})]}
+    world = LocalWorld(tmp_path / "data", durability="process")
+    with pytest.raises(Stop):
+        asyncio.run(start_run(world, lwir, {}, registry, {}, run_id="r1"))
+    result = asyncio.run(resume_run(LocalWorld(tmp_path / "data"), "r1", registry, {}))
+    assert result["output"] == {"v": [2**53 - 1, -(2**53 - 1), 0.1, 1.5e-7, 1e21]}
+    assert [type(n) for n in result["output"]["v"]] == [int, int, float, float, float]

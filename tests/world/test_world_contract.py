@@ -185,3 +185,19 @@ def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
         with world.lock_run("run_a"):
             pass
     assert victim.read_text() == "keep me"
+
+
+def test_payloads_come_back_exactly_big_integers_and_floats_included(tmp_path: Path) -> None:
+    """Payloads are written by orjson where it can; an integer beyond 64 bits (which
+    orjson would read back as a float) is written and read by the standard library."""
+    world = LocalWorld(tmp_path / "data")
+    world.register_version("v", {})
+    payloads = [{"big": 2**70, "neg": -(2**65)}, {"u64": 2**64 - 1, "f": 1.5e-7, "e": 1e21},
+                {"text": "ünï \u2028 \x7f \x1f"}]
+    world.create_run("r", "v", {"in": 2**80}, {}, [NewEvent("RunStarted", payloads[0])])
+    world.append("r", [NewEvent("StepCompleted", p, "s") for p in payloads[1:]])
+    for reader in (world, LocalWorld(tmp_path / "data")):
+        got = [e.payload for e in reader.events("r")]
+        assert got == payloads and type(got[0]["big"]) is int
+        assert [e.payload for e in reader.events("r", ["RunStarted"])] == payloads[:1]
+        assert reader.get_run("r").input == {"in": 2**80}
