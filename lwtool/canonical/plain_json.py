@@ -71,8 +71,45 @@ def _leaf(value: Any, pointer: str) -> Any:
                   "(use objects, arrays, strings, numbers, booleans and null)")
 
 
+class _NotPlain(Exception):
+    """The fast copy met something to convert or refuse: the full walk says what."""
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """A copy of a value made only of exact JSON types, else _NotPlain. No pointers are
+    built: this is the path every well-formed tool result takes."""
+    kind = type(value)
+    if kind is str:
+        if value.isascii() or not has_lone_surrogate(value):
+            return value
+    elif kind is dict:
+        if depth < MAX_DEPTH:
+            out = {}
+            for key, child in value.items():
+                if type(key) is not str or not (key.isascii() or not has_lone_surrogate(key)):
+                    raise _NotPlain
+                out[key] = _plain_copy(child, depth + 1)
+            return out
+    elif kind is list:
+        if depth < MAX_DEPTH:
+            return [_plain_copy(child, depth + 1) for child in value]
+    elif kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+    elif kind is float:
+        if math.isfinite(value):
+            return value
+    elif value is None or kind is bool:
+        return value
+    raise _NotPlain
+
+
 def to_json(value: Any) -> Any:
     """A plain-JSON copy of `value` (tuples become lists), or NotJson."""
+    try:
+        return _plain_copy(value, 1)
+    except (_NotPlain, RecursionError):
+        pass
     if not isinstance(value, (dict, list, tuple)):
         return _leaf(value, "")
     root: list[Any] = [None]

@@ -130,20 +130,25 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         raise StepFailure("timeout", f"step attempt took longer than {limit:g} s "
                           f"({source})", path, transient=True) from None
     duration = int((time.perf_counter() - started) * 1000)
+    inline: list[tuple[str, bytes]] = []
+    if uses == "decision":
+        output_hash = short_hash(output)
+        payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
+                   "chosen": output}
+    else:
+        # The output is serialized once: its artifact's content hash is its outputHash.
+        envelope, inline = await run.envelope(output, uses, step.get("output"), path)
+        output_hash = "sha256:" + envelope["outputRef"].removeprefix("artifact://sha256:")
+        payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
+                   "envelope": envelope}
     closing = [
         *call_events,
         *([NewEvent("harness.execute_step.succeeded", {"stepPath": path,
-                                                       "outputHash": short_hash(output),
+                                                       "outputHash": output_hash,
                                                        "durationMs": duration}, path)]
           if direct else []),
         NewEvent("harness.session.completed", {"runId": run.run_id,
                                                "usage": run.session_usage(path)}, path),
+        NewEvent("StepCompleted", payload, path),
     ]
-    if uses == "decision":
-        payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
-                   "chosen": output}
-        return output, [*closing, NewEvent("StepCompleted", payload, path)], []
-    envelope, inline = await run.envelope(output, uses, step.get("output"), path)
-    payload = {"stepId": sid, "uses": uses, "visit": visit, "attempt": attempt,
-               "envelope": envelope}
-    return output, [*closing, NewEvent("StepCompleted", payload, path)], inline
+    return output, closing, inline
