@@ -50,6 +50,10 @@ DurabilityOption = Annotated[Durability | None, typer.Option(
     "process: survives any kill of the process, not power loss (faster). Default: the "
     "definition's runtime.durability, else strict. Recorded with the run.")]
 
+MaxSteps = Annotated[int | None, typer.Option(
+    "--max-concurrent-steps", min=1, help="Step attempts the world runs at once across a "
+    "run (default 32).")]
+
 
 def run(
     path: Annotated[Path, typer.Argument(help="An LWIR file, or a WorkflowDefinition (its "
@@ -64,6 +68,7 @@ def run(
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
     durability: DurabilityOption = None,
+    max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
@@ -85,7 +90,9 @@ def run(
     worker_harness = with_code_timeout(worker_harness, code_timeout)
     model_map = {**definition_models(definition), **load_models(models)}
     mode = str(durability or definition_durability(definition) or Durability.strict)
-    world = open_world(data_dir, durability=mode)
+    world = open_world(data_dir, durability=mode, max_concurrent_steps=max_concurrent_steps)
+    if lwir is not None:
+        _warn_if_capped(lwir, world.max_concurrent_steps)
 
     from lwtool.runtime.interpreter import start_run
 
@@ -135,19 +142,30 @@ def replay(
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
+    max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     registry = load_tool_registry(tools)
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
-    world = open_world(data_dir, must_exist=True)
+    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
 
     from lwtool.runtime.interpreter import resume_run
 
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
                               worker_harness),
            as_json, lambda: run_id)
+
+
+def _warn_if_capped(lwir: dict[str, Any], world_limit: int) -> None:
+    """Say so when the world runs fewer steps at once than the LWIR's groups ask for."""
+    from lwtool.runtime.interpreter import concurrency_asked
+
+    asked = concurrency_asked(lwir.get("steps") or [])
+    if asked > world_limit:
+        say(f"warning: the workflow's parallel groups may run {asked} steps at once; this "
+            f"run takes at most {world_limit} (raise it with --max-concurrent-steps)")
 
 
 def _announce(run_id: str) -> None:

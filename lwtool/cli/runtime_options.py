@@ -122,15 +122,17 @@ def has_store(data_dir: Path) -> bool:
         return True
 
 
-def open_world(data_dir: Path, must_exist: bool = False, durability: str = "strict") -> Any:
+def open_world(data_dir: Path, must_exist: bool = False, durability: str = "strict",
+               max_concurrent_steps: int | None = None) -> Any:
     """The local world at `data_dir`; `durability` is the default of what it starts."""
     from lwtool.world.base import WorldError
-    from lwtool.world.local import LocalWorld
+    from lwtool.world.local import DEFAULT_MAX_CONCURRENT_STEPS, LocalWorld
 
     if must_exist and not has_store(data_dir):
         raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
     try:
-        return LocalWorld(data_dir, durability=durability)
+        return LocalWorld(data_dir, max_concurrent_steps or DEFAULT_MAX_CONCURRENT_STEPS,
+                          durability)
     except WorldError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:

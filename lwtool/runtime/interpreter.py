@@ -97,7 +97,10 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,
                            "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
-                           "durability": durability, "pid": os.getpid()})], durability == "strict")
+                           "durability": durability,
+                           "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
+                                               "world": world.max_concurrent_steps},
+                           "pid": os.getpid()})], durability == "strict")
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
@@ -111,6 +114,20 @@ def _existing(world: World, run_id: str) -> Any:
         return world.get_run(run_id)
     except RunNotFound:
         return None
+
+
+def concurrency_asked(steps: list[dict[str, Any]]) -> int:
+    """How many leaf steps the LWIR's parallel groups may run at once: a group's
+    min(maxConcurrency, maxBranches) times what its body may (nested groups multiply);
+    the largest such figure in a step list."""
+    peak = 1
+    for step in steps:
+        if step.get("uses") != "parallel":
+            continue
+        with_ = step.get("with") or {}
+        width = min(int(with_.get("maxConcurrency", 1)), int(with_.get("maxBranches", 100)))
+        peak = max(peak, width * concurrency_asked(step.get("steps") or []))
+    return peak
 
 
 def _checked_timeout(step_timeout: float | None) -> float:

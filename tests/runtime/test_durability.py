@@ -260,3 +260,40 @@ def test_a_resumed_run_gives_back_numbers_exactly(tmp_path: Path) -> None:
     result = asyncio.run(resume_run(LocalWorld(tmp_path / "data"), "r1", registry, {}))
     assert result["output"] == {"v": [2**53 - 1, -(2**53 - 1), 0.1, 1.5e-7, 1e21]}
     assert [type(n) for n in result["output"]["v"]] == [int, int, float, float, float]
+
+
+NESTED = {**HEADER, "steps": [{"id": "outer", "uses": "parallel", "with": {
+    "items": "{{ input.groups }}", "maxConcurrency": 10, "maxBranches": 20}, "steps": [
+        {"id": "inner", "uses": "parallel", "with": {
+            "items": "{{ item }}", "maxConcurrency": 10, "maxBranches": 10}, "steps": [
+                {"id": "work", "uses": "tool.call", "with": {"tool": "echo"},
+                 "input": {"v": "{{ item }}"}}]}]}]}
+
+
+def test_concurrency_asked_multiplies_nested_groups() -> None:
+    from lwtool.runtime.interpreter import concurrency_asked
+
+    assert concurrency_asked(NESTED["steps"]) == 100
+    assert concurrency_asked(CHAIN["steps"]) == 1
+    capped = NESTED["steps"][0]["with"] | {"maxBranches": 3}
+    assert concurrency_asked([{**NESTED["steps"][0], "with": capped}]) == 30
+
+
+def test_a_world_that_runs_fewer_steps_than_asked_says_so(tmp_path: Path) -> None:
+    (tmp_path / "nested.lwir.json").write_text(json.dumps(NESTED))
+    (tmp_path / "in.json").write_text(json.dumps({"groups": [["a", "b"], ["c"]]}))
+    (tmp_path / "tools.py").write_text("def echo(args):\n    return args\n\n"
+                                       "tools = {'echo': echo}\n")
+    tools = f"{tmp_path / 'tools.py'}:tools"
+    for n, extra in enumerate(((), ("--max-concurrent-steps", "100"))):
+        done = run_cli("run", str(tmp_path / "nested.lwir.json"), "--input",
+                       str(tmp_path / "in.json"), "--data-dir", str(tmp_path / "data"),
+                       "--tools", tools, "--run-id", f"r{n}", *extra)
+        assert done.returncode == 0, done.stderr
+        warned = ("warning: the workflow's parallel groups may run 100 steps at once; this "
+                  "run takes at most 32 (raise it with --max-concurrent-steps)")
+        assert (warned in done.stderr) is (not extra)
+        events = run_cli("events", f"r{n}", "--data-dir", str(tmp_path / "data"), "--json",
+                         "--type", "RunStarted")
+        assert json.loads(events.stdout)["payload"]["stepConcurrency"] == {
+            "asked": 100, "world": 100 if extra else 32}
