@@ -24,7 +24,10 @@ def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | No
     """`v2:` + SHA-256 of the event's fields, one a line, then the payload text as
     stored (hashed as it is, never escaped again). The previous hash, run id, seq and
     time cannot hold a newline; the type and step path are length-prefixed (a branch
-    key may hold anything); no step path is `-`."""
+    key may hold anything); no step path is `-`. TypeError for a value that is not
+    text where text belongs (a store edited to hold bytes there)."""
+    if not isinstance(payload_text, str):
+        raise TypeError(f"an event payload is {type(payload_text).__name__}, not text")
     path = "-" if step_path is None else f"{len(step_path)}:{step_path}"
     fields = f"{prev}\n{run_id}\n{seq}\n{len(type_)}:{type_}\n{at!r}\n{path}\n"
     digest = hashlib.sha256(fields.encode("utf-8", "surrogatepass"))

@@ -405,11 +405,13 @@ class LocalWorld:
             raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
     def _chained_rows(self, run_id: str) -> list[Any]:
-        rows, head = self._snapshot(
+        rows, head, mistyped = self._snapshot(
             ("SELECT seq, type, step_path, payload, at, hash FROM events WHERE run_id = ? "
              "ORDER BY seq", (run_id,)),
-            ("SELECT last_seq, last_hash FROM runs WHERE run_id = ?", (run_id,)))
-        checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
+            ("SELECT last_seq, last_hash FROM runs WHERE run_id = ?", (run_id,)),
+            (_MISTYPED_EVENTS, (run_id,)))
+        if mistyped[0][0]:  # SQLite counted them; the row check says which and how
+            checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         checked(head, rows_shape.HEAD, f"run {run_id}: its head")
         broken = chain_break(run_id, rows, head[0][0], head[0][1]) if head else None
         if broken:
@@ -589,6 +591,14 @@ def chain_run(db: sqlite3.Connection, run_id: str) -> None:
     db.execute("UPDATE runs SET last_seq = ?, last_hash = ? WHERE run_id = ?",
                (last, prev, run_id))
 
+
+# The rows of a run whose values do not have the types rows_shape.CHAINED_EVENT asks
+# for, counted by SQLite (the same check as `checked`, without a Python call a value).
+_MISTYPED_EVENTS = (
+    "SELECT count(*) FROM events WHERE run_id = ? AND NOT (typeof(seq) = 'integer' AND "
+    "typeof(type) = 'text' AND typeof(step_path) IN ('text', 'null') AND "
+    "typeof(payload) = 'text' AND typeof(at) IN ('real', 'integer') AND "
+    "typeof(hash) IN ('text', 'null'))")
 
 # Content-addressed: an existing row is rewritten only when its bytes differ (damaged).
 _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "
