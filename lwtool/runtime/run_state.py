@@ -306,14 +306,15 @@ class RunState:
         self.artifacts.extend([ref, *attached])
         return envelope, inline
 
-    async def output_of(self, payload: dict[str, Any]) -> Any:
+    async def output_of(self, payload: dict[str, Any], from_artifact: bool = False) -> Any:
         """A committed step's output: the inline copy in its event (verified with the
-        log's hash chain), else read from its outputRef."""
+        log's hash chain), else (or when `from_artifact`) read and verified from its
+        outputRef."""
         envelope = payload.get("envelope") or {}
         ref = envelope.get("outputRef")
         if ref is not None:
             self.artifacts.append(ref)  # the run's result lists each once
-        if ref is None or "output" in envelope:
+        if ref is None or ("output" in envelope and not from_artifact):
             return envelope.get("output")
         return loads(await self.world.get_artifact(ref))
 
