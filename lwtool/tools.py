@@ -33,9 +33,10 @@ class Tool:
     output_schema: Any = None
     blocking: bool = True
 
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
+    is_async: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
 
     async def invoke(self, args: Any, threads: Executor) -> Any:
         """Call the tool: awaited when async, else in `threads` (never the event loop).

@@ -68,6 +68,7 @@ class RunState:
     _queue: list[Any] = field(default_factory=list)
     _notes: list[NewEvent] = field(default_factory=list)
     _note_timer: asyncio.TimerHandle | None = None
+    _notes_since: float = 0.0  # loop time the oldest pending note was made
     _flusher: asyncio.Task[None] | None = None
     committer: ThreadPoolExecutor = field(init=False)
     tool_threads: ThreadPoolExecutor = field(init=False)
@@ -75,6 +76,9 @@ class RunState:
     def close(self) -> None:
         """Commit notes still pending and release the run's threads (after its last
         commit)."""
+        if self._note_timer is not None:
+            self._note_timer.cancel()
+            self._note_timer = None
         self.flush_notes()
         self.committer.shutdown(wait=True)
         self.tool_threads.shutdown(wait=False, cancel_futures=True)
@@ -173,17 +177,28 @@ class RunState:
         now (still without an fsync): a call's intent, logged before the call is made.
         Order is kept: notes always precede what is recorded after them. A killed
         process may lose a note that was not yet committed, never a result."""
+        if not self._notes:
+            self._notes_since = asyncio.get_running_loop().time()
         self._notes.extend(events)
         if not defer:
             self._commit_notes()
         elif self._note_timer is None:
             self._note_timer = asyncio.get_running_loop().call_later(NOTE_DELAY,
-                                                                     self._commit_notes)
+                                                                     self._notes_due)
+
+    def _notes_due(self) -> None:
+        """The note timer. It is not cancelled when a commit takes the notes (one timer
+        serves many fast steps): notes younger than NOTE_DELAY wait for the rest."""
+        self._note_timer = None
+        if not self._notes:
+            return
+        wait = self._notes_since + NOTE_DELAY - asyncio.get_running_loop().time()
+        if wait > 0.001:
+            self._note_timer = asyncio.get_running_loop().call_later(wait, self._notes_due)
+            return
+        self._commit_notes()
 
     def _take_notes(self) -> list[NewEvent]:
-        if self._note_timer is not None:
-            self._note_timer.cancel()
-            self._note_timer = None
         notes, self._notes = self._notes, []
         return notes
 
