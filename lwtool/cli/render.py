@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -11,6 +12,9 @@ from typing import Any
 from lwtool.validate.finding import Finding, Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://littleworkflow.dev/lwtool"
+RULES_URI = f"{INFORMATION_URI}/docs/rules"  # docs/rules.md: one heading per code
+FINGERPRINT = "lwtoolFinding/v1"
 
 
 class FileReport:
@@ -38,10 +42,13 @@ _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: 
 
 
 def render_sarif(reports: Sequence[FileReport]) -> str:
+    """SARIF 2.1.0 for code scanning: columns in code points, a fingerprint per result
+    that survives edits elsewhere in the file (rule, file and JSON Pointer, not the
+    line), and each rule's explanation as help text and Markdown with a link."""
     from lwtool import __version__
-    from lwtool.validate.registry import all_codes
+    from lwtool.validate.registry import rule_help
 
-    codes = all_codes()
+    helped = rule_help()
     used = sorted({f.code for r in reports for f in r.findings})
     results: list[dict[str, Any]] = []
     for report in reports:
@@ -58,6 +65,7 @@ def render_sarif(reports: Sequence[FileReport]) -> str:
                     },
                     "logicalLocations": [{"fullyQualifiedName": f.pointer or "/"}],
                 }],
+                "partialFingerprints": {FINGERPRINT: _fingerprint(f)},
             })
     sarif = {
         "$schema": SARIF_SCHEMA,
@@ -66,14 +74,37 @@ def render_sarif(reports: Sequence[FileReport]) -> str:
             "tool": {"driver": {
                 "name": "lwtool",
                 "version": __version__,
-                "informationUri": "https://littleworkflow.dev/lwtool",
-                "rules": [{"id": code, "shortDescription": {"text": codes.get(code, code)}}
-                          for code in used],
+                "informationUri": INFORMATION_URI,
+                "rules": [_rule(code, *helped.get(code, (code, code))) for code in used],
             }},
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
     return json.dumps(sarif, indent=2, ensure_ascii=False) + "\n"
+
+
+def _rule(code: str, summary: str, markdown: str) -> dict[str, Any]:
+    return {"id": code, "name": code,
+            "shortDescription": {"text": summary},
+            "fullDescription": {"text": summary},
+            "help": {"text": _plain(markdown), "markdown": markdown},
+            "helpUri": f"{RULES_URI}#{code.replace('.', '').lower()}"}
+
+
+def _plain(markdown: str) -> str:
+    """Markdown help as plain text: headings and fences dropped, code spans unquoted."""
+    lines = [line for line in markdown.splitlines() if not line.startswith("```")]
+    return "\n".join(line.lstrip("#").strip() if line.startswith("#") else line
+                     for line in lines).replace("`", "")
+
+
+def _fingerprint(finding: Finding) -> str:
+    """What identifies a finding across commits: its rule, file and JSON Pointer (the
+    line moves when lines are added above it); the position when it has no pointer."""
+    where = finding.pointer if finding.pointer else f"{finding.line}:{finding.column}"
+    material = f"{finding.code}\0{finding.path}\0{where}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(material).hexdigest()
 
 
 def render(reports: Sequence[FileReport], fmt: str) -> str:

@@ -97,3 +97,14 @@ def all_codes() -> dict[str, str]:
     codes = {rule.code: rule.doc.strip().splitlines()[0] for rule in rules()}
     codes.update(OTHER_CODES)
     return dict(sorted(codes.items()))
+
+
+def rule_help() -> dict[str, tuple[str, str]]:
+    """Every code -> (its one-line summary, its explanation in Markdown: what it flags,
+    why, an example and what to write instead, from the rule's docstring; the summary
+    again for codes outside the rule modules)."""
+    helped = {code: (text, text) for code, text in OTHER_CODES.items()}
+    for rule in rules():
+        summary, _, body = rule.doc.strip().partition("\n")
+        helped[rule.code] = (summary.strip(), body.strip() or summary.strip())
+    return dict(sorted(helped.items()))
