@@ -234,27 +234,37 @@ _NEEDS = re.compile(r"(^|[\s{,\"'])needs[\"']?\s*:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-
 _TARGET = re.compile(r"(^|[\s{,\"'])(to|default)[\"']?\s*:\s*[\"']?[A-Za-z0-9_-]*$")
 
 
+_TYPED = re.compile(r"[A-Za-z0-9_-]*$")
+
+
 def completions(analysis: Analysis, fallback: Analysis | None, pos: Pos,
                 line_prefix: str) -> list[tuple[str, str]]:
-    """(label, detail) items for the text before the cursor. The structure comes from
-    the current analysis, or from the last one that loaded while the text is broken."""
+    """(label, detail) items for the text before the cursor, filtered by the word typed
+    so far; a step is never offered to itself. The structure comes from the current
+    analysis, or from the last one that loaded while the text is broken."""
     source = analysis if analysis.context is not None else fallback
     if source is None or source.context is None:
         return []
-    scope_steps = _scope_near(source, pos)
+    owner, scope_steps = _scope_near(source, pos)
+    typed = _TYPED.search(line_prefix)
+    prefix = typed.group(0) if typed else ""
     if (match := _EXPR_ACCESSOR.search(line_prefix)) is not None:
-        return [(name, f"steps.{match.group(1)}.{name}") for name in STEP_ACCESSORS]
+        return [(name, f"steps.{match.group(1)}.{name}") for name in STEP_ACCESSORS
+                if name.startswith(match.group(2))]
+    others = [(s.id, s.uses) for s in scope_steps
+              if s.id.startswith(prefix) and (owner is None or s.id != owner.id)]
     if _EXPR_STEPS.search(line_prefix):
-        return [(s.id, s.uses) for s in scope_steps]
+        return others
     if _TARGET.search(line_prefix):
-        return [(s.id, s.uses) for s in scope_steps] + [("end", "end this scope")]
+        return others + ([("end", "end this scope")] if "end".startswith(prefix) else [])
     if _NEEDS.search(line_prefix) and ("needs" in line_prefix or _in_needs(source, pos)):
-        return [(s.id, s.uses) for s in scope_steps]
+        return others
     return []
 
 
-def _scope_near(analysis: Analysis, pos: Pos) -> list[StepInfo]:
-    """The steps of the scope the cursor stands in (the top level when unsure)."""
+def _scope_near(analysis: Analysis, pos: Pos) -> tuple[StepInfo | None, list[StepInfo]]:
+    """The step the cursor stands in (None at the top level) and the steps of its scope
+    (the top level when unsure)."""
     assert analysis.context is not None
     owner = None
     for info in analysis.context.steps:
@@ -262,7 +272,7 @@ def _scope_near(analysis: Analysis, pos: Pos) -> list[StepInfo]:
         if span.start <= pos <= span.end:
             owner = info
     scope = owner.scope if owner is not None else ""
-    return list(analysis.context.in_scope(scope).values())
+    return owner, list(analysis.context.in_scope(scope).values())
 
 
 def _in_needs(analysis: Analysis, pos: Pos) -> bool:

@@ -121,18 +121,28 @@ async def test_completion_of_step_ids(client: LanguageClient) -> None:
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI),
         position=types.Position(line=10, character=len("    needs: ["))))
-    assert {item.label for item in result.items} == {"fetch", "score"}
+    assert {item.label for item in result.items} == {"fetch"}  # never the step itself
     prompt_line = FIXED.splitlines()[13]
     cut = prompt_line.index("steps.fetch") + len("steps.")
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI),
         position=types.Position(line=13, character=cut)))
-    assert {"fetch", "score"} <= {item.label for item in result.items}
+    assert {item.label for item in result.items} == {"fetch"}  # score is the reader
     cut = prompt_line.index("steps.fetch.") + len("steps.fetch.")
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI),
         position=types.Position(line=13, character=cut)))
     assert {item.label for item in result.items} == {"output", "lastOutput", "allVisits"}
+    edited = prompt_line.replace("steps.fetch.output", "steps.fetch.la")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(
+            text=text.replace(prompt_line, edited))]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI),
+        position=types.Position(line=13, character=edited.index(".la") + 3)))
+    assert {item.label for item in result.items} == {"lastOutput"}  # by the typed prefix
 
 
 async def test_document_symbols_outline_steps(client: LanguageClient) -> None:
@@ -164,7 +174,11 @@ async def test_completion_of_decision_targets_in_json(client: LanguageClient) ->
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=5, character=line.index('"end"') + 1)))
-    assert {item.label for item in result.items} == {"check", "route", "end"}
+    assert {item.label for item in result.items} == {"check", "end"}
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=5, character=line.index('"end"') + 2)))
+    assert {item.label for item in result.items} == {"end"}  # what starts with "e"
 
 
 async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
