@@ -4,6 +4,7 @@ are 1-based code points, like everywhere in lwtool; lsp/convert.py translates.""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -316,35 +317,87 @@ def missing_need_fix(analysis: Analysis, finding_start: Pos) -> tuple[str, TextI
 
 
 def _needs_insert(analysis: Analysis, owner: StepInfo, need: str) -> TextInsert | None:
+    return (_list_append(analysis, f"{owner.pointer}/needs", owner.step.get("needs") or [],
+                         need)
+            or _key_before(analysis, f"{owner.pointer}/uses", "needs", need))
+
+
+def _word(analysis: Analysis, value: str) -> str:
+    assert analysis.document is not None
+    return json.dumps(value) if analysis.document.format == "json" else value
+
+
+def _list_append(analysis: Analysis, pointer: str, items: list[Any],
+                 value: str) -> TextInsert | None:
+    """Append `value` to the list at `pointer` (flow or block); None when no list is there."""
+    assert analysis.document is not None
+    text = analysis.text
+    word = _word(analysis, value)
+    entries = analysis.document.source_map.entries
+    to_pos = analysis.document.source_map.to_pos
+    found = entries.get(pointer)
+    if found is None:
+        return None
+    start, end = found[0], found[1]
+    if text[start] == "[":  # a flow list: before its closing bracket
+        close = text.rindex("]", start, end)
+        return TextInsert(Pos(*to_pos(close)), word if not items else f", {word}")
+    last = entries.get(f"{pointer}/{len(items) - 1}")
+    if last is None:
+        return None
+    column = to_pos(last[0])[1]
+    indent = " " * max(column - 3, 0)  # the item's value stands after "- "
+    return TextInsert(Pos(*to_pos(last[1])), f"\n{indent}- {word}")
+
+
+def _key_before(analysis: Analysis, anchor: str, key: str, value: str) -> TextInsert | None:
+    """A new `key: [value]` in the mapping holding the key at `anchor`: before it in a
+    flow mapping (and in JSON), else on the line after it, at its indent."""
     assert analysis.document is not None
     text = analysis.text
     json_like = analysis.document.format == "json"
-    word = f'"{need}"' if json_like else need
     entries = analysis.document.source_map.entries
     to_pos = analysis.document.source_map.to_pos
-    needs = entries.get(f"{owner.pointer}/needs")
-    if needs is not None:
-        start, end = needs[0], needs[1]
-        if text[start] == "[":  # a flow list: before its closing bracket
-            close = text.rindex("]", start, end)
-            empty = not owner.step.get("needs")
-            return TextInsert(Pos(*to_pos(close)), word if empty else f", {word}")
-        items = owner.step.get("needs") or []
-        last = entries.get(f"{owner.pointer}/needs/{len(items) - 1}")
-        if last is None:
-            return None
-        column = to_pos(last[0])[1]
-        indent = " " * max(column - 3, 0)  # the item's value stands after "- "
-        return TextInsert(Pos(*to_pos(last[1])), f"\n{indent}- {word}")
-    uses = entries.get(f"{owner.pointer}/uses")
-    if uses is None or uses[2] is None:
+    found = entries.get(anchor)
+    if found is None or found[2] is None:
         return None
-    key_start = uses[2]
+    key_start = found[2]
+    word = _word(analysis, value)
     before = text[:key_start].rstrip(" \t")
-    if json_like or before.endswith(("{", ",")):  # a flow mapping: a key before `uses`
-        key = '"needs"' if json_like else "needs"
-        return TextInsert(Pos(*to_pos(key_start)), f"{key}: [{word}], ")
-    line_end = text.find("\n", uses[1])
+    if json_like or before.endswith(("{", ",")):  # a flow mapping: a key before the anchor
+        name = json.dumps(key) if json_like else key
+        return TextInsert(Pos(*to_pos(key_start)), f"{name}: [{word}], ")
+    line_end = text.find("\n", found[1])
     line_end = len(text) if line_end < 0 else line_end
     indent = " " * (to_pos(key_start)[1] - 1)
-    return TextInsert(Pos(*to_pos(line_end)), f"\n{indent}needs: [{word}]")
+    return TextInsert(Pos(*to_pos(line_end)), f"\n{indent}{key}: [{word}]")
+
+
+# -- quick fix: permit a tool or a model slot ------------------------------------------
+
+_UNPERMITTED = re.compile(r"^(?:tool|model slot) '(.+)' is not in permissions\.(tools|models)")
+
+
+def missing_permission_fix(analysis: Analysis, message: str) -> tuple[str, TextInsert] | None:
+    """For `permissions.unknown_tool` / `permissions.unknown_model` (the message names
+    the tool or slot): add it to `permissions.tools` / `.models`, or add that list."""
+    match = _UNPERMITTED.match(message)
+    document = analysis.document
+    if match is None or document is None or not isinstance(document.value, dict):
+        return None
+    name, kind = match.group(1), match.group(2)
+    permissions = document.value.get("permissions")
+    if not isinstance(permissions, dict):
+        return None
+    listed = permissions.get(kind)
+    if isinstance(listed, list) and name in listed:
+        return None
+    title = f"Add '{name}' to permissions.{kind}"
+    if isinstance(listed, list):
+        insert = _list_append(analysis, f"/permissions/{kind}", listed, name)
+    elif kind in permissions or not permissions:
+        return None  # a value that is not a list, or `permissions: {}`: rewrite by hand
+    else:
+        first = next(iter(permissions)).replace("~", "~0").replace("/", "~1")
+        insert = _key_before(analysis, f"/permissions/{first}", kind, name)
+    return (title, insert) if insert is not None else None

@@ -22,7 +22,12 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lwtool import __version__
-from lwtool.lsp.analysis import Analysis, completions, missing_need_fix
+from lwtool.lsp.analysis import (
+    Analysis,
+    completions,
+    missing_need_fix,
+    missing_permission_fix,
+)
 from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
@@ -177,7 +182,8 @@ def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.Comple
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix]))
 def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """Quick fix for `step.missing_dependency`: add the read step to `needs`."""
+    """Quick fixes: `step.missing_dependency` adds the read step to `needs`;
+    `permissions.unknown_tool` / `unknown_model` add the name to `permissions`."""
     uri = params.text_document.uri
     found = _read(ls, uri)
     if found is None:
@@ -186,9 +192,13 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
     lines, codec = document.lines, document.position_codec
     actions = []
     for diagnostic in params.context.diagnostics:
-        if diagnostic.code != "step.missing_dependency":
+        if diagnostic.code == "step.missing_dependency":
+            fix = missing_need_fix(analysis, from_position(diagnostic.range.start, lines,
+                                                           codec))
+        elif diagnostic.code in ("permissions.unknown_tool", "permissions.unknown_model"):
+            fix = missing_permission_fix(analysis, diagnostic.message)
+        else:
             continue
-        fix = missing_need_fix(analysis, from_position(diagnostic.range.start, lines, codec))
         if fix is None:
             continue
         title, insert = fix

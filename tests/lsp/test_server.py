@@ -202,3 +202,26 @@ async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
         content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert list(client.diagnostics[URI]) == []
+
+
+async def test_quick_fix_permits_an_unlisted_tool(client: LanguageClient) -> None:
+    text = FIXED.replace("with: {tool: fetchCandidates}", "with: {tool: fetch2}")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [diagnostic] = client.diagnostics[URI]
+    assert diagnostic.code == "permissions.unknown_tool"
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), range=diagnostic.range,
+        context=types.CodeActionContext(diagnostics=[diagnostic])))
+    [action] = actions
+    assert action.title == "Add 'fetch2' to permissions.tools"
+    [edit] = action.edit.changes[URI]
+    lines = text.split("\n")
+    line = lines[edit.range.start.line]
+    lines[edit.range.start.line] = (line[: edit.range.start.character] + edit.new_text
+                                    + line[edit.range.start.character:])
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[URI]) == []
