@@ -191,12 +191,104 @@ class Analysis:
             return None
         return self.span_of(f"{reference[0].pointer}/id")
 
+    # -- rename --------------------------------------------------------------------------
+
+    def step_named_at(self, offset: int) -> tuple[StepInfo, Span] | None:
+        """The step whose id stands at `offset`: its own `id`, or a reference to it."""
+        reference = self.reference_at(offset)
+        if reference is not None:
+            return reference
+        located = self.owner_at(offset)
+        if located is None:
+            return None
+        pointer, owner = located
+        if pointer == f"{owner.pointer}/id":
+            bare = self._bare(self.span_of(pointer), owner.id)
+            return (owner, bare) if bare is not None else None
+        return None
+
+    def rename_spans(self, target: StepInfo) -> list[Span] | None:
+        """Every place the id of `target` is written: its `id`, `needs` items, decision
+        `to`/`default`, `fanIn.outputStep` and `steps.<id>` in expressions. None when one
+        of them cannot be located exactly (an escape inside the string, say)."""
+        assert self.context is not None
+        found = [self.span_of(f"{target.pointer}/id")]
+        for info in self.context.steps:
+            if info.scope == target.scope:
+                for n, need in enumerate(info.step.get("needs") or []):
+                    if need == target.id:
+                        found.append(self.span_of(f"{info.pointer}/needs/{n}"))
+                for pointer_tail, value in _targets_with_pointers(info):
+                    if value == target.id:
+                        found.append(self.span_of(f"{info.pointer}{pointer_tail}"))
+            if info.pointer == target.scope and ((info.step.get("with") or {}).get(
+                    "fanIn") or {}).get("outputStep") == target.id:
+                found.append(self.span_of(f"{info.pointer}/with/fanIn/outputStep"))
+        for site, owner, ref in self.context.step_references():
+            if ref.step != target.id:
+                continue
+            resolved = self.context.in_scope(owner.scope).get(ref.step) or next(
+                (s for s in self.context.steps if s.id == ref.step), None)
+            if resolved is not target:
+                continue
+            at = site.value.find(target.id, ref.start + len("steps"), ref.end)
+            if at < 0:
+                return None
+            found.append(self.context.expression_span(site.pointer, site.value, at,
+                                                      at + len(target.id)))
+        spans = []
+        for span in found:
+            bare = self._bare(span, target.id)
+            if bare is None:
+                return None
+            spans.append(bare)
+        return sorted(set(spans), key=lambda s: (s.start.line, s.start.column))
+
+    def _bare(self, span: Span, word: str) -> Span | None:
+        """`span` narrowed to exactly `word` (quotes around a string dropped); None when
+        the text there is not the word."""
+        start, end = self.offset(span.start), self.offset(span.end)
+        text = self.text[start:end]
+        inner = text.find(word)
+        if inner < 0 or text.strip("\"'") != word:
+            return None
+        begin = start + inner
+        return Span(self._pos(begin), self._pos(begin + len(word)))
+
     def symbols(self) -> list[tuple[StepInfo, Span, Span]]:
         """(step, whole step span, id span) for every step, parents first."""
         if self.context is None:
             return []
         return [(info, self.span_of(info.pointer), self.span_of(f"{info.pointer}/id"))
                 for info in self.context.steps]
+
+
+STEP_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def rename_problem(analysis: Analysis, target: StepInfo, new_id: str) -> str | None:
+    """Why `target` cannot be renamed to `new_id`, or None."""
+    assert analysis.context is not None
+    if not STEP_ID.fullmatch(new_id):
+        return (f"'{new_id}' is not a step id (a letter or _, then letters, digits, _ "
+                "or -)")
+    if new_id == "end":
+        return "'end' is the decision target that ends a scope, not a step id"
+    if new_id != target.id and new_id in analysis.context.in_scope(target.scope):
+        return f"a step '{new_id}' exists already in this scope"
+    return None
+
+
+def _targets_with_pointers(info: StepInfo) -> list[tuple[str, Any]]:
+    """A decision's `to` and `default` values with their pointers below the step."""
+    if info.uses != "decision":
+        return []
+    with_ = info.step.get("with") or {}
+    found = [(f"/with/cases/{n}/to", case.get("to"))
+             for n, case in enumerate(with_.get("cases") or []) if isinstance(case, dict)]
+    if "default" in with_:
+        found.append(("/with/default", with_.get("default")))
+    return found
 
 
 def describe_step(info: StepInfo) -> str:

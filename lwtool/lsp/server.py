@@ -16,6 +16,7 @@ from typing import BinaryIO, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
@@ -27,6 +28,7 @@ from lwtool.lsp.analysis import (
     completions,
     missing_need_fix,
     missing_permission_fix,
+    rename_problem,
 )
 from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
 from lwtool.lsp.transport import serve
@@ -162,6 +164,52 @@ def definition(ls: LwtoolServer, params: types.DefinitionParams) -> types.Locati
         return None
     return types.Location(uri=params.text_document.uri,
                           range=to_range(span, document.lines, document.position_codec))
+
+
+REQUEST_FAILED = -32803  # LSP's RequestFailed: the client shows the message
+
+
+@server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+def prepare_rename(ls: LwtoolServer, params: types.PrepareRenameParams
+                   ) -> types.PrepareRenamePlaceholder | None:
+    """A step id under the cursor (its `id`, or any reference to it) can be renamed."""
+    where = _where(ls, params.text_document.uri, params.position)
+    if where is None or where[1].context is None:
+        return None
+    document, analysis, pos = where
+    named = analysis.step_named_at(analysis.offset(pos))
+    if named is None:
+        return None
+    target, span = named
+    return types.PrepareRenamePlaceholder(
+        range=to_range(span, document.lines, document.position_codec), placeholder=target.id)
+
+
+@server.feature(types.TEXT_DOCUMENT_RENAME, types.RenameOptions(prepare_provider=True))
+def rename(ls: LwtoolServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    """Rename a step: its `id` and every place that names it (needs, decision targets,
+    fanIn.outputStep, `steps.<id>` in expressions), in one edit."""
+    uri = params.text_document.uri
+    where = _where(ls, uri, params.position)
+    if where is None or where[1].context is None:
+        return None
+    document, analysis, pos = where
+    named = analysis.step_named_at(analysis.offset(pos))
+    if named is None:
+        return None
+    target = named[0]
+    problem = rename_problem(analysis, target, params.new_name)
+    if problem is None:
+        spans = analysis.rename_spans(target)
+        if spans is None:
+            problem = (f"a reference to '{target.id}' could not be located exactly (an "
+                       "escape sequence in its string?); rename it by hand")
+    if problem is not None:
+        raise JsonRpcException(problem, code=REQUEST_FAILED)
+    assert spans is not None
+    edits = [types.TextEdit(range=to_range(span, document.lines, document.position_codec),
+                            new_text=params.new_name) for span in spans]
+    return types.WorkspaceEdit(changes={uri: edits})
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION,
