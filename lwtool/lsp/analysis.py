@@ -139,6 +139,11 @@ class Analysis:
                 return (target, span) if target else None
         return None
 
+    def _workflow_input(self) -> Any:
+        value = self.document.value if self.document is not None else None
+        section = value.get("input") if isinstance(value, dict) else None
+        return section.get("schema") if isinstance(section, dict) else None
+
     def _pos(self, offset: int) -> Pos:
         assert self.document is not None
         return Pos(*self.document.source_map.to_pos(offset))
@@ -147,7 +152,7 @@ class Analysis:
         reference = self.reference_at(offset)
         if reference is not None:
             target, span = reference
-            return describe_step(target), span
+            return describe_step(target, self._workflow_input()), span
         in_expression = self._expression_hover(offset)
         if in_expression is not None:
             return in_expression
@@ -158,7 +163,7 @@ class Analysis:
         if pointer == f"{owner.pointer}/uses" and owner.uses in STEP_TYPE_DOCS:
             return f"**{owner.uses}**: {STEP_TYPE_DOCS[owner.uses]}", self.span_of(pointer)
         if pointer == f"{owner.pointer}/id":
-            return describe_step(owner), self.span_of(pointer)
+            return describe_step(owner, self._workflow_input()), self.span_of(pointer)
         return None
 
     def _expression_hover(self, offset: int) -> tuple[str, Span] | None:
@@ -291,8 +296,36 @@ def _targets_with_pointers(info: StepInfo) -> list[tuple[str, Any]]:
     return found
 
 
-def describe_step(info: StepInfo) -> str:
+def describe_input(info: StepInfo, workflow_input: Any = None) -> str:
+    """What a step receives as its input (the runtime's rule: `input`, else
+    `with.args`, else the current item inside a parallel body, else the run input)."""
+    with_ = info.step.get("with")
+    for key, value in (("input", info.step.get("input")),
+                       ("with.args", with_.get("args") if isinstance(with_, dict) else None)):
+        if value is not None:
+            text = json.dumps(value, ensure_ascii=False)
+            text = text if len(text) <= 160 else text[:157] + "..."
+            return f"input: its `{key}`, `{text}` (`{{{{ }}}}` filled in when it runs)"
+    if info.parent is not None:
+        parent_with = info.parent.step.get("with")
+        items = parent_with.get("items") if isinstance(parent_with, dict) else None
+        return (f"input: the current item of `{info.parent.id}` (one of `{items}`)"
+                if isinstance(items, str) else f"input: the current item of `{info.parent.id}`")
+    if isinstance(workflow_input, dict):
+        properties = workflow_input.get("properties")
+        props = sorted(properties) if isinstance(properties, dict) else []
+        required = [r for r in workflow_input.get("required") or [] if isinstance(r, str)]
+        shape = f"an object with {', '.join(props)}" if props else \
+            f"a {workflow_input.get('type', 'JSON value')}"
+        need = f" (required: {', '.join(required)})" if required else ""
+        return f"input: the workflow input, {shape}{need}"
+    return "input: the workflow input"
+
+
+def describe_step(info: StepInfo, workflow_input: Any = None) -> str:
     lines = [f"**step `{info.id}`** ({info.uses or '?'})"]
+    if info.uses != "parallel":
+        lines.append(describe_input(info, workflow_input))
     if info.needs:
         lines.append("needs: " + ", ".join(info.needs))
     if info.max_visits > 1:

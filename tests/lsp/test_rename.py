@@ -150,3 +150,25 @@ async def test_rename_through_the_server(client: LanguageClient) -> None:
         await client.text_document_rename_async(types.RenameParams(
             text_document=types.TextDocumentIdentifier(uri=uri), position=position,
             new_name="check"))
+
+
+def test_a_step_hover_says_what_it_receives() -> None:
+    """Hover on a step id shows its input: `input`, `with.args`, the current item in a
+    parallel body, else the workflow input with its schema's shape."""
+    text = YAML.replace("kind: Workflow\n", "kind: Workflow\ninput:\n  schema: {type: object, "
+                        "required: [seed], properties: {seed: {type: string}, n: {}}}\n")
+    analysis = Analysis.of(text, "r.lwir.yaml")
+
+    def hover(at: str) -> str:
+        found = analysis.hover(text.index(at) + len("- id: ") + 1)
+        assert found is not None, at
+        return found[0]
+
+    assert "input: the workflow input, an object with n, seed (required: seed)" in \
+        hover("- id: fetch\n")
+    assert 'input: its `input`, `{"a": "{{ steps.fetch.lastOutput }}"' in hover("- id: check")
+    body = text.index("id: fetch\n", text.index("id: fetcher"))
+    found = analysis.hover(body + len("id: ") + 1)
+    assert found is not None and "input: the current item of `fetcher` (one of `{{ [1, 2] }}`)" \
+        in found[0]
+    assert "input:" not in hover("- id: fetcher")  # a parallel step hands items out
