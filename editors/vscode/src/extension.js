@@ -11,10 +11,12 @@ function activate(context) {
     .get("command", ["lwtool", "lsp"]);
   const serverOptions = { command, args, transport: TransportKind.stdio };
   const clientOptions = {
+    // The files stay YAML and JSON documents (their highlighting, and the schemas
+    // contributed through yamlValidation/jsonValidation, keep working); the server
+    // attaches to LWIR, workflow and definition files among them.
     documentSelector: [
-      { scheme: "file", language: "lwir-yaml" },
-      { scheme: "file", language: "lwir-json" },
-      { scheme: "file", pattern: "**/*.lwir.{yaml,yml,json}" },
+      { scheme: "file", language: "yaml", pattern: "**/*.{lwir,workflow,definition}.{yaml,yml}" },
+      { scheme: "file", language: "json", pattern: "**/*.{lwir,workflow,definition}.json" },
     ],
   };
   client = new LanguageClient("lwtool", "lwtool", serverOptions, clientOptions);
