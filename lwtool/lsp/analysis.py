@@ -196,6 +196,34 @@ class Analysis:
             return None
         return self.span_of(f"{reference[0].pointer}/id")
 
+    # -- semantic tokens -----------------------------------------------------------------
+
+    def expression_tokens(self) -> list[tuple[Span, str]]:
+        """The parts of every `{{ }}` in the document as (file span, token type): the
+        delimiters, roots (`steps`, `input`, ...), member names, function names and
+        literals; in document order, one line each."""
+        if self.context is None:
+            return []
+        found: list[tuple[Span, str]] = []
+        for site in self.context.templates:
+            for part in site.template.expressions if site.template else ():
+                close = part.offset + len(part.text)
+                pieces = [(close, close + 2, "macro")]
+                after_open = self.context.expression_span(site.pointer, site.value,
+                                                          part.offset, part.offset + 1).start
+                if after_open.column > 2:  # `{{` stands just before the expression text
+                    found.append((Span(Pos(after_open.line, after_open.column - 2),
+                                       after_open), "macro"))
+                for node in ast.walk(part.node) if part.node else ():
+                    piece = _token_of(node)
+                    if piece is not None:
+                        pieces.append((part.offset + piece[0], part.offset + piece[1], piece[2]))
+                for start, end, kind in pieces:
+                    span = self.context.expression_span(site.pointer, site.value, start, end)
+                    if span.start.line == span.end.line and span.end > span.start:
+                        found.append((span, kind))
+        return sorted(set(found), key=lambda t: (t[0].start, t[0].end))
+
     # -- rename --------------------------------------------------------------------------
 
     def step_named_at(self, offset: int) -> tuple[StepInfo, Span] | None:
@@ -266,6 +294,25 @@ class Analysis:
             return []
         return [(info, self.span_of(info.pointer), self.span_of(f"{info.pointer}/id"))
                 for info in self.context.steps]
+
+
+TOKEN_TYPES = ("macro", "variable", "property", "function", "string", "number", "keyword")
+
+
+def _token_of(node: ast.Node) -> tuple[int, int, str] | None:
+    """(start, end, token type) of what an expression node shows, in expression text."""
+    if isinstance(node, ast.Root):
+        return node.start, node.end, "variable"
+    if isinstance(node, ast.Member):
+        return node.end - len(node.name), node.end, "property"
+    if isinstance(node, ast.Call):
+        return node.start, node.name_end, "function"
+    if isinstance(node, ast.Literal):
+        value = node.value
+        kind = "string" if isinstance(value, str) else "keyword" if value is None or \
+            isinstance(value, bool) else "number"
+        return node.start, node.end, kind
+    return None
 
 
 STEP_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")

@@ -24,6 +24,7 @@ from pygls.workspace import TextDocument
 
 from lwtool import __version__
 from lwtool.lsp.analysis import (
+    TOKEN_TYPES,
     Analysis,
     completions,
     missing_need_fix,
@@ -167,6 +168,29 @@ def definition(ls: LwtoolServer, params: types.DefinitionParams) -> types.Locati
 
 
 REQUEST_FAILED = -32803  # LSP's RequestFailed: the client shows the message
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                types.SemanticTokensLegend(token_types=list(TOKEN_TYPES), token_modifiers=[]))
+def semantic_tokens(ls: LwtoolServer, params: types.SemanticTokensParams
+                    ) -> types.SemanticTokens:
+    """`{{ expressions }}` inside YAML/JSON strings, highlighted: delimiters, roots,
+    member and function names, literals (the rest of the file is the editor's)."""
+    found = _read(ls, params.text_document.uri)
+    if found is None:
+        return types.SemanticTokens(data=[])
+    document, analysis = found
+    data: list[int] = []
+    line = character = 0
+    for span, kind in analysis.expression_tokens():
+        where = to_range(span, document.lines, document.position_codec)
+        start = where.start
+        delta_line = start.line - line
+        delta_char = start.character - character if delta_line == 0 else start.character
+        data += [delta_line, delta_char, where.end.character - start.character,
+                 TOKEN_TYPES.index(kind), 0]
+        line, character = start.line, start.character
+    return types.SemanticTokens(data=data)
 
 
 @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
