@@ -38,3 +38,63 @@ def test_language_server_imports_no_litellm() -> None:
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+# A base install (`pip install lwtool`, as the pre-commit hooks do) has none of the
+# `run` extra's packages: simulate it by refusing their imports.
+BASE_ONLY = """
+import importlib.abc, runpy, sys
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+sys.argv = ['lwtool', *{args!r}]
+runpy.run_module('lwtool', run_name='__main__')
+"""
+
+
+def _base_only(*args: str) -> subprocess.CompletedProcess[str]:
+    from lwtool.cli.app import RUN_EXTRA_MODULES
+
+    code = BASE_ONLY.format(blocked=sorted(RUN_EXTRA_MODULES), args=list(args))
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "examples/candidate-review.lwir.yaml"],
+    ["check", "examples"],
+    ["canon", "examples/refine-loop.lwir.yaml"],
+])
+def test_validate_and_check_work_without_the_run_extra(args: list[str]) -> None:
+    result = _base_only(*args)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_language_server_loads_without_the_run_extra() -> None:
+    result = _base_only("lsp", "--help")
+    assert result.returncode == 0, result.stderr
+
+
+def test_run_without_the_run_extra_says_what_to_install(tmp_path: object) -> None:
+    result = _base_only("run", "examples/refine-loop.lwir.yaml", "--input",
+                        "examples/inputs/refine-loop.json", "--tools",
+                        "examples/tools.py:tools", "--data-dir", str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'lwtool[run]'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_run_extra_is_what_the_cli_names() -> None:
+    import tomllib
+
+    from lwtool.cli.app import RUN_EXTRA_MODULES
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extra = {r.split("=")[0].split("<")[0].split(">")[0].strip()
+             for r in project["optional-dependencies"]["run"]}
+    base = {r.split("=")[0].strip() for r in project["dependencies"]}
+    assert extra == set(RUN_EXTRA_MODULES) and not extra & base

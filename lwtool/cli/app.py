@@ -13,6 +13,7 @@ import typer
 from lwtool.cli import (
     canon,
     check,
+    exit_codes,
     generate,
     inspect,
     lock,
@@ -71,12 +72,23 @@ def main() -> None:
         app()  # standalone: always ends in SystemExit with the command's code
     except KeyboardInterrupt as exc:
         code = _interrupted(exc)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in RUN_EXTRA_MODULES:
+            raise
+        sys.stderr.write(f"lwtool: this command runs workflows and needs lwtool's runtime, "
+                         f"which is not installed (no module {exc.name!r}): "
+                         "pip install 'lwtool[run]'\n")
+        code = exit_codes.USAGE
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         unhandled = _typer_swallowed_interrupt(exc)
         if unhandled is not None:
             code = _interrupted(unhandled)
     _exit(code)
+
+
+# The modules of the `run` extra (pyproject.toml): validate, check and lsp need none.
+RUN_EXTRA_MODULES = frozenset({"orjson", "aiofiles", "litellm", "deno"})
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
