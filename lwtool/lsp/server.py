@@ -34,7 +34,8 @@ from lwtool.lsp.analysis import (
 from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
-from lwtool.source.position import Pos
+from lwtool.source.position import Pos, Span
+from lwtool.validate.context import StepInfo
 
 DEBOUNCE_SECONDS = 0.02
 
@@ -193,18 +194,25 @@ def semantic_tokens(ls: LwtoolServer, params: types.SemanticTokensParams
     return types.SemanticTokens(data=data)
 
 
-@server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
-def prepare_rename(ls: LwtoolServer, params: types.PrepareRenameParams
-                   ) -> types.PrepareRenamePlaceholder | None:
-    """A step id under the cursor (its `id`, or any reference to it) can be renamed."""
-    where = _where(ls, params.text_document.uri, params.position)
+def _step_named(ls: LwtoolServer, uri: str, position: types.Position
+                ) -> tuple[TextDocument, Analysis, StepInfo, Span] | None:
+    """The step whose id stands under the cursor (its `id`, or a reference to it)."""
+    where = _where(ls, uri, position)
     if where is None or where[1].context is None:
         return None
     document, analysis, pos = where
     named = analysis.step_named_at(analysis.offset(pos))
-    if named is None:
+    return (document, analysis, *named) if named is not None else None
+
+
+@server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+def prepare_rename(ls: LwtoolServer, params: types.PrepareRenameParams
+                   ) -> types.PrepareRenamePlaceholder | None:
+    """A step id under the cursor (its `id`, or any reference to it) can be renamed."""
+    found = _step_named(ls, params.text_document.uri, params.position)
+    if found is None:
         return None
-    target, span = named
+    document, _, target, span = found
     return types.PrepareRenamePlaceholder(
         range=to_range(span, document.lines, document.position_codec), placeholder=target.id)
 
@@ -214,14 +222,10 @@ def rename(ls: LwtoolServer, params: types.RenameParams) -> types.WorkspaceEdit 
     """Rename a step: its `id` and every place that names it (needs, decision targets,
     fanIn.outputStep, `steps.<id>` in expressions), in one edit."""
     uri = params.text_document.uri
-    where = _where(ls, uri, params.position)
-    if where is None or where[1].context is None:
+    found = _step_named(ls, uri, params.position)
+    if found is None:
         return None
-    document, analysis, pos = where
-    named = analysis.step_named_at(analysis.offset(pos))
-    if named is None:
-        return None
-    target = named[0]
+    document, analysis, target, _ = found
     problem = rename_problem(analysis, target, params.new_name)
     if problem is None:
         spans = analysis.rename_spans(target)

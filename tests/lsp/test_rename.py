@@ -4,16 +4,14 @@ names that are not ids or are taken; through the language server too."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-from pytest_lsp import ClientServerConfig, client_capabilities
 
 from lwtool.lsp.analysis import Analysis, rename_problem
 from lwtool.source.position import Pos
+from tests.lsp.conftest import open_document
 
 YAML = """apiVersion: littleworkflow.dev/v0.1
 kind: Workflow
@@ -120,20 +118,11 @@ def test_nothing_to_rename_off_a_step_id() -> None:
     assert analysis.step_named_at(analysis.offset(Pos(1, 3))) is None
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lwtool",
-                                                               "lsp"]))
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_rename_through_the_server(client: LanguageClient) -> None:
     uri = "file:///work/r.lwir.yaml"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="yaml", version=1,
-                                             text=YAML)))
+    open_document(client, YAML, uri)
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     line = YAML.splitlines().index("    needs: [fetch]")
     position = types.Position(line=line, character=len("    needs: [f"))

@@ -4,15 +4,13 @@ member and function names, literals, each at its exact place."""
 from __future__ import annotations
 
 import json
-import sys
 
-import pytest_lsp
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-from pytest_lsp import ClientServerConfig, client_capabilities
 
 from lwtool.lsp.analysis import TOKEN_TYPES, Analysis
 from tests.conftest import MINIMAL_HEADER
+from tests.lsp.conftest import open_document
 
 HEADER = "".join(f"{k}: {json.dumps(v)}\n" for k, v in MINIMAL_HEADER.items())
 YAML = HEADER + """steps:
@@ -57,20 +55,11 @@ def test_no_tokens_without_expressions_or_structure() -> None:
     assert _shown("{ not yaml", "t.lwir.yaml") == []
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lwtool",
-                                                               "lsp"]))
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_tokens_through_the_server(client: LanguageClient) -> None:
     uri = "file:///work/t.lwir.yaml"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="yaml", version=1,
-                                             text=YAML)))
+    open_document(client, YAML, uri)
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     result = await client.text_document_semantic_tokens_full_async(
         types.SemanticTokensParams(text_document=types.TextDocumentIdentifier(uri=uri)))

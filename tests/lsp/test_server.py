@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
+
+from tests.lsp.conftest import open_document
 
 URI = "file:///work/review.lwir.yaml"
 
@@ -29,18 +28,10 @@ FIXED = BROKEN.replace("    uses: ai.generate\n", "    uses: ai.generate\n    ne
     .replace("steps.fecth.output", "steps.fetch.output")
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "lwtool",
-                                                               "lsp"]))
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
-    yield
-    await lsp_client.shutdown_session()
 
 
 def _open(client: LanguageClient, text: str, uri: str = URI) -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=text)))
+    open_document(client, text, uri)
 
 
 async def test_diagnostics_appear_and_clear(client: LanguageClient) -> None:
@@ -181,17 +172,15 @@ async def test_completion_of_decision_targets_in_json(client: LanguageClient) ->
     assert {item.label for item in result.items} == {"end"}  # what starts with "e"
 
 
-async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
-    text = FIXED.replace("    needs: [fetch]\n", "")
-    _open(client, text)
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    diagnostic = client.diagnostics[URI][0]  # the prompt reads steps.fetch twice
-    assert {d.code for d in client.diagnostics[URI]} == {"step.missing_dependency"}
+async def _the_one_fix_clears(client: LanguageClient, text: str, diagnostic: types.Diagnostic,
+                              title: str) -> None:
+    """Ask for the diagnostic's quick fix, check its title, apply its edit and see every
+    diagnostic go."""
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), range=diagnostic.range,
         context=types.CodeActionContext(diagnostics=[diagnostic])))
     [action] = actions
-    assert action.title == "Add 'fetch' to the needs of 'score'"
+    assert action.title == title
     [edit] = action.edit.changes[URI]
     lines = text.split("\n")
     line = lines[edit.range.start.line]
@@ -202,6 +191,15 @@ async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
         content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert list(client.diagnostics[URI]) == []
+
+
+async def test_quick_fix_adds_the_missing_need(client: LanguageClient) -> None:
+    text = FIXED.replace("    needs: [fetch]\n", "")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostic = client.diagnostics[URI][0]  # the prompt reads steps.fetch twice
+    assert {d.code for d in client.diagnostics[URI]} == {"step.missing_dependency"}
+    await _the_one_fix_clears(client, text, diagnostic, "Add 'fetch' to the needs of 'score'")
 
 
 async def test_quick_fix_permits_an_unlisted_tool(client: LanguageClient) -> None:
@@ -210,18 +208,4 @@ async def test_quick_fix_permits_an_unlisted_tool(client: LanguageClient) -> Non
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     [diagnostic] = client.diagnostics[URI]
     assert diagnostic.code == "permissions.unknown_tool"
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=URI), range=diagnostic.range,
-        context=types.CodeActionContext(diagnostics=[diagnostic])))
-    [action] = actions
-    assert action.title == "Add 'fetch2' to permissions.tools"
-    [edit] = action.edit.changes[URI]
-    lines = text.split("\n")
-    line = lines[edit.range.start.line]
-    lines[edit.range.start.line] = (line[: edit.range.start.character] + edit.new_text
-                                    + line[edit.range.start.character:])
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert list(client.diagnostics[URI]) == []
+    await _the_one_fix_clears(client, text, diagnostic, "Add 'fetch2' to permissions.tools")
