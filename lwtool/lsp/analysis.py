@@ -134,10 +134,16 @@ class Analysis:
                 continue
             span = self.context.expression_span(pointer, value, ref.start, ref.end)
             if span.start <= self._pos(offset) <= span.end:
-                target = self.context.in_scope(owner.scope).get(ref.step) or next(
-                    (s for s in self.context.steps if s.id == ref.step), None)
+                target = self._read_step(owner, ref.step)
                 return (target, span) if target else None
         return None
+
+    def _read_step(self, reader: StepInfo, step_id: str) -> StepInfo | None:
+        """The step `steps.<step_id>` names in an expression of `reader`: the one in its
+        scope, else the first anywhere with that id."""
+        assert self.context is not None
+        return self.context.in_scope(reader.scope).get(step_id) or next(
+            (s for s in self.context.steps if s.id == step_id), None)
 
     def _workflow_input(self) -> Any:
         value = self.document.value if self.document is not None else None
@@ -251,18 +257,16 @@ class Analysis:
                 for n, need in enumerate(info.step.get("needs") or []):
                     if need == target.id:
                         found.append(self.span_of(f"{info.pointer}/needs/{n}"))
-                for pointer_tail, value in _targets_with_pointers(info):
-                    if value == target.id:
-                        found.append(self.span_of(f"{info.pointer}{pointer_tail}"))
-            if info.pointer == target.scope and ((info.step.get("with") or {}).get(
-                    "fanIn") or {}).get("outputStep") == target.id:
+                found += [self.span_of(pointer) for value, pointer in decision_targets(info)
+                          if value == target.id]
+            fan_in = info.with_.get("fanIn")
+            if info.pointer == target.scope and isinstance(fan_in, dict) and \
+                    fan_in.get("outputStep") == target.id:
                 found.append(self.span_of(f"{info.pointer}/with/fanIn/outputStep"))
         for site, owner, ref in self.context.step_references():
             if ref.step != target.id:
                 continue
-            resolved = self.context.in_scope(owner.scope).get(ref.step) or next(
-                (s for s in self.context.steps if s.id == ref.step), None)
-            if resolved is not target:
+            if self._read_step(owner, ref.step) is not target:
                 continue
             at = site.value.find(target.id, ref.start + len("steps"), ref.end)
             if at < 0:
@@ -275,7 +279,7 @@ class Analysis:
             if bare is None:
                 return None
             spans.append(bare)
-        return sorted(set(spans), key=lambda s: (s.start.line, s.start.column))
+        return sorted(set(spans))
 
     def _bare(self, span: Span, word: str) -> Span | None:
         """`span` narrowed to exactly `word` (quotes around a string dropped); None when
@@ -329,18 +333,6 @@ def rename_problem(analysis: Analysis, target: StepInfo, new_id: str) -> str | N
     if new_id != target.id and new_id in analysis.context.in_scope(target.scope):
         return f"a step '{new_id}' exists already in this scope"
     return None
-
-
-def _targets_with_pointers(info: StepInfo) -> list[tuple[str, Any]]:
-    """A decision's `to` and `default` values with their pointers below the step."""
-    if info.uses != "decision":
-        return []
-    with_ = info.step.get("with") or {}
-    found = [(f"/with/cases/{n}/to", case.get("to"))
-             for n, case in enumerate(with_.get("cases") or []) if isinstance(case, dict)]
-    if "default" in with_:
-        found.append(("/with/default", with_.get("default")))
-    return found
 
 
 def describe_input(info: StepInfo, workflow_input: Any = None) -> str:
