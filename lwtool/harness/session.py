@@ -39,7 +39,7 @@ from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFail
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import NewEvent, RunNotFound, World
+from lwtool.world.base import DEFAULT_DURABILITY, NewEvent, RunNotFound, World
 
 HARNESS_ID = "lwtool/agent-harness@1"
 SESSION_KIND = "HarnessSession"
@@ -143,7 +143,7 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
             return _finished(run_id, version_id, journal)
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
-                         durability=str(getattr(world, "durability", "strict")))
+                         durability=str(getattr(world, "durability", DEFAULT_DURABILITY)))
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

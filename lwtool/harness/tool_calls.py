@@ -66,8 +66,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     data = dumps_bytes(result)
     payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}
     if len(data) > INLINE_LIMIT:
-        payload["resultRef"] = await run.world.put_artifact(data,
-                                                            run.durability == "strict")
+        payload["resultRef"] = await run.world.put_artifact(data, run.fsyncs)
     else:
         payload["result"] = result
     await run.record([NewEvent("harness.tool_call.succeeded", payload, path)])

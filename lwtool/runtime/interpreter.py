@@ -28,6 +28,7 @@ from lwtool.world.base import (
     RunConflict,
     World,
     check_durability,
+    fsyncs,
 )
 
 
@@ -77,7 +78,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     except NotJson as exc:  # refused before anything is stored
         raise RunFailedError(run_id or "(not started)", version_id, "input_schema_error",
                              f"the run input is not JSON {exc}") from None
-    world.register_version(version_id, lwir, durability == "strict")
+    world.register_version(version_id, lwir, fsyncs(durability))
     run_id = run_id or new_run_id()
     existing = _existing(world, run_id)
     if existing is not None:
@@ -100,7 +101,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                            "durability": durability,
                            "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
                                                "world": world.max_concurrent_steps},
-                           "pid": os.getpid()})], durability == "strict")
+                           "pid": os.getpid()})], fsyncs(durability))
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,

@@ -17,7 +17,7 @@ from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.runtime.journal import Journal
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
-from lwtool.world.base import Event, NewEvent, World
+from lwtool.world.base import Event, NewEvent, World, fsyncs
 
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
@@ -124,6 +124,11 @@ class RunState:
         return self._workspace_defaults
 
     @property
+    def fsyncs(self) -> bool:
+        """Whether this run's results are flushed to the disk (strict durability)."""
+        return fsyncs(self.durability)
+
+    @property
     def workflow_view(self) -> dict[str, Any]:
         metadata = self.lwir.get("metadata") or {}
         return {"name": metadata.get("name"), "version": metadata.get("version"),
@@ -142,7 +147,7 @@ class RunState:
         keeps executing the others. `durable` commits are fsynced in strict durability
         only; in process durability nothing is.
         """
-        durable = durable and self.durability == "strict"
+        durable = durable and self.fsyncs
         notes = self._take_notes()
         batch = [*notes, *events] if notes else events
         if self._inline_commit():
@@ -295,7 +300,7 @@ class RunState:
         """Small payloads ride along in the step's own commit; large ones are written
         (and fsynced) now, before the event that names them."""
         if len(data) > INLINE_OUTPUT_LIMIT:
-            return await self.world.put_artifact(data, self.durability == "strict")
+            return await self.world.put_artifact(data, self.fsyncs)
         ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
         inline.append((ref, data))
         return ref

@@ -25,6 +25,11 @@ DURABILITY_MODES = ("strict", "process")
 DEFAULT_DURABILITY = "strict"
 
 
+def fsyncs(mode: str) -> bool:
+    """Whether a run in durability `mode` flushes its result commits to the disk."""
+    return mode == "strict"
+
+
 def check_durability(mode: str) -> str:
     """A durability mode, or ValueError naming the ones there are."""
     if mode not in DURABILITY_MODES:

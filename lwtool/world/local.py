@@ -97,9 +97,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
 """
 
 
-_dumps = dumps_text
-
-
 def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float
              ) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
     """The events as committed, their rows (payloads serialized once, each hash chained
@@ -108,7 +105,7 @@ def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now
     out, rows = [], []
     for event in events:
         seq += 1
-        text = _dumps(event.payload)
+        text = dumps_text(event.payload)
         prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
         out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
         rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
@@ -307,7 +304,7 @@ class LocalWorld:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise WorldError(f"run {run_id} already exists")
             db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')",
-                       (run_id, version_id, now, now, _dumps(run_input), _dumps(options)))
+                       (run_id, version_id, now, now, dumps_text(run_input), dumps_text(options)))
             committed, head = self._insert(db, run_id, first_events, None, now)
         self._heads[run_id] = head
         return committed
