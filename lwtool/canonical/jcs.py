@@ -18,7 +18,8 @@ from typing import Any
 
 import rfc8785
 
-_SAFE_INT = 2**53
+from lwtool.canonical.plain_json import MAX_SAFE_INTEGER
+
 _BEYOND_BMP = re.compile("[\U00010000-\U0010ffff]")
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True,
                            allow_nan=False).encode
@@ -42,7 +43,7 @@ def _plain(value: Any) -> bool:
         elif kind is list:
             todo.extend(item)
         elif kind is int:
-            if not -_SAFE_INT < item < _SAFE_INT:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
                 return False
         elif not (kind is str or kind is bool or item is None):
             return False
