@@ -12,3 +12,15 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[dev]'
   touch "$stamp"
 fi
+# The editor clients some tests drive (tests/clients: yaml-language-server), where npm is.
+if command -v npm >/dev/null 2>&1; then
+  clients=tests/clients
+  if [ ! -f "$clients/node_modules/.lwtool-installed" ] \
+      || [ "$clients/package-lock.json" -nt "$clients/node_modules/.lwtool-installed" ]; then
+    if npm ci --prefix "$clients" --no-audit --no-fund --silent; then
+      touch "$clients/node_modules/.lwtool-installed"
+    else
+      echo "bootstrap: npm ci in $clients failed; the yaml-language-server tests will fail" >&2
+    fi
+  fi
+fi

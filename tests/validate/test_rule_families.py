@@ -152,3 +152,50 @@ def test_large_graphs_validate_in_bounded_time() -> None:
     started = time.perf_counter()
     validate_document(load_text(json.dumps(doc), "big.json"))
     assert time.perf_counter() - started < 30  # a bound, not a benchmark
+
+
+def test_fields_of_another_step_type_are_named_with_the_type() -> None:
+    text = """steps:
+  - id: a
+    uses: tool.call
+    with: {tool: t}
+    onFailure: {}
+    retries: 3
+  - id: d
+    uses: decision
+    input: 1
+    output: {mode: text}
+    with: {cases: [], default: end}
+"""
+    assert findings(text) == [
+        ("lwir.invalid_field", 9, 5, "field 'onFailure' is not allowed on a tool.call step"),
+        ("lwir.invalid_field", 10, 5, "unknown field 'retries'"),
+        ("lwir.invalid_field", 13, 5, "field 'input' is not allowed on a decision step"),
+        ("decision.output_not_allowed", 14, 5,
+         "a decision step has no output; it records only the target it chose"),
+    ]
+
+
+def test_a_nested_step_is_checked_against_its_own_type() -> None:
+    text = """steps:
+  - id: p
+    uses: parallel
+    with: {items: [1], maxBranches: 1, maxConcurrency: 1}
+    steps:
+      - {id: q, uses: tool.call, with: {tool: t, model: m}, timeoutMs: x}
+"""
+    assert findings(text) == [
+        ("lwir.invalid_field", 10, 50, "unknown field 'model'"),
+        ("lwir.invalid_field", 10, 72, "expected integer, got string"),
+    ]
+
+
+def test_a_step_without_a_known_type_gets_one_finding() -> None:
+    text = """steps:
+  - {id: a, with: {tool: t}}
+  - {id: b, uses: nope, with: {}}
+  - {id: c, uses: [tool.call], with: {tool: t}}
+  - just text
+"""
+    assert codes(text) == ["lwir.invalid_field", "step.unknown_type", "lwir.invalid_field",
+                           "lwir.invalid_field"]

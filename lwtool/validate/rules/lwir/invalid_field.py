@@ -77,25 +77,69 @@ def check(ctx: Context) -> Iterator[Finding]:
     if may_hold_lone_surrogate(ctx.document.text):
         value = _without_lone_surrogates(value)
     for error in validator(ctx.kind).iter_errors(value):
-        pointer = jp.from_parts(error.instance_path)
-        kind = type(error.kind).__name__
-        if kind == "AdditionalProperties":
-            for name in error.kind.unexpected:
-                yield ctx.finding(jp.join(pointer, name), f"unknown field '{name}'", key=True)
-        elif kind == "Required":
-            where = f" in {pointer}" if pointer else ""
-            yield ctx.finding(pointer, f"missing required field '{error.kind.property}'{where}",
-                              key=True)
-        elif kind == "Type":
-            expected = error.kind.types if hasattr(error.kind, "types") else None
-            wanted = " or ".join(expected) if isinstance(expected, list) else _schema_types(error)
-            yield ctx.finding(pointer, f"expected {wanted}, got {_describe(error.instance)}")
-        elif kind == "FalseSchema":
-            yield ctx.finding(pointer, f"field '{pointer.rsplit('/', 1)[-1]}' is not allowed "
-                              "on this step type", key=True)
+        yield from _findings(ctx, error)
+
+
+def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
+    pointer = jp.from_parts(error.instance_path)
+    kind = type(error.kind).__name__
+    if kind == "OneOfNotValid" and list(error.schema_path)[-3:] == ["$defs", "step", "oneOf"]:
+        yield from _step_findings(ctx, error)
+    elif kind == "Enum" and error.instance_path and error.instance_path[-1] == "uses":
+        return  # step.unknown_type reports it with the list of types
+    elif kind == "AdditionalProperties":
+        for name in error.kind.unexpected:
+            yield ctx.finding(jp.join(pointer, name), f"unknown field '{name}'", key=True)
+    elif kind == "Required":
+        where = f" in {pointer}" if pointer else ""
+        yield ctx.finding(pointer, f"missing required field '{error.kind.property}'{where}",
+                          key=True)
+    elif kind == "Type":
+        expected = error.kind.types if hasattr(error.kind, "types") else None
+        wanted = " or ".join(expected) if isinstance(expected, list) else _schema_types(error)
+        yield ctx.finding(pointer, f"expected {wanted}, got {_describe(error.instance)}")
+    else:
+        message = error.message
+        yield ctx.finding(pointer, message if len(message) <= 200 else message[:197] + "...")
+
+
+def _step_findings(ctx: Context, error: Any) -> Iterator[Finding]:
+    """A step matched none of the per-type variants: report what the variant its `uses`
+    names rejects (a step that is no object, or whose `uses` is missing or unknown, has
+    its finding from the step schema's own keywords or from step.unknown_type)."""
+    variants = _step_variants(ctx.kind)
+    uses = error.instance.get("uses") if isinstance(error.instance, dict) else None
+    if not isinstance(uses, str) or uses not in variants:
+        return
+    index, own_keys = variants[uses]
+    step_keys = frozenset().union(*(keys for _, keys in variants.values()))
+    for sub in error.kind.context[index]:
+        if type(sub.kind).__name__ == "AdditionalProperties" and \
+                list(sub.instance_path) == list(error.instance_path):
+            pointer = jp.from_parts(sub.instance_path)
+            for name in sub.kind.unexpected:
+                if (uses, name) in _REPORTED_BY_OTHER_RULES:
+                    continue
+                text = (f"field '{name}' is not allowed on a {uses} step" if name in step_keys
+                        else f"unknown field '{name}'")
+                yield ctx.finding(jp.join(pointer, name), text, key=True)
         else:
-            message = error.message
-            yield ctx.finding(pointer, message if len(message) <= 200 else message[:197] + "...")
+            yield from _findings(ctx, sub)
+
+
+# (step type, field): reported by a rule of its own, with its own code.
+_REPORTED_BY_OTHER_RULES = frozenset({("decision", "output")})  # decision.output_not_allowed
+
+
+@cache
+def _step_variants(kind: str) -> dict[str, tuple[int, frozenset[str]]]:
+    """`uses` value -> (index in the step's oneOf, the fields that step type takes)."""
+    defs = load_schema(_SCHEMA_FILES[kind]).get("$defs", {})
+    found = {}
+    for index, ref in enumerate(defs.get("step", {}).get("oneOf", [])):
+        variant = defs[ref["$ref"].rsplit("/", 1)[-1]]
+        found[variant["properties"]["uses"]["const"]] = (index, frozenset(variant["properties"]))
+    return found
 
 
 def _schema_types(error: Any) -> str:

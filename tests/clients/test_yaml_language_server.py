@@ -1,0 +1,131 @@
+"""schemas/lwir.schema.json in a schema-driven editor nobody here wrote:
+yaml-language-server (npm, pinned in tests/clients/package.json) over stdio.
+
+Skipped, with the reason, only where node is absent; `scripts/bootstrap.sh` installs the
+server where npm is present, and `.ci/run` provides node and npm."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = Path(__file__).parent / "node_modules" / "yaml-language-server" / "bin" / \
+    "yaml-language-server"
+SCHEMA = (ROOT / "schemas" / "lwir.schema.json").as_uri()
+NODE = shutil.which("node")
+_opened = iter(range(1_000_000))
+SETTINGS = {"schemas": {SCHEMA: "*.lwir.yaml"}, "validate": True, "hover": True,
+            "completion": True, "schemaStore": {"enable": False}}
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed, so "
+                                "yaml-language-server cannot run (.ci/run installs it)")
+
+HEAD = """apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: review}
+permissions: {models: [gpt-4o-mini], tools: [fetch]}
+steps:
+"""
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[NODE or "node", str(SERVER), "--stdio"]))
+async def yls(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    if not SERVER.exists():
+        pytest.fail(f"{SERVER} is missing: run `npm ci --prefix tests/clients` "
+                    "(scripts/bootstrap.sh does where npm is present)")
+    lsp_client.set_configuration(SETTINGS, section="yaml")
+    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
+    lsp_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"yaml": SETTINGS}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _open(client: LanguageClient, text: str) -> tuple[str, list[types.Diagnostic]]:
+    """Open the text as a new document (a server keeps the first text of a URI it has
+    open); its URI and diagnostics."""
+    uri = f"file:///work/doc{next(_opened)}.lwir.yaml"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="yaml", version=1,
+                                             text=text)))
+    while uri not in client.diagnostics:
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri, list(client.diagnostics[uri])
+
+
+async def _labels(client: LanguageClient, text: str, marker: str = "|") -> list[str]:
+    """Completion labels at the marker (which is removed from the text)."""
+    index = text.index(marker)
+    line = text[:index].count("\n")
+    character = index - (text.rfind("\n", 0, index) + 1)
+    uri, _ = await _open(client, text.replace(marker, "", 1))
+    result: Any = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=character)))
+    items = result.items if isinstance(result, types.CompletionList) else result or []
+    return [item.label for item in items]
+
+
+async def test_step_keys_follow_the_step_type(yls: LanguageClient) -> None:
+    labels = await _labels(yls, HEAD + "  - id: get\n    uses: tool.call\n    with: {tool: fetch}"
+                           "\n    |\n")
+    assert {"needs", "input", "output", "retry", "timeoutMs", "maxVisits"} <= set(labels)
+    assert "onFailure" not in labels and "steps" not in labels
+    assert "id" not in labels and "uses" not in labels and "with" not in labels  # present
+    assert len(labels) == len(set(labels)), labels
+
+
+async def test_decision_and_parallel_keys(yls: LanguageClient) -> None:
+    decision = await _labels(yls, HEAD + "  - id: route\n    uses: decision\n    |\n")
+    assert "with" in decision
+    assert not {"input", "output", "retry", "onFailure", "steps"} & set(decision)
+    parallel = await _labels(yls, HEAD + "  - id: fan\n    uses: parallel\n    |\n")
+    assert {"with", "steps"} <= set(parallel)
+    assert not {"input", "output", "onFailure"} & set(parallel)
+
+
+async def test_with_keys_of_a_code_run_step(yls: LanguageClient) -> None:
+    labels = await _labels(yls, HEAD + "  - id: code\n    uses: code.run\n    with:\n      |\n")
+    assert {"entrypoint", "files", "sandbox", "args"} <= set(labels)
+    assert "model" not in labels and "tool" not in labels
+
+
+async def test_uses_offers_the_step_types(yls: LanguageClient) -> None:
+    labels = await _labels(yls, HEAD + "  - id: s\n    uses: |\n")
+    assert {"ai.generate", "tool.call", "code.run", "decision", "parallel"} <= set(labels)
+
+
+async def test_hover_shows_the_description(yls: LanguageClient) -> None:
+    text = HEAD + "  - id: get\n    uses: tool.call\n    maxVisits: 2\n    with: {tool: fetch}\n"
+    uri, _ = await _open(yls, text)
+    line = text.splitlines().index("    maxVisits: 2")
+    hover = await yls.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=6)))
+    assert hover is not None
+    contents = hover.contents
+    value = contents.value if isinstance(contents, types.MarkupContent) else str(contents)
+    assert "back-edge" in value, value
+
+
+async def test_a_field_of_another_type_is_a_diagnostic(yls: LanguageClient) -> None:
+    text = HEAD + ("  - id: get\n    uses: tool.call\n    with: {tool: fetch}\n"
+                   "    onFailure: {fixer: {model: gpt-4o-mini}}\n")
+    _, diagnostics = await _open(yls, text)
+    line = text.splitlines().index("    onFailure: {fixer: {model: gpt-4o-mini}}")
+    assert [d.range.start.line for d in diagnostics] == [line], diagnostics
+
+
+async def test_a_valid_workflow_has_no_diagnostics(yls: LanguageClient) -> None:
+    text = (ROOT / "examples" / "candidate-review.lwir.yaml").read_text()
+    assert (await _open(yls, text))[1] == []
