@@ -9,16 +9,17 @@ while the text is momentarily broken.
 from __future__ import annotations
 
 import asyncio
-import sys
+import json
+import logging
 import threading
-from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -32,32 +33,40 @@ from lwtool.lsp.analysis import (
     rename_problem,
 )
 from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
+from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
 from lwtool.source.position import Pos, Span
 from lwtool.validate.context import StepInfo
 
 DEBOUNCE_SECONDS = 0.02
+logger = logging.getLogger(__name__)
 
 
 class LwtoolServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("lwtool", __version__,
+        super().__init__("lwtool", __version__, protocol_cls=LwtoolProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, Analysis] = {}
         self.last_loaded: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task[None]] = {}
+        self.early_analyses: dict[tuple[str, int], Analysis] = {}
 
-    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """Serve on stdio through lwtool's framing (lsp/transport.py), not pygls's."""
+    async def take_over(self, early: EarlySession, stdout: BinaryIO) -> bool:
+        """Serve the rest of a session the early phase began (lsp/early.py) through
+        lwtool's framing (lsp/transport.py), not pygls's; True when it ended with
+        `shutdown` then `exit` (pygls's own sys.exit from a callback is swallowed)."""
         self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        self.protocol.set_writer(StdoutWriter(stdout))
+        cast(LwtoolProtocol, self.protocol).answered_early = (early.initialize_id,
+                                                              early.sent_result)
+        self.early_analyses = early.analyses
         try:
-            asyncio.run(serve(self, stdin or sys.stdin.buffer))
-        except (BrokenPipeError, KeyboardInterrupt):
-            pass
+            if not early.ended:
+                await serve(self, early.reader, early.seen, early.next_frame)
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
+        return bool(getattr(self.protocol, "_shutdown", False))
 
     def document(self, uri: str) -> TextDocument | None:
         """The client's copy of an open document; for one it has not opened, the file on
@@ -72,8 +81,9 @@ class LwtoolServer(LanguageServer):
         return TextDocument(uri, source=text, position_codec=self.workspace.position_codec)
 
     def analyse(self, uri: str, document: TextDocument) -> Analysis:
-        path = to_fs_path(uri) or uri
-        analysis = Analysis.of(document.source, Path(path).name if path else uri)
+        return self.keep(uri, Analysis.of(document.source, document_name(uri)))
+
+    def keep(self, uri: str, analysis: Analysis) -> Analysis:
         if unquote(uri) in self.workspace.text_documents:  # unopened files are not kept
             self.analyses[uri] = analysis
             if analysis.context is not None:
@@ -95,12 +105,36 @@ class LwtoolServer(LanguageServer):
             diagnostics=[to_diagnostic(f, lines, codec) for f in analysis.findings]))
 
 
+class LwtoolProtocol(LanguageServerProtocol):
+    """pygls's protocol, but that the reply to an `initialize` the early phase answered
+    is not sent again (it is checked against what was sent instead)."""
+
+    answered_early: tuple[Any, dict[str, Any] | None] = (None, None)
+
+    def _send_data(self, data: Any) -> None:
+        msg_id, sent = self.answered_early
+        if msg_id is not None and getattr(data, "id", None) == msg_id and \
+                hasattr(data, "result"):
+            self.answered_early = (None, None)
+            computed = json.loads(json.dumps(data.result, default=self._serialize_message))
+            if computed != sent:
+                logger.warning("the early reply to initialize differs from pygls's: sent "
+                               "%s, pygls computed %s", sent, computed)
+            return
+        super()._send_data(data)
+
+
 server = LwtoolServer()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: LwtoolServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    item = params.text_document
+    early = ls.early_analyses.pop((item.uri, item.version), None)
+    if early is not None and early.text == item.text:  # published by the early phase
+        ls.keep(item.uri, early)
+    else:
+        ls.publish(item.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -241,7 +275,7 @@ def rename(ls: LwtoolServer, params: types.RenameParams) -> types.WorkspaceEdit 
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION,
-                types.CompletionOptions(trigger_characters=[".", "[", " ", ","]))
+                types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS))
 def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.CompletionList:
     where = _where(ls, params.text_document.uri, params.position)
     if where is None:
@@ -307,9 +341,3 @@ def document_symbol(ls: LwtoolServer, params: types.DocumentSymbolParams
     return roots
 
 
-def main() -> None:
-    """Serve on stdio. The exit code follows LSP: 0 after `shutdown` then `exit`, 1 for
-    an `exit` without `shutdown` (pygls's own sys.exit from a callback is swallowed)."""
-    server.start_io()
-    if not getattr(server.protocol, "_shutdown", False):
-        raise SystemExit(1)

@@ -7,7 +7,8 @@ deaf), a huge one is read into memory whole, and a request whose params do not f
 method's type is dropped without a reply. This reader answers each of those with a
 JSON-RPC error and finds the next frame by its `Content-Length:` header (a body over
 MAX_BODY is skipped that way too, never buffered whole). Messages that parse are
-handed to pygls.
+handed to pygls. Nothing here imports pygls before `serve` runs: the early phase
+(lsp/early.py) reads with the same FrameReader.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import re
 import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
-
-from pygls.exceptions import JsonRpcException
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ class FrameReader:
 
     def __init__(self, fill: Callable[[], Any], on_error: Callable[[str], None]) -> None:
         self._fill = fill
-        self._on_error = on_error
+        self.on_error = on_error
         self._buffer = bytearray()
         self._eof = False
 
@@ -71,7 +70,7 @@ class FrameReader:
             end = self._buffer.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buffer) > MAX_HEADER:
-                    self._on_error("header block too long or missing its blank line")
+                    self.on_error("header block too long or missing its blank line")
                     self.resync()
                     continue
                 if not await self._more():
@@ -80,11 +79,11 @@ class FrameReader:
             header = bytes(self._buffer[:end])
             length = _content_length(header)
             if length is None:
-                self._on_error("a header block without a valid Content-Length")
+                self.on_error("a header block without a valid Content-Length")
                 self.resync(end + 4 if _HEADER_START.search(header) is None else 1)
                 continue
             if length > MAX_BODY:  # never buffered: skipped like any bad frame
-                self._on_error(f"a body of {length:,} bytes (the limit is {MAX_BODY:,})")
+                self.on_error(f"a body of {length:,} bytes (the limit is {MAX_BODY:,})")
                 self.resync(end + 4)
                 continue
             del self._buffer[:end + 4]
@@ -108,7 +107,13 @@ def _content_length(header: bytes) -> int | None:
     return length
 
 
-def _stdin_chunks(stdin: BinaryIO) -> Callable[[], Any]:
+def error_message(message: str, msg_id: Any = None, code: int = PARSE_ERROR
+                  ) -> dict[str, Any]:
+    """A JSON-RPC error response refusing a message."""
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def stdin_chunks(stdin: BinaryIO) -> Callable[[], Any]:
     """An awaitable reader of stdin chunks, fed by a daemon thread (a blocked read must
     not keep the process alive once the server has exited)."""
     loop = asyncio.get_running_loop()
@@ -129,19 +134,32 @@ def _stdin_chunks(stdin: BinaryIO) -> Callable[[], Any]:
     return queue.get
 
 
-async def serve(server: Any, stdin: BinaryIO) -> None:
-    """Read frames from `stdin` and hand them to `server.protocol` until `exit`, the end
-    of the stream, or the server's stop event."""
+async def serve(server: Any, reader: FrameReader, replay: list[bytes],
+                next_frame: asyncio.Future[bytes | None] | None = None) -> None:
+    """Hand `server.protocol` the bodies in `replay`, then `next_frame`'s, then each frame
+    `reader` reads, until `exit`, the end of the stream, or the server's stop event."""
+    from pygls.exceptions import JsonRpcException
+
     protocol = server.protocol
 
     def refuse(message: str, msg_id: Any = None, code: int = PARSE_ERROR) -> None:
         logger.warning("refused a message: %s", message)
-        protocol._send_data({"jsonrpc": "2.0", "id": msg_id,
-                             "error": {"code": code, "message": message}})
+        protocol._send_data(error_message(message, msg_id, code))
 
-    reader = FrameReader(_stdin_chunks(stdin), lambda m: refuse(f"bad frame: {m}"))
+    reader.on_error = lambda m: refuse(f"bad frame: {m}")
+    pending = list(replay)
+
+    async def next_body() -> bytes | None:
+        nonlocal next_frame
+        if pending:
+            return pending.pop(0)
+        if next_frame is not None:
+            frame, next_frame = next_frame, None
+            return await frame
+        return await reader.next()
+
     while not server._stop_event.is_set():
-        body = await reader.next()
+        body = await next_body()
         if body is None:
             return
         try:

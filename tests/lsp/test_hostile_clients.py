@@ -33,12 +33,14 @@ def request(msg_id: int, method: str, params: Any) -> dict[str, Any]:
 class RawClient:
     """Bytes in, parsed messages out; nothing between us and the server's framing."""
 
-    def __init__(self) -> None:
+    def __init__(self, handshake: bool = True) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "lwtool", "lsp"], cwd=ROOT,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
+        if not handshake:
+            return
         self.send(frame(request(0, "initialize", {"capabilities": {}})))
         assert "capabilities" in self.reply(0)["result"]
         self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
