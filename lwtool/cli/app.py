@@ -15,6 +15,7 @@ from lwtool.cli import (
     check,
     exit_codes,
     generate,
+    graph,
     inspect,
     lock,
     lsp,
@@ -62,6 +63,7 @@ app.command("replay")(run.replay)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)
 app.command("runs")(inspect.runs)
+app.command("graph")(graph.graph)
 app.command("lsp")(lsp.lsp)
 app.command("verify")(verify.verify)
 

@@ -19,7 +19,7 @@ def _stamp(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-def _run_events(data_dir: Path, run_id: str):  # type: ignore[no-untyped-def]
+def run_events(data_dir: Path, run_id: str):  # type: ignore[no-untyped-def]
     from lwtool.world.base import RunNotFound, WorldError
 
     world = open_world(data_dir, must_exist=True)
@@ -46,7 +46,7 @@ def events(
         raise fail(f"--caller takes model or code, not '{caller}'")
     selected = []
     call_callers: dict[str, str] = {}
-    for event in _run_events(data_dir, run_id):
+    for event in run_events(data_dir, run_id):
         if event.type == "harness.tool_call.started":
             call_callers[str(event.payload.get("callId"))] = str(event.payload.get("caller"))
         if type and not fnmatch.fnmatchcase(event.type, type):
@@ -79,9 +79,9 @@ def report(
     """Tokens and costUsd per step and per run (costUsd null = unpriced, not free)."""
     from lwtool.runtime.report import failed_branches, usage_report
 
-    run_events = _run_events(data_dir, run_id)
-    result = usage_report(run_events)
-    failed = failed_branches(run_events)
+    selected = run_events(data_dir, run_id)
+    result = usage_report(selected)
+    failed = failed_branches(selected)
     if as_json:
         typer.echo(json.dumps({"runId": run_id, **result, "failedBranches": failed},
                               ensure_ascii=False, indent=2))

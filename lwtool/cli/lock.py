@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lwtool.cli.canon import _compiled
+from lwtool.cli.canon import compiled_or_exit
 
 
 def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) -> None:
@@ -19,7 +19,7 @@ def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) ->
     from lwtool.lock.model import lock_for, lock_path_for
 
     for path in paths:
-        compiled = _compiled(path)
+        compiled = compiled_or_exit(path)
         assert compiled.kind is not None
         target = lock_path_for(path)
         new = lock_for(path, compiled.kind, compiled.value)

@@ -14,3 +14,8 @@ class Format(StrEnum):
 class Durability(StrEnum):
     strict = "strict"
     process = "process"
+
+
+class GraphFormat(StrEnum):
+    mermaid = "mermaid"
+    dot = "dot"

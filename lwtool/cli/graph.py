@@ -1,0 +1,47 @@
+"""`lwtool graph PATH [--format mermaid|dot] [--run RUN_ID]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.canon import compiled_or_exit
+from lwtool.cli.inspect import run_events
+from lwtool.cli.options import GraphFormat
+from lwtool.cli.render import error
+from lwtool.cli.run import DataDir
+
+
+def graph(
+    path: Annotated[Path, typer.Argument(help="An LWIR file.")],
+    format: Annotated[GraphFormat, typer.Option("--format", help="mermaid (GitHub and "
+                                                "Markdown render it) or dot (Graphviz).")
+                      ] = GraphFormat.mermaid,
+    run: Annotated[str | None, typer.Option("--run", help="Colour each step by its status "
+                                            "in this run, with visit counts.")] = None,
+    data_dir: DataDir = Path(".little-workflow"),
+) -> None:
+    """Print the workflow as a graph: needs and decision edges, loops, parallel groups."""
+    from lwtool import graph as workflow_graph
+    from lwtool.validate.context import Context
+
+    compiled = compiled_or_exit(path, "nothing to draw")
+    if compiled.kind != "Workflow":
+        error(f"{path} is a {compiled.kind}; `lwtool graph` draws an LWIR workflow")
+        raise typer.Exit(exit_codes.USAGE)
+    assert compiled.document is not None
+    built = workflow_graph.build(Context(compiled.document, "Workflow"))
+    if run is not None:
+        events = run_events(data_dir, run)
+        ran = next((e.payload.get("workflowVersionId") for e in events
+                    if e.type == "RunStarted"), None)
+        if ran != compiled.digest():
+            sys.stderr.write(f"lwtool: warning: run {run} ran {ran}, not {path} "
+                             f"({compiled.digest()}); statuses are matched by step path\n")
+        built = workflow_graph.with_run(built, events)
+    render = workflow_graph.mermaid if format is GraphFormat.mermaid else workflow_graph.dot
+    sys.stdout.write(render(built))

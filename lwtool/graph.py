@@ -1,0 +1,274 @@
+"""A workflow as a graph, for people: Mermaid (renders on GitHub and in Markdown) or
+Graphviz DOT. `needs` edges, decision edges labelled with their conditions, back-edges
+drawn dashed as loops with their maxVisits, parallel groups as clusters with their
+bounds; with a run's events, each step's status and visit count.
+
+Built from the validator's own structures (Context, decision_targets, flow_edges), so
+the graph shows exactly what the validator and the runtime read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lwtool.validate.context import Context, StepInfo
+from lwtool.validate.flow import decision_targets, flow_edges
+
+STATUSES = ("done", "failed", "running", "skipped")
+
+
+@dataclass
+class Edge:
+    source: str  # a step pointer
+    target: str  # a step pointer, or "<scope>#end"
+    kind: str  # needs | case | default | back
+    label: str = ""
+
+
+@dataclass
+class StepState:
+    status: str = ""  # one of STATUSES, or "" (not reached)
+    visits: int = 0
+
+
+@dataclass
+class Graph:
+    steps: list[StepInfo]
+    edges: list[Edge]
+    states: dict[str, StepState] = field(default_factory=dict)  # pointer -> state
+
+    def in_scope(self, scope: str) -> list[StepInfo]:
+        return [info for info in self.steps if info.scope == scope]
+
+
+def build(ctx: Context) -> Graph:
+    """The graph of a valid workflow."""
+    edges: list[Edge] = []
+    for info in ctx.steps:
+        siblings = ctx.in_scope(info.scope)
+        for need in info.needs:
+            if need in siblings:
+                edges.append(Edge(siblings[need].pointer, info.pointer, "needs"))
+        cases = info.with_.get("cases") if info.uses == "decision" else None
+        whens = [c.get("when", "") for c in cases if isinstance(c, dict)] \
+            if isinstance(cases, list) else []
+        reach = _reachable(flow_edges(ctx, info.scope))
+        for index, (target, pointer) in enumerate(decision_targets(info)):
+            label = _condition(str(whens[index])) if pointer.endswith("/to") else "default"
+            if target == "end":
+                edges.append(Edge(info.pointer, f"{info.scope}#end", "default"
+                                  if label == "default" else "case", label))
+                continue
+            goal = siblings.get(target)
+            if goal is None:
+                continue
+            back = info.id in reach.get(target, set())  # the target leads back here: a loop
+            kind = "back" if back else ("default" if label == "default" else "case")
+            if back:
+                label = f"{label}; loop, maxVisits {goal.max_visits}"
+            edges.append(Edge(info.pointer, goal.pointer, kind, label))
+    return Graph(list(ctx.steps), edges)
+
+
+def _reachable(edges: dict[str, list[str]]) -> dict[str, set[str]]:
+    """step id -> every id reachable from it."""
+    out: dict[str, set[str]] = {}
+    for start in edges:
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            step = todo.pop()
+            if step not in seen:
+                seen.add(step)
+                todo.extend(edges.get(step, []))
+        out[start] = seen
+    return out
+
+
+def _condition(when: str) -> str:
+    text = when.strip()
+    if text.startswith("{{") and text.endswith("}}"):
+        text = text[2:-2].strip()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def with_run(graph: Graph, events: list[Any]) -> Graph:
+    """The graph with each step's status and visit count from a run's events (StepInfo
+    pointers matched to step paths: `group[key].step.visit[N]`)."""
+    patterns = [(info, _path_pattern(info)) for info in graph.steps]
+    counts: dict[str, dict[str, int]] = {}
+    terminal = None
+    for event in events:
+        if event.type in ("RunCompleted", "RunFailed"):
+            terminal = event.type
+        path = event.step_path
+        if path is None or event.type not in ("StepAttemptStarted", "StepCompleted",
+                                              "StepSkipped", "StepAttemptFailed"):
+            continue
+        final_failure = event.type == "StepAttemptFailed" and event.payload.get(
+            "final", not event.payload.get("transient", False))
+        for info, pattern in patterns:
+            if pattern.fullmatch(path):
+                tally = counts.setdefault(info.pointer, {})
+                tally[event.type] = tally.get(event.type, 0) + 1
+                if final_failure:
+                    tally["failed"] = 1
+                break
+    for pointer, tally in counts.items():
+        started = tally.get("StepAttemptStarted", 0)
+        completed = tally.get("StepCompleted", 0)
+        if tally.get("failed"):
+            status = "failed"
+        elif completed:
+            status = "done"
+        elif tally.get("StepSkipped"):
+            status = "skipped"
+        elif started:
+            status = "failed" if terminal else "running"
+        else:
+            status = ""
+        graph.states[pointer] = StepState(status, completed)
+    if terminal is not None:
+        for info in graph.steps:
+            graph.states.setdefault(info.pointer, StepState("skipped", 0))
+    return graph
+
+
+def _path_pattern(info: StepInfo) -> re.Pattern[str]:
+    chain = []
+    node: StepInfo | None = info
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    parts = [re.escape(group.id) + r"\[.*\]\." for group in reversed(chain[1:])]
+    return re.compile("".join(parts) + re.escape(info.id) + r"(\.visit\[\d+\])?")
+
+
+# -- Mermaid ---------------------------------------------------------------------------
+
+_MERMAID_CLASSES = {"done": "fill:#d3f9d8,stroke:#2b8a3e",
+                    "failed": "fill:#ffe3e3,stroke:#c92a2a",
+                    "running": "fill:#fff3bf,stroke:#e67700",
+                    "skipped": "fill:#f1f3f5,stroke:#adb5bd,color:#868e96"}
+
+
+def mermaid(graph: Graph) -> str:
+    ids = {info.pointer: f"s{index}" for index, info in enumerate(graph.steps)}
+    lines = ["flowchart TD"]
+
+    def text(value: str) -> str:
+        return value.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+    def label(info: StepInfo) -> str:
+        extra = [info.uses]
+        if info.max_visits > 1:
+            extra.append(f"maxVisits {info.max_visits}")
+        state = graph.states.get(info.pointer)
+        if state and state.status:
+            extra.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
+        return text(f"{info.id}") + "<br/><small>" + text(" · ".join(extra)) + "</small>"
+
+    def scope(pointer: str, indent: str) -> None:
+        for info in graph.in_scope(pointer):
+            node = ids[info.pointer]
+            if info.uses == "parallel":
+                bounds = text(_bounds(info))
+                lines.append(f'{indent}subgraph {node}_body["{text(info.id)} · {bounds}"]')
+                lines.append(f"{indent}  direction TB")
+                scope(info.pointer, indent + "  ")
+                lines.append(f"{indent}end")
+                lines.append(f'{indent}{node}[["{label(info)}"]]')
+                lines.append(f"{indent}{node} -. each item .-> {node}_body")
+            elif info.uses == "decision":
+                lines.append(f'{indent}{node}{{"{label(info)}"}}')
+            else:
+                lines.append(f'{indent}{node}["{label(info)}"]')
+        if any(edge.target == f"{pointer}#end" for edge in graph.edges):
+            lines.append(f'{indent}{_end_id(pointer, ids)}(["end"])')
+
+    scope("", "  ")
+    for edge in graph.edges:
+        source = ids[edge.source]
+        target = ids.get(edge.target) or _end_id(edge.target.split("#")[0], ids)
+        arrow = {"needs": "-->", "case": "-->", "default": "-->", "back": "-.->"}[edge.kind]
+        lines.append(f'  {source} {arrow}|"{text(edge.label)}"| {target}' if edge.label
+                     else f"  {source} {arrow} {target}")
+    for status in STATUSES:
+        members = [ids[info.pointer] for info in graph.steps
+                   if getattr(graph.states.get(info.pointer), "status", "") == status]
+        if members:
+            lines.append(f"  classDef {status} {_MERMAID_CLASSES[status]}")
+            lines.append(f"  class {','.join(members)} {status}")
+    return "\n".join(lines) + "\n"
+
+
+def _end_id(scope_pointer: str, ids: dict[str, str]) -> str:
+    return f"{ids[scope_pointer]}_end" if scope_pointer else "end_"
+
+
+def _bounds(info: StepInfo) -> str:
+    with_ = info.with_
+    return (f"≤{with_.get('maxBranches')} branches, {with_.get('maxConcurrency')} at once, "
+            f"{with_.get('failureMode', 'fail_fast')}")
+
+
+# -- DOT -------------------------------------------------------------------------------
+
+_DOT_COLORS = {"done": "#d3f9d8", "failed": "#ffe3e3", "running": "#fff3bf",
+               "skipped": "#f1f3f5"}
+
+
+def dot(graph: Graph) -> str:
+    ids = {info.pointer: f"s{index}" for index, info in enumerate(graph.steps)}
+    lines = ["digraph workflow {", "  rankdir=TB;", '  node [fontname="Helvetica", '
+             'shape=box, style="rounded,filled", fillcolor=white];',
+             '  edge [fontname="Helvetica", fontsize=10];']
+
+    def quote(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def node(info: StepInfo, indent: str) -> None:
+        extra = [info.uses] + ([f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
+        state = graph.states.get(info.pointer)
+        attrs = {"shape": "diamond" if info.uses == "decision" else
+                 "box3d" if info.uses == "parallel" else "box"}
+        if state and state.status:
+            extra.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
+            attrs["fillcolor"] = _DOT_COLORS[state.status]
+        attrs["label"] = info.id + "\\n" + " · ".join(extra)
+        rendered = ", ".join(f"{k}={quote(v) if k != 'label' else quote_label(v)}"
+                             for k, v in attrs.items())
+        lines.append(f"{indent}{ids[info.pointer]} [{rendered}];")
+
+    def quote_label(value: str) -> str:
+        return '"' + value.replace('"', '\\"') + '"'
+
+    def scope(pointer: str, indent: str) -> None:
+        for info in graph.in_scope(pointer):
+            node(info, indent)
+            if info.uses == "parallel":
+                lines.append(f"{indent}subgraph cluster_{ids[info.pointer]} {{")
+                lines.append(f"{indent}  label={quote(info.id + ' · ' + _bounds(info))};")
+                lines.append(f'{indent}  style="rounded,dashed";')
+                scope(info.pointer, indent + "  ")
+                lines.append(f"{indent}}}")
+                body = graph.in_scope(info.pointer)
+                if body:
+                    lines.append(f"{indent}{ids[info.pointer]} -> {ids[body[0].pointer]} "
+                                 f'[style=dotted, label="each item", '
+                                 f"lhead=cluster_{ids[info.pointer]}];")
+        if any(edge.target == f"{pointer}#end" for edge in graph.edges):
+            lines.append(f'{indent}{_end_id(pointer, ids)} [label="end", shape=oval];')
+
+    scope("", "  ")
+    for edge in graph.edges:
+        target = ids.get(edge.target) or _end_id(edge.target.split("#")[0], ids)
+        attrs = [f"label={quote(edge.label)}"] if edge.label else []
+        if edge.kind == "back":
+            attrs += ["style=dashed", "constraint=false"]
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"  {ids[edge.source]} -> {target}{suffix};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
