@@ -101,14 +101,11 @@ def test_continue_on_the_final_cycle_is_outer_loop_exhausted(folder: Path) -> No
 def test_kill_between_cycles_resumes_into_the_next_planning(folder: Path) -> None:
     with fixture_server([_submit(GOOD), _submit(GOOD)]) as server:
         env = {**os.environ, **_loop_env(server, folder, 2), "PYTHONPATH": str(ROOT)}
+        server.delays = {2: 30.0}  # cycle 2's planner waits on its model: kill it there
         proc = subprocess.Popen([sys.executable, "-m", "lwtool", *_args()], cwd=folder,
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 60
-        while len(server.requests) < 1:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
-        server.delay = 30.0  # cycle 2's planner waits on its model: kill it there
         while len(server.requests) < 2:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
@@ -116,7 +113,7 @@ def test_kill_between_cycles_resumes_into_the_next_planning(folder: Path) -> Non
         proc.wait(timeout=30)
         manifest = json.loads((folder / "data/outer-loops/loop.json").read_text())
         assert manifest["pendingCycleRunId"] == "loop.c2" and len(manifest["cycles"]) == 1
-        server.delay = 0.0
+        server.delays = {}
         server.replies.insert(0, _submit(GOOD))
         done = run_cli(*_args(), cwd=folder, env=_loop_env(server, folder, 2))
     assert done.returncode == 0, done.stderr

@@ -114,21 +114,17 @@ def test_kill_while_planning_then_resume_without_asking_again(folder: Path) -> N
     bad = _broken((["steps", 1, "with", "model"], "gpt-5"))
     with fixture_server([_submit(bad), _submit(GOOD)], delay=0.0) as server:
         env = {**os.environ, **_env(server), "PYTHONPATH": str(ROOT)}
-        server.delay = 0.0
+        server.delays = {2: 30.0}  # the second request hangs: kill while waiting on it
         proc = subprocess.Popen([sys.executable, "-m", "lwtool", *_plan_args("--run-id", "pk")],
                                 cwd=folder, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while len(server.requests) < 1:  # the first draft asked for
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.01)
-        server.delay = 30.0  # the second request hangs: kill while waiting on the model
         while len(server.requests) < 2:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        server.delay = 0.0
+        server.delays = {}
         server.replies.insert(0, _submit(GOOD))  # the killed request's answer, asked again
         done = run_cli(*_plan_args("--run-id", "pk"), cwd=folder, env=_env(server))
     assert done.returncode == 0, done.stderr
