@@ -115,7 +115,6 @@ class EarlySession:
         self.analyses: dict[tuple[str, int], Analysis] = {}
         self.initialize_id: Any = None
         self.sent_result: dict[str, Any] | None = None
-        self.encoding = "utf-16"
         self.next_frame: asyncio.Task[bytes | None] | None = None
         self.ended = False
 
@@ -132,10 +131,9 @@ class EarlySession:
             if body is None:
                 self.ended = True
                 return
-            if not self._serve(body):
-                self.seen.append(body)
-                return
             self.seen.append(body)
+            if not self._serve(body):
+                return
 
     def _serve(self, body: bytes) -> bool:
         try:
@@ -151,7 +149,6 @@ class EarlySession:
                 return False
             self.initialize_id = message["id"]
             self.sent_result = result
-            self.encoding = result["capabilities"]["positionEncoding"]
             self.write({"jsonrpc": "2.0", "id": message["id"], "result": result})
             return True
         if self.initialize_id is None or "id" in message:
@@ -171,9 +168,11 @@ class EarlySession:
         analysis = Analysis.of(text, document_name(uri))
         self.analyses[(uri, version)] = analysis
         lines = text.splitlines(True)
+        assert self.sent_result is not None  # didOpen is served only after initialize
+        encoding = self.sent_result["capabilities"]["positionEncoding"]
         self.write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
                     "params": {"uri": uri, "version": version, "diagnostics": [
-                        diagnostic(f, lines, self.encoding) for f in analysis.findings]}})
+                        diagnostic(f, lines, encoding) for f in analysis.findings]}})
         return True
 
 
@@ -197,13 +196,11 @@ async def session(stdin: BinaryIO, stdout: BinaryIO) -> bool:
     """The whole LSP session on these streams; True when it ended with `shutdown` then
     `exit`."""
     write = frame_writer(stdout)
-    errors: list[str] = []
-    reader = FrameReader(stdin_chunks(stdin), errors.append)
+    # a frame the early reader refuses is answered at once, as the server would
+    reader = FrameReader(stdin_chunks(stdin),
+                         lambda problem: write(error_message(f"bad frame: {problem}")))
     early = EarlySession(reader, write)
     await early.run()
-    if errors:  # a frame the early reader refused is answered as the server would
-        for error in errors:
-            write(error_message(f"bad frame: {error}"))
     from lwtool.lsp.server import server
 
     return await server.take_over(early, stdout)
