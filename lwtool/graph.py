@@ -46,17 +46,17 @@ class Graph:
 def build(ctx: Context) -> Graph:
     """The graph of a valid workflow."""
     edges: list[Edge] = []
+    reach: dict[str, dict[str, set[str]]] = {}  # scope -> step id -> ids it reaches
     for info in ctx.steps:
         siblings = ctx.in_scope(info.scope)
         for need in info.needs:
             if need in siblings:
                 edges.append(Edge(siblings[need].pointer, info.pointer, "needs"))
-        cases = info.with_.get("cases") if info.uses == "decision" else None
-        whens = [c.get("when", "") for c in cases if isinstance(c, dict)] \
-            if isinstance(cases, list) else []
-        reach = _reachable(flow_edges(ctx, info.scope))
-        for index, (target, pointer) in enumerate(decision_targets(info)):
-            label = _condition(str(whens[index])) if pointer.endswith("/to") else "default"
+        for target, pointer in decision_targets(info):
+            label = "default"
+            if pointer.endswith("/to"):  # .../with/cases/<i>/to
+                case = info.with_["cases"][int(pointer.rsplit("/", 2)[-2])]
+                label = _condition(str(case.get("when", "")))
             if target == "end":
                 edges.append(Edge(info.pointer, f"{info.scope}#end", "default"
                                   if label == "default" else "case", label))
@@ -64,7 +64,9 @@ def build(ctx: Context) -> Graph:
             goal = siblings.get(target)
             if goal is None:
                 continue
-            back = info.id in reach.get(target, set())  # the target leads back here: a loop
+            if info.scope not in reach:
+                reach[info.scope] = _reachable(flow_edges(ctx, info.scope))
+            back = info.id in reach[info.scope].get(target, set())  # leads back here: a loop
             kind = "back" if back else ("default" if label == "default" else "case")
             if back:
                 label = f"{label}; loop, maxVisits {goal.max_visits}"
@@ -136,6 +138,15 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
     return graph
 
 
+def _caption(graph: Graph, info: StepInfo) -> str:
+    """A node's second line: type, maxVisits, and its status in the run."""
+    parts = [info.uses] + ([f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
+    state = graph.states.get(info.pointer)
+    if state and state.status:
+        parts.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
+    return " · ".join(parts)
+
+
 def _path_pattern(info: StepInfo) -> re.Pattern[str]:
     chain = []
     node: StepInfo | None = info
@@ -162,13 +173,7 @@ def mermaid(graph: Graph) -> str:
         return value.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
     def label(info: StepInfo) -> str:
-        extra = [info.uses]
-        if info.max_visits > 1:
-            extra.append(f"maxVisits {info.max_visits}")
-        state = graph.states.get(info.pointer)
-        if state and state.status:
-            extra.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
-        return text(f"{info.id}") + "<br/><small>" + text(" · ".join(extra)) + "</small>"
+        return f"{text(info.id)}<br/><small>{text(_caption(graph, info))}</small>"
 
     def scope(pointer: str, indent: str) -> None:
         for info in graph.in_scope(pointer):
@@ -226,24 +231,21 @@ def dot(graph: Graph) -> str:
              'shape=box, style="rounded,filled", fillcolor=white];',
              '  edge [fontname="Helvetica", fontsize=10];']
 
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace('"', '\\"')
+
     def quote(value: str) -> str:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return f'"{escape(value)}"'
 
     def node(info: StepInfo, indent: str) -> None:
-        extra = [info.uses] + ([f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
         state = graph.states.get(info.pointer)
-        attrs = {"shape": "diamond" if info.uses == "decision" else
-                 "box3d" if info.uses == "parallel" else "box"}
+        attrs = {"shape": quote("diamond" if info.uses == "decision" else
+                                "box3d" if info.uses == "parallel" else "box")}
         if state and state.status:
-            extra.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
-            attrs["fillcolor"] = _DOT_COLORS[state.status]
-        attrs["label"] = info.id + "\\n" + " · ".join(extra)
-        rendered = ", ".join(f"{k}={quote(v) if k != 'label' else quote_label(v)}"
-                             for k, v in attrs.items())
+            attrs["fillcolor"] = quote(_DOT_COLORS[state.status])
+        attrs["label"] = f'"{escape(info.id)}\\n{escape(_caption(graph, info))}"'
+        rendered = ", ".join(f"{k}={v}" for k, v in attrs.items())
         lines.append(f"{indent}{ids[info.pointer]} [{rendered}];")
-
-    def quote_label(value: str) -> str:
-        return '"' + value.replace('"', '\\"') + '"'
 
     def scope(pointer: str, indent: str) -> None:
         for info in graph.in_scope(pointer):

@@ -39,9 +39,10 @@ def graph(
         events = run_events(data_dir, run)
         ran = next((e.payload.get("workflowVersionId") for e in events
                     if e.type == "RunStarted"), None)
-        if ran != compiled.digest():
+        version = compiled.digest()
+        if ran != version:
             sys.stderr.write(f"lwtool: warning: run {run} ran {ran}, not {path} "
-                             f"({compiled.digest()}); statuses are matched by step path\n")
+                             f"({version}); statuses are matched by step path\n")
         built = workflow_graph.with_run(built, events)
     render = workflow_graph.mermaid if format is GraphFormat.mermaid else workflow_graph.dot
     sys.stdout.write(render(built))
