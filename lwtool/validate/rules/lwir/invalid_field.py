@@ -107,12 +107,11 @@ def _step_findings(ctx: Context, error: Any) -> Iterator[Finding]:
     """A step matched none of the per-type variants: report what the variant its `uses`
     names rejects (a step that is no object, or whose `uses` is missing or unknown, has
     its finding from the step schema's own keywords or from step.unknown_type)."""
-    variants = _step_variants(ctx.kind)
+    variants, step_keys = _step_variants(ctx.kind)
     uses = error.instance.get("uses") if isinstance(error.instance, dict) else None
     if not isinstance(uses, str) or uses not in variants:
         return
-    index, own_keys = variants[uses]
-    step_keys = frozenset().union(*(keys for _, keys in variants.values()))
+    index = variants[uses]
     for sub in error.kind.context[index]:
         if type(sub.kind).__name__ == "AdditionalProperties" and \
                 list(sub.instance_path) == list(error.instance_path):
@@ -132,14 +131,16 @@ _REPORTED_BY_OTHER_RULES = frozenset({("decision", "output")})  # decision.outpu
 
 
 @cache
-def _step_variants(kind: str) -> dict[str, tuple[int, frozenset[str]]]:
-    """`uses` value -> (index in the step's oneOf, the fields that step type takes)."""
+def _step_variants(kind: str) -> tuple[dict[str, int], frozenset[str]]:
+    """`uses` value -> its index in the step's oneOf; and every field some step type takes."""
     defs = load_schema(_SCHEMA_FILES[kind]).get("$defs", {})
-    found = {}
+    indexes: dict[str, int] = {}
+    keys: set[str] = set()
     for index, ref in enumerate(defs.get("step", {}).get("oneOf", [])):
         variant = defs[ref["$ref"].rsplit("/", 1)[-1]]
-        found[variant["properties"]["uses"]["const"]] = (index, frozenset(variant["properties"]))
-    return found
+        indexes[variant["properties"]["uses"]["const"]] = index
+        keys.update(variant["properties"])
+    return indexes, frozenset(keys)
 
 
 def _schema_types(error: Any) -> str:
