@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import AbstractContextManager, contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,6 +50,9 @@ DurabilityOption = Annotated[Durability | None, typer.Option(
     "process: survives any kill of the process, not power loss (faster). Default: the "
     "definition's runtime.durability, else strict. Recorded with the run.")]
 
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No live progress on a terminal "
+                                     "(none is shown when stderr is not a terminal).")]
+
 MaxSteps = Annotated[int | None, typer.Option(
     "--max-concurrent-steps", min=1, help="Step attempts the world runs at once across a "
     "run (default 32).")]
@@ -70,6 +73,7 @@ def run(
     durability: DurabilityOption = None,
     max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     if run_id is not None:
@@ -102,19 +106,24 @@ def run(
         started.append(new_id)
         _announce(new_id)
 
+    from lwtool.observe.progress import watch
+
+    world, shown = watch(world, sys.stderr, not quiet)
     if lwir is None:  # a definition without a fixed plan: its planner drafts the LWIR
         assert definition is not None
         _plan_then_run(world, path, definition, run_input, registry, model_map, run_id,
-                       step_timeout, worker_harness, as_json)
+                       step_timeout, worker_harness, as_json, shown)
         return
-    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id, announce,
-                             step_timeout, worker_harness, workspace_of(definition, path.parent)),
-           as_json, lambda: started[0] if started else run_id)
+    workspace = workspace_of(definition, path.parent)
+    _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
+                             announce, step_timeout, worker_harness, workspace),
+           as_json, lambda: started[0] if started else run_id, shown)
 
 
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
                    registry: Any, model_map: dict[str, str], run_id: str | None,
-                   step_timeout: float | None, worker_harness: Any, as_json: bool) -> None:
+                   step_timeout: float | None, worker_harness: Any, as_json: bool,
+                   shown: AbstractContextManager[Any]) -> None:
     """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
     (lwtool.planner.api.run_definition); the same --run-id resumes either."""
     from lwtool.planner.api import run_definition
@@ -131,7 +140,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                                   models=model_map, run_id=run_id, step_timeout=step_timeout,
                                   harness=worker_harness, supervise=supervise,
                                   on_start=_announce, progress=say),
-           as_json, lambda: run_id)
+           as_json, lambda: run_id, shown)
 
 
 def replay(
@@ -144,6 +153,7 @@ def replay(
     code_timeout: CodeTimeout = None,
     max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     registry = load_tool_registry(tools)
@@ -151,11 +161,13 @@ def replay(
     model_map = load_models(models) if models else None
     world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
 
+    from lwtool.observe.progress import watch
     from lwtool.runtime.interpreter import resume_run
 
+    world, shown = watch(world, sys.stderr, not quiet, run_id)
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
                               worker_harness),
-           as_json, lambda: run_id)
+           as_json, lambda: run_id, shown)
 
 
 def _warn_if_capped(lwir: dict[str, Any], world_limit: int) -> None:
@@ -232,9 +244,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def _drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,
-           current_run: Callable[[], str | None]) -> None:
-    result = execute(start, current_run, as_json,
-                     lambda run: f"resume it with `lwtool replay {run}`")
+           current_run: Callable[[], str | None],
+           shown: AbstractContextManager[Any]) -> None:
+    """Execute inside the live progress display `shown`; print the result after it."""
+    with shown:
+        result = execute(start, current_run, as_json,
+                         lambda run: f"resume it with `lwtool replay {run}`")
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
     else:

@@ -1,0 +1,1 @@
+"""Reading runs for people and tools: timeline, live progress, OpenTelemetry, web UI."""
