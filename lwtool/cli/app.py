@@ -90,7 +90,7 @@ def main() -> None:
 
 
 # The modules of the `run` extra (pyproject.toml): validate, check and lsp need none.
-RUN_EXTRA_MODULES = frozenset({"orjson", "aiofiles", "litellm", "deno"})
+RUN_EXTRA_MODULES = frozenset({"orjson", "aiofiles", "litellm", "deno", "rich"})
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
