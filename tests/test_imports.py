@@ -57,10 +57,11 @@ runpy.run_module('lwtool', run_name='__main__')
 """
 
 
-def _base_only(*args: str) -> subprocess.CompletedProcess[str]:
+def _base_only(*args: str, blocked: frozenset[str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
     from lwtool.cli.app import RUN_EXTRA_MODULES
 
-    code = BASE_ONLY.format(blocked=sorted(RUN_EXTRA_MODULES), args=list(args))
+    code = BASE_ONLY.format(blocked=sorted(blocked or RUN_EXTRA_MODULES), args=list(args))
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 
@@ -98,3 +99,28 @@ def test_the_run_extra_is_what_the_cli_names() -> None:
              for r in project["optional-dependencies"]["run"]}
     base = {r.split("=")[0].strip() for r in project["dependencies"]}
     assert extra == set(RUN_EXTRA_MODULES) and not extra & base
+
+
+def test_export_otel_without_the_observe_extra_says_what_to_install(tmp_path: object) -> None:
+    from lwtool.cli.app import OBSERVE_EXTRA_MODULES
+
+    ran = subprocess.run([sys.executable, "-m", "lwtool", "run", "examples/refine-loop.lwir.yaml",
+                          "--input", "examples/inputs/refine-loop.json", "--tools",
+                          "examples/tools.py:tools", "--data-dir", str(tmp_path), "--run-id",
+                          "r"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    result = _base_only("export-otel", "r", "--data-dir", str(tmp_path), "--file",
+                        f"{tmp_path}/t.json", blocked=OBSERVE_EXTRA_MODULES)
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'lwtool[observe]'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_observe_extra_is_what_the_cli_names() -> None:
+    import tomllib
+
+    from lwtool.cli.app import OBSERVE_EXTRA_MODULES
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extra = {r.split("=")[0].split("-")[0].strip()
+             for r in project["optional-dependencies"]["observe"]}
+    assert extra | {"google"} == set(OBSERVE_EXTRA_MODULES) | {"jinja2"}

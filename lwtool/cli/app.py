@@ -14,6 +14,7 @@ from lwtool.cli import (
     canon,
     check,
     exit_codes,
+    export_otel,
     generate,
     graph,
     inspect,
@@ -64,6 +65,7 @@ app.command("events")(inspect.events)
 app.command("report")(inspect.report)
 app.command("runs")(inspect.runs)
 app.command("graph")(graph.graph)
+app.command("export-otel")(export_otel.export_otel)
 app.command("lsp")(lsp.lsp)
 app.command("verify")(verify.verify)
 
@@ -75,11 +77,17 @@ def main() -> None:
     except KeyboardInterrupt as exc:
         code = _interrupted(exc)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in RUN_EXTRA_MODULES:
+        top = (exc.name or "").split(".")[0]
+        if top in RUN_EXTRA_MODULES:
+            sys.stderr.write(f"lwtool: this command runs workflows and needs lwtool's "
+                             f"runtime, which is not installed (no module {exc.name!r}): "
+                             "pip install 'lwtool[run]'\n")
+        elif top in OBSERVE_EXTRA_MODULES:
+            sys.stderr.write(f"lwtool: this command needs lwtool's observability extra, "
+                             f"which is not installed (no module {exc.name!r}): "
+                             "pip install 'lwtool[observe]'\n")
+        else:
             raise
-        sys.stderr.write(f"lwtool: this command runs workflows and needs lwtool's runtime, "
-                         f"which is not installed (no module {exc.name!r}): "
-                         "pip install 'lwtool[run]'\n")
         code = exit_codes.USAGE
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -91,6 +99,8 @@ def main() -> None:
 
 # The modules of the `run` extra (pyproject.toml): validate, check and lsp need none.
 RUN_EXTRA_MODULES = frozenset({"orjson", "aiofiles", "litellm", "deno", "rich"})
+# The modules of the `observe` extra: export-otel and ui.
+OBSERVE_EXTRA_MODULES = frozenset({"opentelemetry", "google", "starlette", "uvicorn"})
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:

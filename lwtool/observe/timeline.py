@@ -34,6 +34,8 @@ class Call:
     error: str = ""
     provider: str = ""
     model_id: str = ""
+    request_model: str = ""  # the litellm model string the call asked for
+    turn: int = 0
 
 
 @dataclass
@@ -205,6 +207,8 @@ class Timeline:
             if owner is not None:
                 owner.calls.append(call)
         if kind.endswith(".called") or kind.endswith(".started"):
+            call.turn = int(payload.get("turn") or 0)
+            call.request_model = str((payload.get("request") or {}).get("model", ""))
             return
         duration = float(payload.get("durationMs") or 0) / 1000
         call.ended = event.at

@@ -1,0 +1,50 @@
+"""`lwtool export-otel RUN_ID [--endpoint URL | --file out.json]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwtool.cli.inspect import run_events
+from lwtool.cli.run import DataDir
+from lwtool.cli.runtime_options import fail, open_world, say
+
+
+def export_otel(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    endpoint: Annotated[str | None, typer.Option(
+        "--endpoint", help="An OTLP/HTTP collector: its base URL (http://host:4318; "
+        "/v1/traces is added) or its full traces URL. Default: the OTEL_EXPORTER_OTLP_* "
+        "environment, else http://localhost:4318.")] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", help="Write OTLP JSON (an ExportTraceServiceRequest) here instead.")
+                    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait "
+                                           "for the collector.")] = 10.0,
+    data_dir: DataDir = Path(".little-workflow"),
+) -> None:
+    """Export a run as OpenTelemetry traces: spans for the run, parallel groups and
+    branches, step attempts, and model and tool calls (GenAI semantic conventions)."""
+    if endpoint is not None and file is not None:
+        raise fail("give --endpoint or --file, not both")
+    from lwtool.observe.otel import ExportFailed, send, spans, write
+
+    events = run_events(data_dir, run_id)
+    version_id = next((str(e.payload.get("workflowVersionId")) for e in events
+                       if e.type == "RunStarted"), "")
+    version = open_world(data_dir, must_exist=True).get_version(version_id)
+    found = spans(run_id, events, version)
+    try:
+        if file is not None:
+            try:
+                write(found, file)
+            except OSError as exc:
+                raise fail(f"cannot write {file}: {exc.strerror or exc}") from None
+            where = str(file)
+        else:
+            where = send(found, endpoint, timeout)
+    except ExportFailed as exc:
+        raise fail(f"run {run_id}: {exc}") from None
+    say(f"exported {len(found)} spans of run {run_id} to {where}")

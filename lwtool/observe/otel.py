@@ -1,0 +1,277 @@
+"""A run's events as OpenTelemetry traces (opentelemetry-sdk): one trace per run, a span
+for the run, each parallel group, each branch, each step attempt and each model and
+tool call, with the GenAI semantic conventions on model and tool calls (operation,
+provider, models, token usage, tool name and call id) and `lwtool.cost_usd` where a
+call is priced. Sent as OTLP over HTTP, or written as OTLP JSON.
+
+Ids are derived from the run id and each span's place in the run, so exporting a run
+twice gives the same trace and span ids (a collector deduplicates, links stay valid).
+Only the run's committed events are read; a run that is still going (or was killed)
+ends its open spans at its last event, with `lwtool.status` = running.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from lwtool import __version__
+from lwtool.observe.timeline import Attempt, Call, Timeline
+from lwtool.world.base import Event
+
+SCOPE = InstrumentationScope("lwtool", __version__)
+
+
+class _Ids:
+    """Deterministic trace and span ids of one run."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.trace_id = int(hashlib.sha256(f"trace:{run_id}".encode()).hexdigest()[:32], 16)
+
+    def context(self, key: str) -> SpanContext:
+        digest = hashlib.sha256(f"span:{self.run_id}:{key}".encode()).hexdigest()
+        return SpanContext(self.trace_id, int(digest[:16], 16) or 1, is_remote=False,
+                           trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+def _ns(at: float) -> int:
+    return int(round(at * 1_000_000_000))
+
+
+def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = None
+          ) -> list[ReadableSpan]:
+    """The spans of one run, parents before children."""
+    timeline = Timeline.of(run_id, events)
+    ids = _Ids(run_id)
+    last = events[-1].at if events else 0.0
+    name = str(((version or {}).get("metadata") or {}).get("name") or "workflow")
+    resource = Resource.create({"service.name": "lwtool", "service.version": __version__})
+    out: list[ReadableSpan] = []
+
+    def span(key: str, title: str, parent: SpanContext | None, start: float,
+             end: float | None, attributes: dict[str, Any], failed: str = "",
+             kind: SpanKind = SpanKind.INTERNAL) -> SpanContext:
+        context = ids.context(key)
+        status = Status(StatusCode.ERROR, failed) if failed else Status(StatusCode.UNSET)
+        out.append(ReadableSpan(
+            title, context, parent, resource,
+            {k: v for k, v in attributes.items() if v is not None and v != ""},
+            kind=kind, status=status, start_time=_ns(start),
+            end_time=_ns(end if end is not None else max(last, start)),
+            instrumentation_scope=SCOPE))
+        return context
+
+    failure = timeline.failure
+    root = span("run", f"{gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value} {name}", None,
+                timeline.started if timeline.started is not None else last, timeline.ended, {
+                    gen_ai.GEN_AI_OPERATION_NAME:
+                        gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value,
+                    "lwtool.run.id": run_id, "lwtool.workflow.name": name,
+                    "lwtool.workflow.version_id": timeline.version_id,
+                    "lwtool.status": timeline.status,
+                    gen_ai.GEN_AI_USAGE_INPUT_TOKENS: timeline.usage["inputTokens"],
+                    gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: timeline.usage["outputTokens"],
+                    "lwtool.cost_usd": timeline.cost_usd,
+                    "lwtool.failure.cause": failure.get("causeCode"),
+                    "lwtool.failure.step_path": failure.get("failedStepPath")},
+                failed=str(failure.get("message") or failure.get("causeCode") or "")
+                if timeline.status == "failed" else "")
+
+    tools = _step_tools((version or {}).get("steps") or [], "")
+    groups: dict[str, SpanContext] = {}  # group attempt path -> its span
+    branches: dict[tuple[str, str], SpanContext] = {}
+    extents = _branch_extents(timeline.attempts)
+    for attempt in timeline.attempts:  # in commit order: a group opens before its steps
+        parent = root
+        where = attempt.branch
+        if where is not None and where[0] in groups:
+            parent = branches.get(where) or _branch_span(span, groups[where[0]], where,
+                                                         extents[where], branches)
+        key = f"step:{attempt.path}#{attempt.attempt}"
+        attributes = _attempt_attributes(attempt)
+        tool = tools.get(_scoped_id(attempt.path)) if attempt.uses == "tool.call" else None
+        if tool is not None:  # the step is the tool call
+            attributes[gen_ai.GEN_AI_OPERATION_NAME] = \
+                gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
+            attributes[gen_ai.GEN_AI_TOOL_NAME] = tool
+        context = span(key, f"{attempt.uses} {attempt.path}", parent, attempt.started,
+                       attempt.ended, attributes,
+                       failed=attempt.error or attempt.cause if attempt.status == "failed"
+                       else "")
+        if attempt.uses == "parallel":
+            groups[attempt.path] = context
+        for call in attempt.calls:
+            _call_span(span, call, context)
+    attached = {id(call) for attempt in timeline.attempts for call in attempt.calls}
+    for call in timeline.calls.values():
+        if id(call) not in attached:  # a call outside any step attempt (a planner turn)
+            _call_span(span, call, root)
+    return out
+
+
+def _branch_extents(attempts: Sequence[Attempt]) -> dict[tuple[str, str], tuple[float, float
+                                                                               | None]]:
+    """(group, key) -> (first start, last end or None while a step runs)."""
+    out: dict[tuple[str, str], tuple[float, float | None]] = {}
+    for attempt in attempts:
+        where = attempt.branch
+        if where is None:
+            continue
+        start, end = out.get(where, (attempt.started, attempt.ended))
+        start = min(start, attempt.started)
+        end = None if end is None or attempt.ended is None else max(end, attempt.ended)
+        out[where] = (start, end)
+    return out
+
+
+def _branch_span(span: Any, group: SpanContext, where: tuple[str, str],
+                 extent: tuple[float, float | None],
+                 branches: dict[tuple[str, str], SpanContext]) -> SpanContext:
+    branches[where] = span(f"branch:{where[0]}[{where[1]}]", f"branch {where[0]}[{where[1]}]",
+                           group, extent[0], extent[1],
+                           {"lwtool.parallel.group": where[0], "lwtool.parallel.item_key":
+                            where[1]})
+    return branches[where]
+
+
+def _step_tools(steps: list[Any], scope: str) -> dict[str, str]:
+    """`group.step` ids (branch keys and visits left out) -> the tool of each tool.call
+    step of the LWIR."""
+    out: dict[str, str] = {}
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        where = f"{scope}{step.get('id')}"
+        tool = (step.get("with") or {}).get("tool") if step.get("uses") == "tool.call" else None
+        if isinstance(tool, str):
+            out[where] = tool
+        if isinstance(step.get("steps"), list):
+            out.update(_step_tools(step["steps"], f"{where}."))
+    return out
+
+
+_KEYS = re.compile(r"\.visit\[\d+\]|\[[^\]]*\]")
+
+
+def _scoped_id(path: str) -> str:
+    """`g.visit[1][k].s.visit[0]` -> `g.s`."""
+    return _KEYS.sub("", path)
+
+
+def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
+    return {"lwtool.step.path": attempt.path, "lwtool.step.id": attempt.step_id,
+            "lwtool.step.uses": attempt.uses, "lwtool.step.attempt": attempt.attempt,
+            "lwtool.status": attempt.status, "lwtool.failure.cause": attempt.cause,
+            "lwtool.step.output_ref": attempt.output_ref}
+
+
+def _call_span(span: Any, call: Call, parent: SpanContext) -> None:
+    failed = call.error if call.status == "failed" else ""
+    if call.kind == "tool":
+        operation = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
+        span(f"call:{call.call_id}", f"{operation} {call.name}", parent, call.started,
+             call.ended, {gen_ai.GEN_AI_OPERATION_NAME: operation,
+                          gen_ai.GEN_AI_TOOL_NAME: call.name,
+                          gen_ai.GEN_AI_TOOL_CALL_ID: call.call_id,
+                          "lwtool.tool.caller": call.caller, "lwtool.status": call.status},
+             failed=failed)
+        return
+    operation = gen_ai.GenAiOperationNameValues.CHAT.value
+    span(f"call:{call.call_id}", f"{operation} {call.model_id or call.request_model}", parent,
+         call.started, call.ended, {
+             gen_ai.GEN_AI_OPERATION_NAME: operation,
+             gen_ai.GEN_AI_PROVIDER_NAME: call.provider,
+             gen_ai.GEN_AI_REQUEST_MODEL: call.request_model,
+             gen_ai.GEN_AI_RESPONSE_MODEL: call.model_id,
+             gen_ai.GEN_AI_USAGE_INPUT_TOKENS: call.usage.get("inputTokens"),
+             gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: call.usage.get("outputTokens"),
+             gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: call.usage.get("cachedInputTokens"),
+             gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: call.usage.get("reasoningTokens"),
+             "lwtool.cost_usd": call.cost_usd, "lwtool.call.id": call.call_id,
+             "lwtool.status": call.status},
+         failed=failed, kind=SpanKind.CLIENT)
+
+
+# -- sinks -----------------------------------------------------------------------------
+
+class ExportFailed(Exception):
+    """The spans could not be delivered; the message says where and why."""
+
+
+def traces_url(endpoint: str) -> str:
+    """A collector's base URL (`http://host:4318`) gets OTLP's `/v1/traces`; a URL with
+    a path is used as given."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ExportFailed(f"--endpoint must be an http(s) URL, not {endpoint!r}")
+    return endpoint.rstrip("/") + "/v1/traces" if parts.path in ("", "/") else endpoint
+
+
+def send(found: list[ReadableSpan], endpoint: str | None, timeout: float) -> str:
+    """POST the spans as OTLP/HTTP protobuf; returns the URL they went to."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    url = traces_url(endpoint) if endpoint else None
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    heard: list[str] = []  # the exporter logs its retries; the failure is ours to say
+    logger = logging.getLogger("opentelemetry.exporter")
+    handler = _Collect(heard)
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        result = exporter.export(found)
+    finally:
+        exporter.shutdown()  # type: ignore[no-untyped-call]
+        logger.removeHandler(handler)
+        logger.propagate = True
+    target = str(getattr(exporter, "_endpoint", url))
+    if result is not SpanExportResult.SUCCESS:
+        why = next((line for line in heard if "rror" in line), heard[0] if heard else "")
+        raise ExportFailed(f"the collector at {target} did not accept the spans within "
+                           f"{timeout:g}s" + (f": {why}" if why else ""))
+    return target
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__()
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+def otlp_json(found: list[ReadableSpan]) -> dict[str, Any]:
+    """The spans as an OTLP/JSON ExportTraceServiceRequest (ids in hex, enums as
+    integers, per the OTLP JSON encoding)."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    document: dict[str, Any] = MessageToDict(encode_spans(found), use_integers_for_enums=True)
+    for resource_spans in document.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for item in scope_spans.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in item:
+                        item[key] = base64.b64decode(item[key]).hex()
+    return document
+
+
+def write(found: list[ReadableSpan], path: Path) -> None:
+    path.write_text(json.dumps(otlp_json(found), indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,205 @@
+"""`lwtool export-otel`: a run's spans sent to a loopback OTLP/HTTP receiver (protobuf,
+parsed back with the OTLP protos) or written as OTLP JSON; the span tree, the GenAI
+attributes, failures, a killed run, and the refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lwtool import local_world, run_workflow
+from tests.coderun.helpers import code_step, workflow
+from tests.coderun.test_code_run_step import CALLS
+from tests.conftest import ROOT, run_cli
+from tests.fixtures.otlp_receiver import otlp_receiver
+
+WORKFLOWS = ROOT / "tests" / "runtime" / "workflows"
+TOOLS = f"{ROOT / 'tests' / 'runtime' / 'side_effects.py'}:tools"
+ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
+
+
+def _review(data: Path) -> None:
+    result = run_cli("run", "examples/candidate-review.lwir.yaml", "--input",
+                     "examples/inputs/candidate-review.json", "--models",
+                     "examples/models.offline.yaml", "--data-dir", str(data), "--run-id", "rev")
+    assert result.returncode == 0, result.stderr
+
+
+def _attributes(span: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in span.attributes:
+        value = item.value
+        out[item.key] = getattr(value, value.WhichOneof("value"))
+    return out
+
+
+def _fanout(tmp_path: Path, workflow: str, items: list[dict[str, Any]], run_id: str,
+            **env: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "items.json").write_text(json.dumps({"items": items}))
+    return subprocess.run(
+        [sys.executable, "-m", "lwtool", "run", str(WORKFLOWS / workflow), "--input",
+         str(tmp_path / "items.json"), "--tools", TOOLS, "--data-dir", str(tmp_path / "data"),
+         "--run-id", run_id], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path), **env})
+
+
+def test_a_run_reaches_an_otlp_receiver_as_one_span_tree(tmp_path: Path) -> None:
+    _review(tmp_path)
+    with otlp_receiver() as receiver:
+        result = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--endpoint",
+                         receiver.url)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == (f"lwtool: exported 20 spans of run rev to "
+                                 f"{receiver.url}/v1/traces\n")
+        assert receiver.paths == ["/v1/traces"]
+        assert receiver.content_types == ["application/x-protobuf"]
+        spans = receiver.spans()
+        resource = receiver.requests[0].resource_spans[0].resource
+        first = {s.span_id: s for s in spans}
+        again = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--endpoint",
+                        f"{receiver.url}/v1/traces")
+        assert again.returncode == 0, again.stderr
+        assert {s.span_id for s in receiver.spans()[len(spans):]} == set(first)  # same ids
+    service = {a.key: a.value.string_value for a in resource.attributes}
+    assert service["service.name"] == "lwtool"
+    assert len({s.trace_id for s in spans}) == 1
+    names = Counter(s.name.split(" ")[0] for s in spans)
+    assert names == {"invoke_workflow": 1, "parallel": 1, "branch": 3, "ai.generate": 6,
+                     "decision": 3, "chat": 6}
+    root = next(s for s in spans if not s.parent_span_id)
+    assert root.name == "invoke_workflow candidate-review"
+    for span in spans:  # every parent is in the trace, and holds its children in time
+        if span.parent_span_id:
+            parent = first[span.parent_span_id]
+            assert parent.start_time_unix_nano <= span.start_time_unix_nano
+            assert span.end_time_unix_nano <= parent.end_time_unix_nano + 1_000
+    by_name = {s.name: s for s in spans}
+    worker = by_name["ai.generate review-cands[cand_002].worker.visit[0]"]
+    assert first[worker.parent_span_id].name == "branch review-cands[cand_002]"
+    assert first[first[worker.parent_span_id].parent_span_id].name == "parallel review-cands"
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert all(first[c.parent_span_id].name.startswith("ai.generate ") for c in chats)
+    chat = _attributes(chats[0])
+    assert chat["gen_ai.operation.name"] == "chat"
+    assert chat["gen_ai.provider.name"] == "lwtool"
+    assert chat["gen_ai.request.model"] == chat["gen_ai.response.model"] == "offline"
+    assert chats[0].kind == 3  # SPAN_KIND_CLIENT
+    report = json.loads(run_cli("report", "rev", "--data-dir", str(tmp_path), "--json").stdout)
+    assert sum(_attributes(c)["gen_ai.usage.input_tokens"] for c in chats) == \
+        report["run"]["inputTokens"]
+    run = _attributes(root)
+    assert run["gen_ai.usage.output_tokens"] == report["run"]["outputTokens"]
+    assert run["lwtool.status"] == "completed" and "lwtool.cost_usd" not in run  # unpriced
+
+
+def test_otlp_json_to_a_file(tmp_path: Path) -> None:
+    _review(tmp_path)
+    out = tmp_path / "trace.json"
+    result = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--file", str(out))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert document["resourceSpans"][0]["scopeSpans"][0]["scope"]["name"] == "lwtool"
+    assert len(spans) == 20
+    for span in spans:  # OTLP JSON: ids in hex, enums as integers
+        assert len(span["traceId"]) == 32 and int(span["traceId"], 16)
+        assert len(span["spanId"]) == 16 and int(span["spanId"], 16)
+        assert isinstance(span["kind"], int)
+    parents = {s["spanId"] for s in spans}
+    assert all(s.get("parentSpanId", spans[0]["spanId"]) in parents for s in spans)
+
+
+def test_failures_are_error_spans_and_tool_calls_are_execute_tool(tmp_path: Path) -> None:
+    items = [{"id": "a", "n": 1}, {"id": "b", "n": 2, "fail": True}]
+    ran = _fanout(tmp_path, "fanout.lwir.yaml", items, "broken")
+    assert ran.returncode == 1, ran.stderr
+    with otlp_receiver() as receiver:
+        result = run_cli("export-otel", "broken", "--data-dir", str(tmp_path / "data"),
+                         "--endpoint", receiver.url)
+        assert result.returncode == 0, result.stderr
+        spans = receiver.spans()
+    root = next(s for s in spans if not s.parent_span_id)
+    assert root.status.code == ERROR and _attributes(root)["lwtool.status"] == "failed"
+    assert _attributes(root)["lwtool.failure.cause"] == "step_failed"
+    step = next(s for s in spans if s.name == "tool.call each[b].work")
+    assert step.status.code == ERROR and "item b is broken" in step.status.message
+    attributes = _attributes(step)
+    assert attributes["gen_ai.operation.name"] == "execute_tool"  # the step is the call
+    assert attributes["gen_ai.tool.name"] == "work"
+    assert attributes["lwtool.status"] == "failed"
+    assert attributes["lwtool.failure.cause"] == "step_failed"
+    done = _attributes(next(s for s in spans if s.name == "tool.call each[a].work"))
+    assert done["lwtool.status"] == "done" and done["gen_ai.tool.name"] == "work"
+
+
+def test_tool_calls_made_by_code_are_execute_tool_spans(tmp_path: Path) -> None:
+    world = local_world(tmp_path)
+    doc = workflow(code_step("c", CALLS), tools=["lookup", "nothere"])
+    asyncio.run(run_workflow(doc, {"key": "ab"}, world=world, run_id="code",
+                             tools={"lookup": lambda a: {"value": str(a["key"]).upper()}}))
+    world.close()
+    with otlp_receiver() as receiver:
+        result = run_cli("export-otel", "code", "--data-dir", str(tmp_path), "--endpoint",
+                         receiver.url)
+        assert result.returncode == 0, result.stderr
+        spans = receiver.spans()
+    step = next(s for s in spans if s.name == "code.run c")
+    calls = [s for s in spans if s.name.startswith("execute_tool ")]
+    assert [s.name for s in calls] == ["execute_tool lookup", "execute_tool secret",
+                                       "execute_tool nothere"]
+    assert all(s.parent_span_id == step.span_id for s in calls)
+    assert [s.status.code for s in calls] == [0, ERROR, ERROR]
+    first = _attributes(calls[0])
+    assert first["gen_ai.tool.call.id"] == "c#a1.code.1"
+    assert first["lwtool.tool.caller"] == "code" and first["gen_ai.tool.name"] == "lookup"
+    assert "not in permissions.tools" in calls[1].status.message
+
+
+def test_a_killed_run_exports_what_it_committed(tmp_path: Path) -> None:
+    (tmp_path / "seed.json").write_text('{"seed": "s"}')
+    killed = subprocess.run(
+        [sys.executable, "-m", "lwtool", "run", str(WORKFLOWS / "chain.lwir.yaml"), "--input",
+         str(tmp_path / "seed.json"), "--tools", TOOLS, "--data-dir", str(tmp_path / "data"),
+         "--run-id", "cut"], cwd=ROOT, capture_output=True, timeout=60,
+        env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path),
+             "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@b"})
+    assert killed.returncode == -signal.SIGKILL
+    out = tmp_path / "cut.json"
+    result = run_cli("export-otel", "cut", "--data-dir", str(tmp_path / "data"), "--file",
+                     str(out))
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    names = sorted(s["name"] for s in spans)
+    assert names == ["invoke_workflow chain", "tool.call a", "tool.call b"]
+    root = next(s for s in spans if "parentSpanId" not in s)
+    status = {a["key"]: a["value"] for a in root["attributes"]}["lwtool.status"]
+    assert status == {"stringValue": "running"}
+
+
+def test_refusals(tmp_path: Path) -> None:
+    _review(tmp_path)
+    both = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--file", "x.json",
+                   "--endpoint", "http://127.0.0.1:1")
+    assert both.returncode == 2 and "not both" in both.stderr
+    unknown = run_cli("export-otel", "nope", "--data-dir", str(tmp_path), "--file", "x.json")
+    assert unknown.returncode == 2 and "no run nope" in unknown.stderr
+    bad_url = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--endpoint",
+                      "localhost:4318")
+    assert bad_url.returncode == 2 and "must be an http(s) URL" in bad_url.stderr
+    with otlp_receiver() as receiver:
+        receiver.status = 400  # not retryable: refused at once
+        refused = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--endpoint",
+                          receiver.url, "--timeout", "3")
+    assert refused.returncode == 2
+    assert f"the collector at {receiver.url}/v1/traces did not accept" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    unwritable = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--file",
+                         str(tmp_path / "missing" / "t.json"))
+    assert unwritable.returncode == 2 and "cannot write" in unwritable.stderr
