@@ -1,18 +1,19 @@
 """Run one step attempt durably: replay it from the journal, or execute it by type with
 retries, record its events and commit its result envelope.
 
-Events of one attempt (the spec's sequence per task kind): StepAttemptStarted,
-harness.session.started and, for the direct-execute types (tool.call, code.run,
-decision), harness.execute_step.started (committed together, without an fsync:
-evidence); ai.generate's harness.model.called/responded; then
-harness.execute_step.succeeded (direct types), harness.session.completed (with the
-session's token usage) and StepCompleted in one durable commit (or
-harness.session.failed and StepAttemptFailed).
+Events of one attempt (the spec's sequence per task kind): StepAttemptStarted (with the
+attempt's input: inline, or `inputRef` when large), harness.session.started and, for the
+direct-execute types (tool.call, code.run, decision), harness.execute_step.started
+(committed together, without an fsync: evidence); ai.generate's
+harness.model.called/responded; then harness.execute_step.succeeded (direct types),
+harness.session.completed (with the session's token usage) and StepCompleted in one
+durable commit (or harness.session.failed and StepAttemptFailed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from typing import Any
 
@@ -20,10 +21,12 @@ from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
 from lwtool.harness.workspace import StepWorkspace
 from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import short_hash, step_timeout
+from lwtool.runtime.run_state import hash_bytes, short_hash, step_timeout
 from lwtool.runtime.scope import Scope
 from lwtool.runtime.steps import STEP_KINDS
 from lwtool.world.base import Event, NewEvent
+
+INPUT_INLINE_LIMIT = 16 * 1024  # bytes of a step input kept in its StepAttemptStarted
 
 DEFAULT_RETRY = {"maxAttempts": 3, "backoffMs": 200}
 
@@ -88,6 +91,17 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)
 
 
+async def _recorded_input(run: Any, step_input: Any) -> tuple[str, dict[str, Any]]:
+    """The attempt's inputHash, and its input as StepAttemptStarted records it: inline
+    up to INPUT_INLINE_LIMIT bytes, else `inputRef`, the artifact of the very bytes the
+    hash was taken over (stored before the event that names it)."""
+    data = hash_bytes(step_input)
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) <= INPUT_INLINE_LIMIT:
+        return f"sha256:{digest}", {"input": step_input}
+    return f"sha256:{digest}", {"inputRef": await run.world.put_artifact(data, run.fsyncs)}
+
+
 async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
                    kind: Any) -> tuple[Any, list[NewEvent], list[tuple[str, bytes]]]:
     """Execute one attempt; return its output and the closing events to commit."""
@@ -96,7 +110,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     started = time.perf_counter()
     expression_scope = scope.expression_scope(sid, path, visit, attempt)
     step_input = kind.resolve_input(scope, step, expression_scope, path)
-    input_hash = short_hash(step_input)
+    input_hash, recorded_input = await _recorded_input(run, step_input)
     settings = step.get("with") or {}
     manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
                                run.config_hash(step), run.tools_hash,
@@ -109,7 +123,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         execute_started["toolName"] = settings.get("tool")
     run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
-                                        "attempt": attempt, "inputHash": input_hash}, path),
+                                        "attempt": attempt, "inputHash": input_hash,
+                                        **recorded_input}, path),
         NewEvent("harness.session.started", {"runId": run.run_id, "role": "worker",
                                              "task": {"kind": "execute_step"},
                                              "manifest": manifest,

@@ -31,14 +31,18 @@ _hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_as
                                 default=str).encode
 
 
+def hash_bytes(value: Any) -> bytes:
+    """The bytes `short_hash` hashes."""
+    return _hash_encode(value).encode("utf-8")
+
+
 def short_hash(value: Any) -> str:
     """A content hash for event payloads (inputHash, outputHash, manifestHash).
 
     Deterministic (sorted keys, fixed separators) and C-fast; identity hashes (the
     WorkflowVersion id) use RFC 8785 instead, in lwtool.canonical.
     """
-    data = _hash_encode(value).encode("utf-8")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
 
 
 @dataclass
