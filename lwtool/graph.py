@@ -99,7 +99,7 @@ def _condition(when: str) -> str:
 def with_run(graph: Graph, events: list[Any]) -> Graph:
     """The graph with each step's status and visit count from a run's events (StepInfo
     pointers matched to step paths: `group[key].step.visit[N]`)."""
-    patterns = [(info, _path_pattern(info)) for info in graph.steps]
+    patterns = [(info, path_pattern(info)) for info in graph.steps]
     counts: dict[str, dict[str, int]] = {}
     terminal = None
     for event in events:
@@ -138,7 +138,7 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
     return graph
 
 
-def _caption(graph: Graph, info: StepInfo) -> str:
+def caption(graph: Graph, info: StepInfo) -> str:
     """A node's second line: type, maxVisits, and its status in the run."""
     parts = [info.uses] + ([f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
     state = graph.states.get(info.pointer)
@@ -147,7 +147,7 @@ def _caption(graph: Graph, info: StepInfo) -> str:
     return " · ".join(parts)
 
 
-def _path_pattern(info: StepInfo) -> re.Pattern[str]:
+def path_pattern(info: StepInfo) -> re.Pattern[str]:
     chain = []
     node: StepInfo | None = info
     while node is not None:
@@ -173,13 +173,13 @@ def mermaid(graph: Graph) -> str:
         return value.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
     def label(info: StepInfo) -> str:
-        return f"{text(info.id)}<br/><small>{text(_caption(graph, info))}</small>"
+        return f"{text(info.id)}<br/><small>{text(caption(graph, info))}</small>"
 
     def scope(pointer: str, indent: str) -> None:
         for info in graph.in_scope(pointer):
             node = ids[info.pointer]
             if info.uses == "parallel":
-                bounds = text(_bounds(info))
+                bounds = text(group_bounds(info))
                 lines.append(f'{indent}subgraph {node}_body["{text(info.id)} · {bounds}"]')
                 lines.append(f"{indent}  direction TB")
                 scope(info.pointer, indent + "  ")
@@ -213,7 +213,7 @@ def _end_id(scope_pointer: str, ids: dict[str, str]) -> str:
     return f"{ids[scope_pointer]}_end" if scope_pointer else "end_"
 
 
-def _bounds(info: StepInfo) -> str:
+def group_bounds(info: StepInfo) -> str:
     with_ = info.with_
     return (f"≤{with_.get('maxBranches')} branches, {with_.get('maxConcurrency')} at once, "
             f"{with_.get('failureMode', 'fail_fast')}")
@@ -243,7 +243,7 @@ def dot(graph: Graph) -> str:
                                 "box3d" if info.uses == "parallel" else "box")}
         if state and state.status:
             attrs["fillcolor"] = quote(_DOT_COLORS[state.status])
-        attrs["label"] = f'"{escape(info.id)}\\n{escape(_caption(graph, info))}"'
+        attrs["label"] = f'"{escape(info.id)}\\n{escape(caption(graph, info))}"'
         rendered = ", ".join(f"{k}={v}" for k, v in attrs.items())
         lines.append(f"{indent}{ids[info.pointer]} [{rendered}];")
 
@@ -252,7 +252,7 @@ def dot(graph: Graph) -> str:
             node(info, indent)
             if info.uses == "parallel":
                 lines.append(f"{indent}subgraph cluster_{ids[info.pointer]} {{")
-                lines.append(f"{indent}  label={quote(info.id + ' · ' + _bounds(info))};")
+                lines.append(f"{indent}  label={quote(info.id + ' · ' + group_bounds(info))};")
                 lines.append(f'{indent}  style="rounded,dashed";')
                 scope(info.pointer, indent + "  ")
                 lines.append(f"{indent}}}")

@@ -22,6 +22,7 @@ from lwtool.cli import (
     lsp,
     plan,
     run,
+    ui,
     validate,
     verify,
 )
@@ -66,6 +67,7 @@ app.command("report")(inspect.report)
 app.command("runs")(inspect.runs)
 app.command("graph")(graph.graph)
 app.command("export-otel")(export_otel.export_otel)
+app.command("ui")(ui.ui)
 app.command("lsp")(lsp.lsp)
 app.command("verify")(verify.verify)
 

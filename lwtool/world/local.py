@@ -55,6 +55,7 @@ from lwtool.world.base import (
 )
 from lwtool.world.chain import FORM, GENESIS, chain_break, event_hash
 from lwtool.world.rows import checked
+from lwtool.world.views import InspectorViews
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
 WAL_CHECKPOINT_PAGES = 4000
@@ -112,21 +113,26 @@ def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now
     return out, rows, (seq, prev)
 
 
-class LocalWorld:
+class LocalWorld(InspectorViews):
     """The local world. Synchronous SQLite calls are short (one small transaction each);
     artifact files go through aiofiles."""
 
     def __init__(self, data_dir: str | Path = DEFAULT_DATA_DIR,
                  max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
-                 durability: str = DEFAULT_DURABILITY) -> None:
+                 durability: str = DEFAULT_DURABILITY, read_only: bool = False) -> None:
+        """`read_only`: open an existing store only to read it (the web inspector):
+        nothing is created, migrated or written, and writing is refused."""
         if max_concurrent_steps < 1:
             raise ValueError("max_concurrent_steps must be at least 1")
         self.data_dir = Path(data_dir)
         self.max_concurrent_steps = max_concurrent_steps
         self.durability = check_durability(durability)
         self._db_path = self.data_dir / "events" / "events.db"
+        if read_only and not self._db_path.is_file():
+            raise StoreUnavailable(f"no lwtool data in {self.data_dir} (no {self._db_path})")
         try:
-            self._make_layout()
+            if not read_only:
+                self._make_layout()
         except OSError as exc:
             reason = _unusable_because(Path(exc.filename or self.data_dir)) or _os_reason(exc)
             raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
@@ -136,13 +142,16 @@ class LocalWorld:
         # and writing is refused with the reason. Commits the last writer left in the
         # -wal file are read through it (SQLite reads a WAL store read-only when its
         # -wal and -shm files exist); without one, the store is read as immutable (SQLite
-        # could not open a WAL database there otherwise).
-        self.read_only = _on_read_only_fs(self.data_dir)
+        # could not open a WAL database there otherwise). A reader on a writable file
+        # system sees every commit as it lands.
+        frozen_fs = _on_read_only_fs(self.data_dir)
+        self.read_only = read_only or frozen_fs
         self._current_sync = "FULL"
         try:
             if self.read_only:
                 wal = self._db_path.with_name("events.db-wal")
-                frozen = "" if wal.exists() and wal.stat().st_size else "&immutable=1"
+                frozen = "" if not frozen_fs or wal.exists() and wal.stat().st_size \
+                    else "&immutable=1"
                 self._db = sqlite3.connect(f"file:{quote(str(self._db_path))}?mode=ro"
                                            f"{frozen}", uri=True, isolation_level=None,
                                            check_same_thread=False)

@@ -1,0 +1,49 @@
+"""`lwtool ui [--data-dir DIR] [--port N]`: the web inspector on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lwtool.cli.run import DataDir
+from lwtool.cli.runtime_options import fail, has_store, say
+
+HOST = "127.0.0.1"  # never another interface: the runs hold inputs, prompts and outputs
+
+
+def ui(
+    data_dir: DataDir = Path(".little-workflow"),
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port on "
+                                      "127.0.0.1 (0: any free one).")] = 8765,
+) -> None:
+    """Serve a read-only web inspector of the data dir's runs on 127.0.0.1."""
+    if not has_store(data_dir):
+        raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
+    import uvicorn
+
+    from lwtool.ui.app import create_app
+    from lwtool.world.base import WorldError
+    from lwtool.world.local import LocalWorld
+
+    try:
+        world = LocalWorld(data_dir, read_only=True)
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((HOST, port))
+    except OSError as exc:
+        raise fail(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    listener.listen(128)  # connections wait in the backlog until the server accepts
+    say(f"inspector at http://{HOST}:{listener.getsockname()[1]}/ for {data_dir} "
+        "(read-only; Ctrl-C stops it)")
+    server = uvicorn.Server(uvicorn.Config(create_app(world), log_level="warning",
+                                           access_log=False, lifespan="off"))
+    try:
+        server.run(sockets=[listener])
+    finally:
+        world.close()

@@ -1,0 +1,1 @@
+"""The web inspector: read-only pages over a data dir (`lwtool ui`)."""

@@ -1,0 +1,325 @@
+"""What each page of the web inspector shows, read from the world (never written):
+plain dicts for the templates. The HTTP side is lwtool.ui.app."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from lwtool.observe.timeline import Attempt, Timeline
+from lwtool.world.base import Event, RunRecord
+
+RUNS_PER_PAGE = 100
+EVENTS_PER_PAGE = 200
+ARTIFACT_PAGE = 64 * 1024
+MAX_LANES = 200
+PREVIEW = 180
+
+
+# -- formatting --------------------------------------------------------------------------
+
+def stamp(at: float | None) -> str:
+    return "" if at is None else time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
+
+
+def span(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def money(cost: float | None, calls: int) -> str:
+    if cost is None:
+        return "unpriced" if calls else "—"
+    return f"${cost:.4f}" if cost >= 0.01 else f"${cost:.6f}"
+
+
+def short(version_id: str) -> str:
+    return version_id.removeprefix("sha256:")[:12]
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def preview(value: Any, limit: int = PREVIEW) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- liveness ----------------------------------------------------------------------------
+
+def shown_status(world: Any, record: RunRecord) -> str:
+    """running | completed | failed, or interrupted: marked running but no live process
+    holds it (killed; `lwtool replay` resumes it). Read from the pid in its lock file."""
+    if record.status != "running":
+        return record.status
+    lock = world.data_dir / "locks" / f"{record.run_id}.lock"
+    try:
+        pid = int(lock.read_text(encoding="utf-8").strip() or "0")
+    except (OSError, ValueError):
+        return "interrupted"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except PermissionError:  # another user's live process
+        return "running"
+    return "running" if pid > 0 else "interrupted"
+
+
+# -- runs --------------------------------------------------------------------------------
+
+def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
+    from lwtool.runtime.report import usage_report
+
+    wanted = status if status in ("running", "completed", "failed") else ""
+    total, records = world.runs_page(wanted or None, text or None, page * RUNS_PER_PAGE,
+                                     RUNS_PER_PAGE)
+    replies = world.model_replies([r.run_id for r in records])
+    now = time.time()
+    rows = []
+    for record in records:
+        events = [Event(0, record.run_id, "harness.model.responded", json.loads(payload),
+                        None, 0.0) for payload in replies.get(record.run_id, [])]
+        usage = usage_report(events)["run"]
+        shown = shown_status(world, record)
+        end = now if shown == "running" else record.updated_at
+        rows.append({"id": record.run_id, "status": shown, "version": record.version_id,
+                     "short": short(record.version_id), "started": stamp(record.created_at),
+                     "duration": span(end - record.created_at),
+                     "tokens": usage["inputTokens"] + usage["outputTokens"],
+                     "cost": money(usage["costUsd"] if events else None, len(events))})
+    pages = max(1, -(-total // RUNS_PER_PAGE))
+    return {"rows": rows, "total": total, "page": page, "pages": pages, "status": wanted,
+            "text": text, "counts": world.status_counts()}
+
+
+# -- one run -----------------------------------------------------------------------------
+
+@dataclass
+class Lane:
+    name: str
+    bars: list[dict[str, Any]]
+
+
+def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str],
+             offset: int) -> dict[str, Any]:
+    """The run page: header, graph, timeline lanes, attempts, a page of events."""
+    from lwtool.ui.layout import svg
+
+    timeline = Timeline.of(record.run_id, events)
+    status = shown_status(world, record)
+    now = time.time()
+    start = timeline.started if timeline.started is not None else record.created_at
+    end = timeline.ended if timeline.ended is not None else (
+        now if status == "running" else max((e.at for e in events), default=start))
+    version = world.get_version(record.version_id) or {}
+    graph, pointer_of = _graph(version, events)
+    attempts = [_attempt_row(record.run_id, index, a, start, now if status == "running"
+                             else end) for index, a in enumerate(timeline.attempts)]
+    links: dict[str, str] = {}  # a node opens its step's latest attempt
+    for row, attempt in zip(attempts, timeline.attempts, strict=True):
+        links[pointer_of(attempt)] = row["href"]
+    lanes = _lanes(attempts, start, max(end - start, 1e-6))
+    counts = world.event_types(record.run_id)
+    chosen = [t for t in types if t in counts]
+    selected = [e for e in events if not chosen or e.type in chosen]
+    page = selected[offset: offset + EVENTS_PER_PAGE]
+    failure = timeline.failure
+    return {
+        "run": {"id": record.run_id, "status": status, "version": record.version_id,
+                "short": short(record.version_id),
+                "name": (version.get("metadata") or {}).get("name", ""),
+                "started": stamp(start), "ended": stamp(timeline.ended),
+                "duration": span(end - start), "seq": timeline.last_seq,
+                "done": sum(1 for a in timeline.attempts if a.status in ("done", "skipped")),
+                "attempts": len(timeline.attempts),
+                "input_tokens": timeline.usage["inputTokens"],
+                "output_tokens": timeline.usage["outputTokens"],
+                "cost": money(timeline.cost_usd, timeline.priced_calls
+                              + timeline.unpriced_calls),
+                "failure": failure, "input": preview(record.input, 400)},
+        "graph": svg(graph, links) if graph is not None else "",
+        "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
+        "attempts": attempts,
+        "events": [{"seq": e.seq, "type": e.type, "path": e.step_path or "",
+                    "at": f"+{span(max(0.0, e.at - start))}", "payload": preview(e.payload),
+                    "full": _full(e.payload)} for e in page],
+        "types": counts, "chosen": chosen, "offset": offset, "shown": len(page),
+        "selected": len(selected), "per_page": EVENTS_PER_PAGE,
+    }
+
+
+def _graph(version: dict[str, Any], events: list[Event]) -> tuple[Any, Any]:
+    """The run's graph with step states, and attempt -> the pointer of its step."""
+    from lwtool.graph import build, path_pattern, with_run
+    from lwtool.source.loader import load_text
+    from lwtool.validate.context import Context
+
+    if not version.get("steps"):
+        return None, lambda attempt: ""
+    document = load_text(json.dumps(version), "version.json")
+    graph = with_run(build(Context(document, "Workflow")), events)
+    patterns = [(info.pointer, path_pattern(info)) for info in graph.steps]
+    cache: dict[str, str] = {}
+
+    def pointer_of(attempt: Attempt) -> str:
+        path = attempt.path
+        if path not in cache:
+            cache[path] = next((p for p, pattern in patterns if pattern.fullmatch(path)), "")
+        return cache[path]
+
+    return graph, pointer_of
+
+
+def attempt_href(run_id: str, path: str, attempt: int) -> str:
+    return f"/runs/{quote(run_id)}/step?path={quote(path)}&attempt={attempt}"
+
+
+def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, now: float
+                 ) -> dict[str, Any]:
+    ended = attempt.ended if attempt.ended is not None else now
+    tokens = sum(c.usage.get("inputTokens", 0) + c.usage.get("outputTokens", 0)
+                 for c in attempt.calls)
+    priced = [c.cost_usd for c in attempt.calls if c.cost_usd is not None]
+    models = sum(1 for c in attempt.calls if c.kind == "model")
+    where = attempt.branch
+    return {"index": index, "href": attempt_href(run_id, attempt.path, attempt.attempt),
+            "path": attempt.path, "uses": attempt.uses,
+            "attempt": attempt.attempt, "status": attempt.status,
+            "offset": max(0.0, attempt.started - start),
+            "length": max(0.0, ended - attempt.started),
+            "at": f"+{span(max(0.0, attempt.started - start))}",
+            "duration": span(max(0.0, ended - attempt.started)), "tokens": tokens,
+            "cost": money(sum(priced) if priced else None, models),
+            "calls": len(attempt.calls), "error": attempt.error,
+            "lane": f"{where[0]}[{where[1]}]" if where else "run"}
+
+
+def _lanes(attempts: list[dict[str, Any]], start: float, total: float) -> list[Lane]:
+    """One lane for the top-level steps, one per parallel branch, in order of first
+    appearance; bars placed in percent of the run's span."""
+    lanes: dict[str, Lane] = {}
+    for row in attempts:
+        lane = lanes.setdefault(row["lane"], Lane(row["lane"], []))
+        left = min(100.0, row["offset"] / total * 100)
+        width = max(0.25, min(100.0 - left, row["length"] / total * 100))
+        lane.bars.append({"href": row["href"], "status": row["status"], "left": f"{left:.3f}",
+                          "width": f"{width:.3f}",
+                          "title": f"{row['path']} · {row['uses']} · {row['status']} · "
+                                   f"{row['at']} · {row['duration']}"})
+    return list(lanes.values())
+
+
+def _full(payload: dict[str, Any]) -> str:
+    text = pretty(payload)
+    return text if len(text) <= 4000 else text[:4000] + "\n… (see the step's page)"
+
+
+# -- one attempt -------------------------------------------------------------------------
+
+def attempt_page(record: RunRecord, events: list[Event], path: str, number: int
+                 ) -> dict[str, Any] | None:
+    """Attempt `number` of the step at `path`: its input, output, artifacts, model and
+    tool calls, error and events. None when the run has no such attempt."""
+    timeline = Timeline.of(record.run_id, events)
+    attempt = next((a for a in timeline.attempts
+                    if a.path == path and a.attempt == number), None)
+    if attempt is None:
+        return None
+    opened = next((e for e in events if e.seq == attempt.seq and e.step_path == path
+                   and e.type == "StepAttemptStarted"), None)
+    started = opened.payload if opened is not None else {}
+    closing = next((e for e in events if e.seq >= attempt.seq and e.step_path == path
+                    and e.type in ("StepCompleted", "StepAttemptFailed", "StepSkipped")), None)
+    envelope = (closing.payload.get("envelope") or {}) if closing is not None else {}
+    mine = [e for e in events if e.step_path == path and e.seq >= attempt.seq
+            and (closing is None or e.seq <= closing.seq)]
+    calls = []
+    for call in attempt.calls:
+        call_events = [e for e in mine if e.payload.get("callId") == call.call_id]
+        request = next((e.payload.get("request") for e in call_events
+                        if e.type == "harness.model.called"), None)
+        response = next((e.payload.get("response") for e in call_events
+                         if e.type == "harness.model.responded"), None)
+        args = next((e.payload.get("args") for e in call_events
+                     if e.type == "harness.tool_call.started"), None)
+        result = next((e.payload for e in call_events
+                       if e.type == "harness.tool_call.succeeded"), None)
+        calls.append({"id": call.call_id, "kind": call.kind, "name": call.name or
+                      call.request_model, "status": call.status, "error": call.error,
+                      "duration": span((call.ended or call.started) - call.started),
+                      "tokens": call.usage, "cost": money(call.cost_usd, 1),
+                      "request": pretty(request) if request is not None else "",
+                      "response": pretty(response) if response is not None else "",
+                      "args": pretty(args) if args is not None else "",
+                      "result": pretty(result.get("result")) if result and "result" in result
+                      else "", "result_ref": (result or {}).get("resultRef", "")})
+    return {
+        "run": {"id": record.run_id},
+        "attempt": {"path": attempt.path, "uses": attempt.uses,
+                    "attempt": attempt.attempt, "status": attempt.status,
+                    "error": attempt.error, "cause": attempt.cause,
+                    "started": stamp(attempt.started), "duration": span(
+                        (attempt.ended or time.time()) - attempt.started)},
+        "input": pretty(started["input"]) if "input" in started else "",
+        "input_ref": started.get("inputRef", ""), "input_hash": started.get("inputHash", ""),
+        "output": pretty(envelope["output"]) if "output" in envelope else "",
+        "output_ref": envelope.get("outputRef", ""),
+        "artifacts": list(envelope.get("artifacts") or []),
+        "chosen": (closing.payload.get("chosen") if closing is not None else None),
+        "calls": calls,
+        "events": [{"seq": e.seq, "type": e.type, "full": _full(e.payload)} for e in mine],
+    }
+
+
+# -- versions and artifacts --------------------------------------------------------------
+
+def version_page(world: Any, version_id: str, lwir: dict[str, Any]) -> dict[str, Any]:
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.lock.model import lock_for
+
+    name = str((lwir.get("metadata") or {}).get("name") or "workflow")
+    recomputed = workflow_version_id(lwir)
+    lock = lock_for(f"{name}.lwir.yaml", "Workflow", lwir).as_json()
+    total, records = world.runs_page(None, version_id, 0, 20)
+    return {"id": version_id, "name": name, "recomputed": recomputed,
+            "verified": recomputed == version_id, "lwir": _yaml(lwir), "lock": pretty(lock),
+            "runs": [{"id": r.run_id, "status": shown_status(world, r),
+                      "started": stamp(r.created_at)} for r in records], "total": total}
+
+
+def _yaml(value: Any) -> str:
+    import io
+
+    from ruamel.yaml import YAML
+
+    out = io.StringIO()
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.width = 100
+    yaml.dump(value, out)
+    return out.getvalue()
+
+
+def artifact_page(world: Any, ref: str, offset: int) -> dict[str, Any]:
+    data, size, whole = world.artifact_slice(ref, offset, ARTIFACT_PAGE)
+    text = data.decode("utf-8", errors="replace")
+    if whole:
+        try:
+            text = pretty(json.loads(text))
+        except ValueError:
+            pass
+    return {"ref": ref, "size": size, "offset": offset, "end": offset + len(data),
+            "text": text, "whole": whole, "page": ARTIFACT_PAGE,
+            "prev": max(0, offset - ARTIFACT_PAGE) if offset > 0 else None,
+            "next": offset + len(data) if offset + len(data) < size else None}

@@ -1,0 +1,120 @@
+"""Read-only views of a local world for the web inspector: a filtered page of runs, the
+model replies of some runs (their cost), a run's event counts, a slice of an artifact.
+Each is one short query, so a store of many runs lists as fast as a store of few.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lwtool.world import rows as rows_shape
+from lwtool.world.base import ArtifactMissing, RunRecord, StoreDamaged, StoreUnavailable
+from lwtool.world.rows import checked
+
+_RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
+
+
+class InspectorViews:
+    """Mixed into LocalWorld (`_read`, `_record`, `_artifact_file` are its own)."""
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _record(self, row: Any) -> RunRecord:
+        raise NotImplementedError
+
+    def _artifact_file(self, digest: str) -> Path:
+        raise NotImplementedError
+
+    def runs_page(self, status: str | None, text: str | None, offset: int, limit: int
+                  ) -> tuple[int, list[RunRecord]]:
+        """(runs matching, the page of them, newest first). `text` matches a part of the
+        run id or the version id."""
+        where, args = _run_filter(status, text)
+        total = self._read(f"SELECT count(*) FROM runs {where}", args)[0][0]
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, "
+                          "run_id DESC LIMIT ? OFFSET ?", (*args, limit, offset))
+        return int(total), [self._record(row) for row in
+                            checked(rows, rows_shape.RUN, "a run row")]
+
+    def status_counts(self) -> dict[str, int]:
+        return {str(status): int(n) for status, n in
+                self._read("SELECT status, count(*) FROM runs GROUP BY status")}
+
+    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+        """run id -> the payload text of each of its harness.model.responded events."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+        rows = self._read(f"SELECT run_id, payload FROM events WHERE run_id IN ({marks}) "
+                          "AND type = 'harness.model.responded'", tuple(run_ids))
+        out: dict[str, list[str]] = {}
+        for run_id, payload in rows:
+            out.setdefault(str(run_id), []).append(str(payload))
+        return out
+
+    def event_types(self, run_id: str) -> dict[str, int]:
+        return {str(kind): int(n) for kind, n in self._read(
+            "SELECT type, count(*) FROM events WHERE run_id = ? GROUP BY type ORDER BY type",
+            (run_id,))}
+
+    def run_head(self, run_id: str) -> tuple[int, str] | None:
+        """(last committed seq, status) of a run, or None: what a live view polls."""
+        rows = self._read("SELECT last_seq, status FROM runs WHERE run_id = ?", (run_id,))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def artifact_slice(self, ref: str, offset: int, length: int) -> tuple[bytes, int, bool]:
+        """(up to `length` bytes of an artifact from `offset`, its size, whether it was
+        read whole and matched its content address). Large artifacts are read a page
+        at a time, never loaded whole."""
+        digest = ref.removeprefix("artifact://sha256:")
+        rows = self._read("SELECT substr(data, ?, ?), length(data) FROM artifacts "
+                          "WHERE ref = ?", (offset + 1, length, ref))
+        if rows:
+            part, size = rows[0]
+            if not isinstance(part, bytes):
+                raise StoreDamaged(f"artifact {ref} is damaged: it holds no bytes")
+            return part, int(size), _whole_and_sound(part, offset, int(size), digest, ref)
+        path = self._artifact_file(digest)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise ArtifactMissing(f"artifact {ref} is missing") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreDamaged(f"artifact {ref} is damaged: {path} is a link") from None
+            raise StoreUnavailable(f"artifact {ref} cannot be read: {exc.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise StoreDamaged(f"artifact {ref} is damaged: {path} is not a regular file")
+            part = os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
+        return part, info.st_size, _whole_and_sound(part, offset, info.st_size, digest, ref)
+
+
+def _whole_and_sound(part: bytes, offset: int, size: int, digest: str, ref: str) -> bool:
+    if offset or len(part) != size:
+        return False
+    if hashlib.sha256(part).hexdigest() != digest:
+        raise StoreDamaged(f"artifact {ref} is damaged (its content does not match its hash)")
+    return True
+
+
+def _run_filter(status: str | None, text: str | None) -> tuple[str, tuple[Any, ...]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if status:
+        clauses.append("status = ?")
+        args.append(status)
+    if text:
+        clauses.append("(instr(run_id, ?) > 0 OR instr(version_id, ?) > 0)")
+        args.extend([text, text])
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", tuple(args)
