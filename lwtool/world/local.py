@@ -144,7 +144,7 @@ class LocalWorld(InspectorViews):
         # -wal and -shm files exist); without one, the store is read as immutable (SQLite
         # could not open a WAL database there otherwise). A reader on a writable file
         # system sees every commit as it lands.
-        frozen_fs = _on_read_only_fs(self.data_dir)
+        frozen_fs = self._frozen_fs = _on_read_only_fs(self.data_dir)
         self.read_only = read_only or frozen_fs
         self._current_sync = "FULL"
         try:
@@ -223,8 +223,9 @@ class LocalWorld(InspectorViews):
         return StoreUnavailable(f"{where} cannot be used: {reason or exc}")
 
     def _read_only_error(self) -> StoreUnavailable:
+        why = "is on a read-only file system" if self._frozen_fs else "was opened read-only"
         return StoreUnavailable(f"cannot write to the data dir {self.data_dir}: "
-                                f"{self.data_dir} is on a read-only file system")
+                                f"{self.data_dir} {why}")
 
     @contextmanager
     def _tx(self, durable: bool = True) -> Iterator[sqlite3.Connection]:

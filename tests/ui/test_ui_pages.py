@@ -1,0 +1,160 @@
+"""The inspector's pages over real runs (Starlette's test client): what each page shows,
+paged artifacts, filters, refusals, and that serving never writes to the data dir."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from starlette.testclient import TestClient
+
+from lwtool.ui.app import create_app
+from lwtool.ui.layout import svg
+from lwtool.world.base import NewEvent, StoreUnavailable
+from lwtool.world.local import LocalWorld
+
+
+@pytest.fixture()
+def client(demo_dir: Path) -> Iterator[TestClient]:
+    world = LocalWorld(demo_dir, read_only=True)
+    with TestClient(create_app(world)) as test_client:
+        yield test_client
+    world.close()
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()
+            and p.name not in ("events.db-wal", "events.db-shm")}
+
+
+def test_runs_list_shows_every_run_with_status_and_filters(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    text = page.text
+    for run_id, status in [("demo-review", "completed"), ("demo-loop", "completed"),
+                           ("broken", "failed"), ("big", "completed"), ("cut", "interrupted")]:
+        row = re.search(rf'<tr class="{status}"><td><a href="/runs/{run_id}">', text)
+        assert row, (run_id, status)
+    assert "unpriced" in text  # demo-review's offline model calls
+    failed = client.get("/?status=failed").text
+    assert 'href="/runs/broken"' in failed and 'href="/runs/demo-loop"' not in failed
+    found = client.get("/?q=demo").text
+    assert found.count('href="/runs/demo-') == 2 and 'href="/runs/big"' not in found
+    assert "No runs match" in client.get("/?q=nothing-like-this").text
+
+
+def test_run_page_graph_timeline_attempts_and_events(client: TestClient) -> None:
+    page = client.get("/runs/demo-review")
+    assert page.status_code == 200
+    text = page.text
+    statuses = re.findall(r'<g class="node [^"]*" data-pointer="([^"]+)" data-status="(\w+)"',
+                          text)
+    assert [s for _, s in statuses] == ["done"] * 4, statuses
+    assert "review-cands · parallel, ≤25 branches, 5 at once, all_settled" in text
+    lanes = re.findall(r'<span class="lane-name mono" title="([^"]+)"', text)
+    assert lanes == ["run", "review-cands[cand_001]", "review-cands[cand_002]",
+                     "review-cands[cand_003]"]
+    assert text.count('<tr id="attempt-') == 10
+    assert "429 in · 237 out" in text
+    assert re.search(r"RunCompleted <small>1</small>", text)
+    only = client.get("/runs/demo-review?type=RunCompleted").text
+    assert only.count("<td class=\"mono\">RunCompleted</td>") == 1
+    assert "<td class=\"mono\">StepCompleted</td>" not in only
+
+
+def test_a_failed_and_an_interrupted_run(client: TestClient) -> None:
+    broken = client.get("/runs/broken").text
+    assert "Failed: step_failed at" in broken and "item b is broken" in broken
+    assert re.search(r'data-status="failed"', broken)
+    cut = client.get("/runs/cut").text
+    assert 'id="run-status">interrupted' in cut and "lwtool replay cut" in cut
+    assert "data-live" not in cut  # nothing to follow
+
+
+def test_attempt_page_shows_input_output_prompt_and_response(client: TestClient) -> None:
+    path = "review-cands[cand_001].worker.visit[0]"
+    page = client.get(f"/runs/demo-review/step?path={quote(path)}&attempt=1")
+    assert page.status_code == 200
+    text = page.text
+    assert "&#34;id&#34;: &#34;cand_001&#34;" in text  # the recorded input
+    assert "Prompt" in text and "You assess candidates against a job requirement" in text
+    assert "Response" in text and "offline answer: Assess Ten years of Python" in text
+    assert text.count('href="/artifacts/sha256/') == 3  # the output and two artifacts
+    tool = client.get(f"/runs/broken/step?path={quote('each[b].work')}&attempt=1").text
+    assert "step_failed: tool &#39;work&#39; raised RuntimeError: item b is broken" in tool
+    missing = client.get("/runs/demo-review/step?path=nope&attempt=1")
+    assert missing.status_code == 404 and "no attempt 1 of a step at &#39;nope&#39;" in \
+        missing.text
+
+
+def test_large_artifacts_are_paged(client: TestClient) -> None:
+    step = client.get("/runs/big/step?path=make&attempt=1").text
+    ref = re.search(r'Stored as <a class="mono" href="(/artifacts/sha256/[0-9a-f]{64})"', step)
+    assert ref is not None
+    first = client.get(ref.group(1)).text
+    assert "bytes 0–65536" in first and "a page of 65,536" in first
+    assert "line 000000 of a large tool output" in first
+    assert "line 011999" not in first
+    later = re.search(r'href="\?offset=(\d+)">next page', first)
+    assert later is not None and later.group(1) == "65536"
+    second = client.get(f"{ref.group(1)}?offset=65536").text
+    assert "previous page" in second and "line 000000 of" not in second
+    publish = client.get("/runs/demo-loop/step?path=publish&attempt=1").text
+    small = re.findall(r'href="(/artifacts/sha256/[0-9a-f]{64})"', publish)[0]
+    assert "checked against its address" in client.get(small).text
+
+
+def test_version_page_has_lwir_hash_and_lock(client: TestClient) -> None:
+    run = client.get("/runs/demo-loop").text
+    version = re.search(r'href="/versions/(sha256:[0-9a-f]{64})"', run)
+    assert version is not None
+    page = client.get(f"/versions/{version.group(1)}").text
+    assert "matches" in page and version.group(1) in page
+    assert "apiVersion: littleworkflow.dev/v0.1" in page
+    assert "&#34;kind&#34;: &#34;WorkflowVersionLock&#34;" in page
+    assert 'href="/runs/demo-loop"' in page
+
+
+def test_refusals_are_pages_with_a_reason(client: TestClient) -> None:
+    assert client.get("/runs/nope").status_code == 404
+    assert client.get("/versions/sha256:0000").status_code == 404
+    bad = client.get("/artifacts/sha256/not-hex")
+    assert bad.status_code == 404 and "not an artifact address" in bad.text
+    gone = client.get("/artifacts/sha256/" + "0" * 64)
+    assert gone.status_code == 404 and "is missing" in gone.text
+
+
+def test_serving_never_writes_to_the_data_dir(demo_dir: Path, client: TestClient) -> None:
+    before = _files(demo_dir)
+    for url in ["/", "/runs/demo-review", "/runs/cut", "/runs/big/step?path=make&attempt=1",
+                "/?status=failed", "/runs/broken?type=StepAttemptFailed"]:
+        assert client.get(url).status_code == 200
+    assert _files(demo_dir) == before
+
+
+def test_a_read_only_world_needs_an_existing_store_and_refuses_writes(
+        tmp_path: Path, demo_dir: Path) -> None:
+    with pytest.raises(StoreUnavailable, match="no lwtool data"):
+        LocalWorld(tmp_path / "none", read_only=True)
+    assert not (tmp_path / "none").exists()
+    world = LocalWorld(demo_dir, read_only=True)
+    with pytest.raises(StoreUnavailable, match="was opened read-only"):
+        world.append("demo-loop", [NewEvent("RunCompleted", {})])
+    world.close()
+
+
+def test_the_layout_of_a_loop_has_a_dashed_back_edge(demo_dir: Path) -> None:
+    from lwtool.graph import build
+    from lwtool.source.loader import load_text
+    from lwtool.validate.context import Context
+    from tests.conftest import ROOT
+
+    text = (ROOT / "examples" / "refine-loop.lwir.yaml").read_text()
+    drawn = svg(build(Context(load_text(text, "refine-loop.lwir.yaml"), "Workflow")))
+    assert drawn.count('<g class="edge back">') == 1
+    assert drawn.count('<g class="node ') == 4 and 'data-status="pending"' in drawn
