@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TextIO
 
-from lwtool.observe.timeline import Timeline, branch_of, strip_visit
+from lwtool.observe.timeline import Timeline
 from lwtool.world.base import WorldError
 
 MAX_RUNNING_SHOWN = 6
@@ -108,17 +108,12 @@ class Progress:
         return lines
 
     def _counts(self, timeline: Timeline) -> tuple[int, int]:
-        """(step attempts done or skipped, steps known): each step path seen so far, and
-        the workflow's top-level steps not reached yet."""
         top = self._top_steps.get(timeline.version_id)
         if top is None:
             version = self._world.get_version(timeline.version_id) or {}
             top = [str(s.get("id")) for s in version.get("steps") or [] if isinstance(s, dict)]
             self._top_steps[timeline.version_id] = top
-        paths = {a.path for a in timeline.attempts}
-        done = {a.path for a in timeline.finished()}
-        reached = {strip_visit(p) for p in paths if branch_of(p) is None}
-        return len(done), len(paths) + sum(1 for step in top if step not in reached)
+        return timeline.counts(top)
 
 
 def _seconds(value: float) -> str:

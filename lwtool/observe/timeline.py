@@ -122,6 +122,14 @@ class Timeline:
             states[key] = now
         return out
 
+    def counts(self, top_steps: list[str]) -> tuple[int, int]:
+        """(step paths done or skipped, step paths known): each path seen so far, and
+        the workflow's top-level steps (`top_steps`, their ids) not reached yet."""
+        paths = {a.path for a in self.attempts}
+        done = {a.path for a in self.finished()}
+        reached = {strip_visit(p) for p in paths if branch_of(p) is None}
+        return len(done), len(paths) + sum(1 for step in top_steps if step not in reached)
+
     def elapsed(self, now: float) -> float:
         """Seconds from the run's start to its end, or to `now` while it runs."""
         if self.started is None:

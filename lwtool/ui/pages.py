@@ -141,7 +141,9 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "name": (version.get("metadata") or {}).get("name", ""),
                 "started": stamp(start), "ended": stamp(timeline.ended),
                 "duration": span(end - start), "seq": timeline.last_seq,
-                "done": sum(1 for a in timeline.attempts if a.status in ("done", "skipped")),
+                **dict(zip(("done", "known"), timeline.counts(
+                    [str(s.get("id")) for s in version.get("steps") or []
+                     if isinstance(s, dict)]), strict=True)),
                 "attempts": len(timeline.attempts),
                 "input_tokens": timeline.usage["inputTokens"],
                 "output_tokens": timeline.usage["outputTokens"],
