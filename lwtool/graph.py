@@ -10,6 +10,7 @@ the graph shows exactly what the validator and the runtime read.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +100,7 @@ def _condition(when: str) -> str:
 def with_run(graph: Graph, events: list[Any]) -> Graph:
     """The graph with each step's status and visit count from a run's events (StepInfo
     pointers matched to step paths: `group[key].step.visit[N]`)."""
-    patterns = [(info, path_pattern(info)) for info in graph.steps]
+    find = pointer_finder(graph)
     counts: dict[str, dict[str, int]] = {}
     terminal = None
     for event in events:
@@ -111,13 +112,12 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
             continue
         final_failure = event.type == "StepAttemptFailed" and event.payload.get(
             "final", not event.payload.get("transient", False))
-        for info, pattern in patterns:
-            if pattern.fullmatch(path):
-                tally = counts.setdefault(info.pointer, {})
-                tally[event.type] = tally.get(event.type, 0) + 1
-                if final_failure:
-                    tally["failed"] = 1
-                break
+        pointer = find(path)
+        if pointer is not None:
+            tally = counts.setdefault(pointer, {})
+            tally[event.type] = tally.get(event.type, 0) + 1
+            if final_failure:
+                tally["failed"] = 1
     for pointer, tally in counts.items():
         started = tally.get("StepAttemptStarted", 0)
         completed = tally.get("StepCompleted", 0)
@@ -145,6 +145,45 @@ def caption(graph: Graph, info: StepInfo) -> str:
     if state and state.status:
         parts.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
     return " · ".join(parts)
+
+
+_KEYS_AND_VISITS = re.compile(r"\.visit\[\d+\]|\[[^\]]*\]")
+
+
+def step_key(path: str) -> str:
+    """A step path without its branch keys and visits: `g.visit[1][k].s.visit[0]` ->
+    `g.s` (the ids from the top-level group down)."""
+    return _KEYS_AND_VISITS.sub("", path)
+
+
+def _key_of(info: StepInfo) -> str:
+    ids = []
+    node: StepInfo | None = info
+    while node is not None:
+        ids.append(node.id)
+        node = node.parent
+    return ".".join(reversed(ids))
+
+
+def pointer_finder(graph: Graph) -> Callable[[str], str | None]:
+    """step path -> the pointer of its step (None for a path of no step here). By
+    `step_key`, at once; a path whose item keys hold brackets falls back to matching
+    each step's pattern."""
+    index = {_key_of(info): info.pointer for info in graph.steps}
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    found: dict[str, str | None] = {}
+
+    def find(path: str) -> str | None:
+        if path not in found:
+            pointer = index.get(step_key(path))
+            if pointer is None:
+                if not patterns:
+                    patterns.extend((info.pointer, path_pattern(info)) for info in graph.steps)
+                pointer = next((p for p, pattern in patterns if pattern.fullmatch(path)), None)
+            found[path] = pointer
+        return found[path]
+
+    return find
 
 
 def path_pattern(info: StepInfo) -> re.Pattern[str]:

@@ -16,7 +16,6 @@ import base64
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from lwtool import __version__
+from lwtool.graph import step_key
 from lwtool.observe.timeline import Attempt, Call, Timeline
 from lwtool.world.base import Event
 
@@ -102,7 +102,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                                                          extents[where], branches)
         key = f"step:{attempt.path}#{attempt.attempt}"
         attributes = _attempt_attributes(attempt)
-        tool = tools.get(_scoped_id(attempt.path)) if attempt.uses == "tool.call" else None
+        tool = tools.get(step_key(attempt.path)) if attempt.uses == "tool.call" else None
         if tool is not None:  # the step is the tool call
             attributes[gen_ai.GEN_AI_OPERATION_NAME] = \
                 gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
@@ -161,14 +161,6 @@ def _step_tools(steps: list[Any], scope: str) -> dict[str, str]:
         if isinstance(step.get("steps"), list):
             out.update(_step_tools(step["steps"], f"{where}."))
     return out
-
-
-_KEYS = re.compile(r"\.visit\[\d+\]|\[[^\]]*\]")
-
-
-def _scoped_id(path: str) -> str:
-    """`g.visit[1][k].s.visit[0]` -> `g.s`."""
-    return _KEYS.sub("", path)
 
 
 def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def create_app(world: Any) -> Starlette:
             return problem(request, f"no run {run_id} in {world.data_dir}", 404)
         query = request.query_params
         context = pages.run_page(world, record, world.events(run_id),
-                                 query.getlist("type"), _int(query.get("offset"), 0))
+                                 query.getlist("type"), _int(query.get("offset"), 0),
+                                 _int(query.get("attempts"), 0))
         context["query"] = str(query)
         name = "run_main.html" if query.get("partial") else "run.html"
         return render(request, name, context)
@@ -74,6 +75,17 @@ def create_app(world: Any) -> Starlette:
             return problem(request, f"run {run_id} has no attempt {number} of a step at "
                            f"{path!r}", 404)
         return render(request, "attempt.html", context)
+
+    def event(request: Request) -> HTMLResponse:
+        run_id = request.path_params["run_id"]
+        record = record_or_none(run_id)
+        if record is None:
+            return problem(request, f"no run {run_id} in {world.data_dir}", 404)
+        seq = _int(request.path_params["seq"], 0)
+        context = pages.event_page(record, world.events(run_id), seq)
+        if context is None:
+            return problem(request, f"run {run_id} has no event {seq}", 404)
+        return render(request, "event.html", context)
 
     def version(request: Request) -> HTMLResponse:
         version_id = request.path_params["version_id"]
@@ -109,6 +121,7 @@ def create_app(world: Any) -> Starlette:
         Route("/runs/{run_id}", run),
         Route("/runs/{run_id}/live", live),
         Route("/runs/{run_id}/step", attempt),
+        Route("/runs/{run_id}/events/{seq}", event),
         Route("/versions/{version_id}", version),
         Route("/artifacts/sha256/{digest}", artifact),
         Mount("/static", app=StaticFiles(directory=str(ASSETS / "static")), name="static"),

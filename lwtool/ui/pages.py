@@ -15,6 +15,7 @@ from lwtool.world.base import Event, RunRecord
 
 RUNS_PER_PAGE = 100
 EVENTS_PER_PAGE = 200
+ATTEMPTS_PER_PAGE = 200
 ARTIFACT_PAGE = 64 * 1024
 MAX_LANES = 200
 PREVIEW = 180
@@ -112,8 +113,9 @@ class Lane:
 
 
 def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str],
-             offset: int) -> dict[str, Any]:
-    """The run page: header, graph, timeline lanes, attempts, a page of events."""
+             offset: int, first_attempt: int = 0) -> dict[str, Any]:
+    """The run page: header, graph, timeline lanes, a page of attempts (from
+    `first_attempt`), a page of events (from `offset`, of `types` when given)."""
     from lwtool.ui.layout import svg
 
     timeline = Timeline.of(record.run_id, events)
@@ -152,10 +154,11 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "failure": failure, "input": preview(record.input, 400)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
-        "attempts": attempts,
+        "attempts": attempts[first_attempt: first_attempt + ATTEMPTS_PER_PAGE],
+        "first_attempt": first_attempt, "attempts_per_page": ATTEMPTS_PER_PAGE,
         "events": [{"seq": e.seq, "type": e.type, "path": e.step_path or "",
-                    "at": f"+{span(max(0.0, e.at - start))}", "payload": preview(e.payload),
-                    "full": _full(e.payload)} for e in page],
+                    "at": f"+{span(max(0.0, e.at - start))}", "payload": preview(e.payload)}
+                   for e in page],
         "types": counts, "chosen": chosen, "offset": offset, "shown": len(page),
         "selected": len(selected), "per_page": EVENTS_PER_PAGE,
     }
@@ -163,7 +166,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
 
 def _graph(version: dict[str, Any], events: list[Event]) -> tuple[Any, Any]:
     """The run's graph with step states, and attempt -> the pointer of its step."""
-    from lwtool.graph import build, path_pattern, with_run
+    from lwtool.graph import build, pointer_finder, with_run
     from lwtool.source.loader import load_text
     from lwtool.validate.context import Context
 
@@ -171,14 +174,10 @@ def _graph(version: dict[str, Any], events: list[Event]) -> tuple[Any, Any]:
         return None, lambda attempt: ""
     document = load_text(json.dumps(version), "version.json")
     graph = with_run(build(Context(document, "Workflow")), events)
-    patterns = [(info.pointer, path_pattern(info)) for info in graph.steps]
-    cache: dict[str, str] = {}
+    find = pointer_finder(graph)
 
     def pointer_of(attempt: Attempt) -> str:
-        path = attempt.path
-        if path not in cache:
-            cache[path] = next((p for p, pattern in patterns if pattern.fullmatch(path)), "")
-        return cache[path]
+        return find(attempt.path) or ""
 
     return graph, pointer_of
 
@@ -282,6 +281,15 @@ def attempt_page(record: RunRecord, events: list[Event], path: str, number: int
         "calls": calls,
         "events": [{"seq": e.seq, "type": e.type, "full": _full(e.payload)} for e in mine],
     }
+
+
+def event_page(record: RunRecord, events: list[Event], seq: int) -> dict[str, Any] | None:
+    event = next((e for e in events if e.seq == seq), None)
+    if event is None:
+        return None
+    return {"run": {"id": record.run_id}, "seq": seq, "type": event.type,
+            "path": event.step_path or "", "at": stamp(event.at),
+            "payload": pretty(event.payload), "last": events[-1].seq if events else 0}
 
 
 # -- versions and artifacts --------------------------------------------------------------

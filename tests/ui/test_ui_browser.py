@@ -29,8 +29,10 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Playwright's sync API runs an event loop in this thread while it is open: closed
+    with this module, so later tests can use asyncio.run."""
     executable = chromium_path()
     if executable is None:
         if os.environ.get("LWTOOL_REQUIRE_BROWSER"):
