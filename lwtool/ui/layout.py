@@ -14,7 +14,7 @@ from html import escape
 from lwtool.graph import Edge, Graph, caption, group_bounds
 from lwtool.validate.context import StepInfo
 
-NODE_W, NODE_H = 210, 46
+NODE_W, NODE_H = 236, 46
 GAP_X, GAP_Y = 26, 44
 PAD, HEADER = 14, 30
 END_W = 70
@@ -187,7 +187,7 @@ def _node(box: Box, graph: Graph, link: dict[str, str]) -> str:
         inner.append(f'<text class="id" x="{cx:.1f}" y="{box.y + 19:.1f}">'
                      f'{escape(_fit(info.id, 26))}</text>')
         inner.append(f'<text class="caption" x="{cx:.1f}" y="{box.y + 36:.1f}">'
-                     f'{escape(_fit(caption(graph, info), 34))}</text>')
+                     f'{escape(_fit(caption(graph, info), 40))}</text>')
     body = "".join(inner)
     href = link.get(info.pointer)
     if href:
