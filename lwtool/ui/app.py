@@ -37,11 +37,18 @@ def create_app(world: Any) -> Starlette:
     def problem(request: Request, message: str, status: int) -> HTMLResponse:
         return render(request, "error.html", {"message": message}, status)
 
-    def record_or_none(run_id: str) -> Any:
+    def run_of(request: Request) -> tuple[Any, list[Any]]:
+        """The run a request names and its events; NotFound when there is none."""
+        run_id = request.path_params["run_id"]
         try:
-            return world.get_run(run_id)
+            return world.get_run(run_id), world.events(run_id)
         except RunNotFound:
-            return None
+            raise NotFound(f"no run {run_id} in {world.data_dir}") from None
+
+    def found(context: dict[str, Any] | None, missing: str) -> dict[str, Any]:
+        if context is None:
+            raise NotFound(missing)
+        return context
 
     def runs(request: Request) -> HTMLResponse:
         query = request.query_params
@@ -51,67 +58,54 @@ def create_app(world: Any) -> Starlette:
         return render(request, "runs.html", context)
 
     def run(request: Request) -> HTMLResponse:
-        run_id = request.path_params["run_id"]
-        record = record_or_none(run_id)
-        if record is None:
-            return problem(request, f"no run {run_id} in {world.data_dir}", 404)
+        record, events = run_of(request)
         query = request.query_params
-        context = pages.run_page(world, record, world.events(run_id),
-                                 query.getlist("type"), _int(query.get("offset"), 0),
-                                 _int(query.get("attempts"), 0))
-        context["query"] = str(query)
-        name = "run_main.html" if query.get("partial") else "run.html"
-        return render(request, name, context)
+        context = pages.run_page(world, record, events, query.getlist("type"),
+                                 _int(query.get("offset"), 0), _int(query.get("attempts"), 0))
+        return render(request, "run_main.html" if query.get("partial") else "run.html",
+                      context)
 
     def attempt(request: Request) -> HTMLResponse:
-        run_id = request.path_params["run_id"]
-        record = record_or_none(run_id)
-        if record is None:
-            return problem(request, f"no run {run_id} in {world.data_dir}", 404)
+        record, events = run_of(request)
         path = request.query_params.get("path", "")
         number = _int(request.query_params.get("attempt"), 1)
-        context = pages.attempt_page(record, world.events(run_id), path, number)
-        if context is None:
-            return problem(request, f"run {run_id} has no attempt {number} of a step at "
-                           f"{path!r}", 404)
-        return render(request, "attempt.html", context)
+        return render(request, "attempt.html", found(
+            pages.attempt_page(record, events, path, number),
+            f"run {record.run_id} has no attempt {number} of a step at {path!r}"))
 
     def event(request: Request) -> HTMLResponse:
-        run_id = request.path_params["run_id"]
-        record = record_or_none(run_id)
-        if record is None:
-            return problem(request, f"no run {run_id} in {world.data_dir}", 404)
+        record, events = run_of(request)
         seq = _int(request.path_params["seq"], 0)
-        context = pages.event_page(record, world.events(run_id), seq)
-        if context is None:
-            return problem(request, f"run {run_id} has no event {seq}", 404)
-        return render(request, "event.html", context)
+        return render(request, "event.html", found(
+            pages.event_page(record, events, seq), f"run {record.run_id} has no event {seq}"))
 
     def version(request: Request) -> HTMLResponse:
         version_id = request.path_params["version_id"]
         lwir = world.get_version(version_id)
         if lwir is None:
-            return problem(request, f"no version {version_id} in {world.data_dir}", 404)
+            raise NotFound(f"no version {version_id} in {world.data_dir}")
         return render(request, "version.html", pages.version_page(world, version_id, lwir))
 
     def artifact(request: Request) -> HTMLResponse:
         digest = request.path_params["digest"]
-        ref = _ARTIFACT + digest
         if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
-            return problem(request, f"{digest!r} is not an artifact address", 404)
+            raise NotFound(f"{digest!r} is not an artifact address")
+        offset = _int(request.query_params.get("offset"), 0)
         try:
-            context = pages.artifact_page(world, ref, _int(request.query_params.get("offset"),
-                                                           0))
+            context = pages.artifact_page(world, _ARTIFACT + digest, offset)
         except ArtifactMissing as exc:
-            return problem(request, str(exc), 404)
+            raise NotFound(str(exc)) from None
         return render(request, "artifact.html", context)
 
     async def live(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        if record_or_none(run_id) is None:
+        if await asyncio.to_thread(world.run_head, run_id) is None:
             return Response(f"no run {run_id}", 404)
         return StreamingResponse(_follow(request, world, run_id), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
+
+    async def missing(request: Request, exc: Exception) -> Response:
+        return problem(request, str(exc), 404)
 
     async def damaged(request: Request, exc: Exception) -> Response:
         return problem(request, str(exc), 500)
@@ -125,7 +119,7 @@ def create_app(world: Any) -> Starlette:
         Route("/versions/{version_id}", version),
         Route("/artifacts/sha256/{digest}", artifact),
         Mount("/static", app=StaticFiles(directory=str(ASSETS / "static")), name="static"),
-    ], exception_handlers={WorldError: damaged})
+    ], exception_handlers={NotFound: missing, WorldError: damaged})
 
 
 async def _follow(request: Request, world: Any, run_id: str) -> Any:
@@ -145,6 +139,10 @@ async def _follow(request: Request, world: Any, run_id: str) -> Any:
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
         await asyncio.sleep(LIVE_POLL)
+
+
+class NotFound(Exception):
+    """What a request names is not in the world; the message says what."""
 
 
 def _int(value: Any, default: int) -> int:
