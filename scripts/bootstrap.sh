@@ -12,7 +12,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[dev]'
   touch "$stamp"
 fi
-# The editor clients some tests drive (tests/clients: yaml-language-server), where npm is.
+# The clients some tests drive (tests/clients: yaml-language-server, mermaid), where npm is.
 if command -v npm >/dev/null 2>&1; then
   clients=tests/clients
   if [ ! -f "$clients/node_modules/.lwtool-installed" ] \
@@ -20,7 +20,7 @@ if command -v npm >/dev/null 2>&1; then
     if npm ci --prefix "$clients" --no-audit --no-fund --silent; then
       touch "$clients/node_modules/.lwtool-installed"
     else
-      echo "bootstrap: npm ci in $clients failed; the yaml-language-server tests will fail" >&2
+      echo "bootstrap: npm ci in $clients failed; the tests/clients tests will fail" >&2
     fi
   fi
 fi

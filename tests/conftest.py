@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,27 @@ def durability(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     LWTOOL_DURABILITY (a resumed run keeps the mode it started with)."""
     monkeypatch.setenv("LWTOOL_DURABILITY", request.param)
     return str(request.param)
+
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright (no browser download). Skipped
+    where chromium is missing, unless LWTOOL_REQUIRE_BROWSER is set (.ci/run sets it).
+    Playwright's sync API runs an event loop in this thread while it is open: it is
+    closed with each module, so later tests can use asyncio.run."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        if os.environ.get("LWTOOL_REQUIRE_BROWSER"):
+            pytest.fail("chromium is required here (apt-get install chromium)")
+        pytest.skip("no chromium (Debian package chromium; .ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()

@@ -1,12 +1,12 @@
 """The inspector in a real browser: `lwtool ui` as a user starts it, driven in headless
-Chromium (Debian's, through Playwright; no browser download). Screenshots of each page
+Chromium (Debian's, through Playwright; no browser download; the `browser`
+fixture is tests/conftest.py's). Screenshots of each page
 go to $LWTOOL_UI_SCREENSHOTS, else to a `ui-screenshots` folder under pytest's tmp."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -20,32 +20,6 @@ from tests.conftest import ROOT
 from tests.ui.conftest import UI_TOOLS
 
 HERE = Path(__file__).parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-
-def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Playwright's sync API runs an event loop in this thread while it is open: closed
-    with this module, so later tests can use asyncio.run."""
-    executable = chromium_path()
-    if executable is None:
-        if os.environ.get("LWTOOL_REQUIRE_BROWSER"):
-            pytest.fail("chromium is required here (apt-get install chromium)")
-        pytest.skip("no chromium (Debian package chromium; .ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 @pytest.fixture(scope="session")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chosen = os.environ.get("LWTOOL_UI_SCREENSHOTS")
