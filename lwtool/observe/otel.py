@@ -115,10 +115,8 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
             groups[attempt.path] = context
         for call in attempt.calls:
             _call_span(span, call, context)
-    attached = {id(call) for attempt in timeline.attempts for call in attempt.calls}
-    for call in timeline.calls.values():
-        if id(call) not in attached:  # a call outside any step attempt (a planner turn)
-            _call_span(span, call, root)
+    for call in timeline.loose_calls():  # outside any step attempt (a session's turns)
+        _call_span(span, call, root)
     return out
 
 

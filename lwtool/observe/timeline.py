@@ -36,6 +36,7 @@ class Call:
     model_id: str = ""
     request_model: str = ""  # the litellm model string the call asked for
     turn: int = 0
+    seq: int = 0  # of its first event
 
 
 @dataclass
@@ -98,6 +99,11 @@ class Timeline:
                 self.last_seq = event.seq
 
     # -- queries -----------------------------------------------------------------------
+
+    def loose_calls(self) -> list[Call]:
+        """Calls made outside any step attempt (a harness session's own turns)."""
+        attached = {id(call) for attempt in self.attempts for call in attempt.calls}
+        return [call for call in self.calls.values() if id(call) not in attached]
 
     def running(self) -> list[Attempt]:
         return [a for a in self._open.values() if a.status == "running"]
@@ -209,7 +215,7 @@ class Timeline:
             tool = kind.startswith("harness.tool_call.")
             call = Call(call_id, "tool" if tool else "model", path,
                         str(payload.get("toolName", "")), event.at,
-                        caller=str(payload.get("caller", "")))
+                        caller=str(payload.get("caller", "")), seq=event.seq)
             self.calls[call_id] = call
             owner = self._open.get(path)
             if owner is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from lwtool.observe.timeline import Attempt, Timeline
+from lwtool.observe.timeline import Attempt, Call, Timeline
 from lwtool.world.base import Event, RunRecord
 
 RUNS_PER_PAGE = 100
@@ -154,6 +154,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "failure": failure, "input": preview(record.input, 400)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
+        "calls": [_call_row(call) for call in timeline.loose_calls()],
         "attempts": attempts[first_attempt: first_attempt + ATTEMPTS_PER_PAGE],
         "first_attempt": first_attempt, "attempts_per_page": ATTEMPTS_PER_PAGE,
         "events": [{"seq": e.seq, "type": e.type, "path": e.step_path or "",
@@ -204,6 +205,14 @@ def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, now: f
             "cost": money(sum(priced) if priced else None, models),
             "calls": len(attempt.calls), "error": attempt.error,
             "lane": f"{where[0]}[{where[1]}]" if where else "run"}
+
+
+def _call_row(call: Call) -> dict[str, Any]:
+    return {"seq": call.seq, "id": call.call_id, "kind": call.kind,
+            "name": call.name or call.request_model, "status": call.status,
+            "error": call.error, "duration": span((call.ended or call.started) - call.started),
+            "tokens": call.usage.get("inputTokens", 0) + call.usage.get("outputTokens", 0),
+            "cost": money(call.cost_usd, 1) if call.kind == "model" else ""}
 
 
 def _lanes(attempts: list[dict[str, Any]], start: float, total: float) -> list[Lane]:
@@ -298,12 +307,14 @@ def version_page(world: Any, version_id: str, lwir: dict[str, Any]) -> dict[str,
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.lock.model import lock_for
 
-    name = str((lwir.get("metadata") or {}).get("name") or "workflow")
+    workflow = lwir.get("kind") == "Workflow"
+    name = str((lwir.get("metadata") or {}).get("name") or lwir.get("kind") or "subject")
     recomputed = workflow_version_id(lwir)
-    lock = lock_for(f"{name}.lwir.yaml", "Workflow", lwir).as_json()
+    lock = lock_for(f"{name}.lwir.yaml", "Workflow", lwir).as_json() if workflow else None
     total, records = world.runs_page(None, version_id, 0, 20)
     return {"id": version_id, "name": name, "recomputed": recomputed,
-            "verified": recomputed == version_id, "lwir": _yaml(lwir), "lock": pretty(lock),
+            "verified": recomputed == version_id, "lwir": _yaml(lwir), "workflow": workflow,
+            "lock": pretty(lock) if lock else "",
             "runs": [{"id": r.run_id, "status": shown_status(world, r),
                       "started": stamp(r.created_at)} for r in records], "total": total}
 

@@ -19,6 +19,7 @@ from tests.coderun.helpers import code_step, workflow
 from tests.coderun.test_code_run_step import CALLS
 from tests.conftest import ROOT, run_cli
 from tests.fixtures.otlp_receiver import otlp_receiver
+from tests.fixtures.session_run import harness_session_run
 
 WORKFLOWS = ROOT / "tests" / "runtime" / "workflows"
 TOOLS = f"{ROOT / 'tests' / 'runtime' / 'side_effects.py'}:tools"
@@ -203,3 +204,15 @@ def test_refusals(tmp_path: Path) -> None:
     unwritable = run_cli("export-otel", "rev", "--data-dir", str(tmp_path), "--file",
                          str(tmp_path / "missing" / "t.json"))
     assert unwritable.returncode == 2 and "cannot write" in unwritable.stderr
+
+
+def test_a_harness_session_exports_its_turns_under_the_run(tmp_path: Path) -> None:
+    harness_session_run(tmp_path)
+    out = tmp_path / "chat.json"
+    result = run_cli("export-otel", "chat", "--data-dir", str(tmp_path), "--file", str(out))
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = next(s for s in spans if "parentSpanId" not in s)
+    children = sorted(s["name"] for s in spans if s.get("parentSpanId") == root["spanId"])
+    assert children == ["chat scripted", "chat scripted", "execute_tool add"]
+    assert len(spans) == 4

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.fixtures.session_run import harness_session_run
 
 HERE = Path(__file__).parent
 UI_TOOLS = f"{HERE / 'ui_tools.py'}:tools"
@@ -54,4 +55,5 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--run-id", "cut", env={"LWTOOL_TEST_DIR": str(work),
                                          "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@b"})
     assert cut.returncode == -signal.SIGKILL, cut.stderr
+    harness_session_run(Path(data))
     return Path(data)

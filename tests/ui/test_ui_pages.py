@@ -158,3 +158,15 @@ def test_the_layout_of_a_loop_has_a_dashed_back_edge(demo_dir: Path) -> None:
     drawn = svg(build(Context(load_text(text, "refine-loop.lwir.yaml"), "Workflow")))
     assert drawn.count('<g class="edge back">') == 1
     assert drawn.count('<g class="node ') == 4 and 'data-status="pending"' in drawn
+
+
+def test_a_harness_session_shows_its_calls_and_subject(client: TestClient) -> None:
+    page = client.get("/runs/chat").text
+    calls = re.findall(r'<td class="mono">(session#[^<]+)</td><td>(\w+)</td>', page)
+    assert calls == [("session#0", "model"), ("session#0.0", "tool"), ("session#1", "model")]
+    assert "Calls outside steps" in page and "svg" not in page.split("Calls outside")[0]
+    version = re.search(r'href="/versions/(sha256:[0-9a-f]{64})"', page)
+    assert version is not None
+    subject = client.get(f"/versions/{version.group(1)}").text
+    assert "Not an LWIR workflow" in subject and "WorkflowVersionLock" not in subject
+    assert "matches" in subject
