@@ -1,6 +1,7 @@
 """The only conversion between lwtool positions (1-based code points) and LSP ones
 (0-based, in the client's position encoding, UTF-16 by default), through pygls's
-PositionCodec; and Finding -> Diagnostic."""
+PositionCodec (Finding -> Diagnostic is lwtool.lsp.early.diagnostic, which both phases
+publish)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,6 @@ from lsprotocol import types
 from pygls.workspace import PositionCodec
 
 from lwtool.source.position import Pos, Span
-from lwtool.validate.finding import Finding, Severity
-
-_SEVERITY = {
-    Severity.ERROR: types.DiagnosticSeverity.Error,
-    Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.INFO: types.DiagnosticSeverity.Information,
-}
 
 
 def to_position(pos: Pos, lines: Sequence[str], codec: PositionCodec) -> types.Position:
@@ -36,15 +30,3 @@ def from_position(position: types.Position, lines: Sequence[str],
                   codec: PositionCodec) -> Pos:
     server = codec.position_from_client_units(lines, position)
     return Pos(server.line + 1, server.character + 1)
-
-
-def to_diagnostic(finding: Finding, lines: Sequence[str], codec: PositionCodec
-                  ) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=to_range(finding.span, lines, codec),
-        message=finding.message,
-        severity=_SEVERITY[finding.severity],
-        code=finding.code,
-        source="lwtool",
-        data={"pointer": finding.pointer},
-    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -88,8 +89,9 @@ def client_column(line: str, column: int, encoding: str) -> int:
     return len(head) + sum(1 for c in head if c > "\uffff")
 
 
-def diagnostic(finding: Finding, lines: list[str], encoding: str) -> dict[str, Any]:
-    """A Finding as an LSP Diagnostic (the JSON lsp/convert.to_diagnostic's gives)."""
+def diagnostic(finding: Finding, lines: Sequence[str], encoding: str) -> dict[str, Any]:
+    """A Finding as an LSP Diagnostic, as JSON: what the early phase and the full server
+    (lwtool.lsp.server) both publish."""
     def position(line: int, column: int) -> dict[str, int]:
         if line - 1 >= len(lines):
             return {"line": max(len(lines) - 1, 0), "character": 0}

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
@@ -32,8 +33,9 @@ from lwtool.lsp.analysis import (
     missing_permission_fix,
     rename_problem,
 )
-from lwtool.lsp.convert import from_position, to_diagnostic, to_position, to_range
+from lwtool.lsp.convert import from_position, to_position, to_range
 from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
+from lwtool.lsp.early import diagnostic as as_diagnostic
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
 from lwtool.source.position import Pos, Span
@@ -42,6 +44,8 @@ from lwtool.validate.context import StepInfo
 DEBOUNCE_SECONDS = 0.02
 logger = logging.getLogger(__name__)
 
+
+_CONVERTER = get_converter()
 
 class LwtoolServer(LanguageServer):
     def __init__(self) -> None:
@@ -98,11 +102,14 @@ class LwtoolServer(LanguageServer):
         if document is None:
             return
         analysis = self.analyse(uri, document)
-        codec = document.position_codec
+        kind = document.position_codec.encoding
+        encoding = str(getattr(kind, "value", kind))  # an enum member, or its text
         lines = document.lines
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=document.version,
-            diagnostics=[to_diagnostic(f, lines, codec) for f in analysis.findings]))
+        # the early phase's own Finding -> Diagnostic, so both publish the same JSON
+        self.text_document_publish_diagnostics(_CONVERTER.structure({
+            "uri": uri, "version": document.version,
+            "diagnostics": [as_diagnostic(f, lines, encoding) for f in analysis.findings]},
+            types.PublishDiagnosticsParams))
 
 
 class LwtoolProtocol(LanguageServerProtocol):
