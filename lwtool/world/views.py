@@ -17,7 +17,7 @@ from lwtool.world import rows as rows_shape
 from lwtool.world.base import ArtifactMissing, RunRecord, StoreDamaged, StoreUnavailable
 from lwtool.world.rows import checked
 
-_RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
+_LIST_COLUMNS = "run_id, version_id, status, created_at, updated_at"
 
 
 class InspectorViews:
@@ -26,22 +26,20 @@ class InspectorViews:
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
 
-    def _record(self, row: Any) -> RunRecord:
-        raise NotImplementedError
-
     def _artifact_file(self, digest: str) -> Path:
         raise NotImplementedError
 
     def runs_page(self, status: str | None, text: str | None, offset: int, limit: int
                   ) -> tuple[int, list[RunRecord]]:
-        """(runs matching, the page of them, newest first). `text` matches a part of the
-        run id or the version id."""
+        """(runs matching, the page of them, newest first), without their input and
+        options (a run whose stored input is damaged still lists). `text` matches a
+        part of the run id or the version id."""
         where, args = _run_filter(status, text)
         total = self._read(f"SELECT count(*) FROM runs {where}", args)[0][0]
-        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, "
-                          "run_id DESC LIMIT ? OFFSET ?", (*args, limit, offset))
-        return int(total), [self._record(row) for row in
-                            checked(rows, rows_shape.RUN, "a run row")]
+        rows = self._read(f"SELECT {_LIST_COLUMNS} FROM runs {where} ORDER BY created_at "
+                          "DESC, run_id DESC LIMIT ? OFFSET ?", (*args, limit, offset))
+        return int(total), [RunRecord(row[0], row[1], row[2], row[3], row[4], None, {})
+                            for row in checked(rows, rows_shape.RUN[:5], "a run row")]
 
     def status_counts(self) -> dict[str, int]:
         return {str(status): int(n) for status, n in

@@ -16,6 +16,7 @@ from lwtool.ui.app import create_app
 from lwtool.ui.layout import svg
 from lwtool.world.base import NewEvent, StoreUnavailable
 from lwtool.world.local import LocalWorld
+from tests.conftest import edit_store, run_cli
 
 
 @pytest.fixture()
@@ -170,3 +171,26 @@ def test_a_harness_session_shows_its_calls_and_subject(client: TestClient) -> No
     subject = client.get(f"/versions/{version.group(1)}").text
     assert "Not an LWIR workflow" in subject and "WorkflowVersionLock" not in subject
     assert "matches" in subject
+
+
+def test_damage_is_a_page_that_names_it_and_spares_the_rest(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for run_id in ("good", "edited", "garbled"):
+        ran = run_cli("run", "examples/refine-loop.lwir.yaml", "--input",
+                      "examples/inputs/refine-loop.json", "--tools",
+                      "examples/tools.py:tools", "--data-dir", str(data), "--run-id", run_id)
+        assert ran.returncode == 0, ran.stderr
+    edit_store(data, "UPDATE events SET payload = replace(payload, 'tool.call', 'tool.cal1') "
+               "WHERE run_id = 'edited'", "UPDATE runs SET input = '{broken' "
+               "WHERE run_id = 'garbled'", rechain=None)
+    world = LocalWorld(data, read_only=True)
+    with TestClient(create_app(world), raise_server_exceptions=False) as client:
+        listed = client.get("/")
+        assert listed.status_code == 200  # a damaged run still lists
+        assert all(f'href="/runs/{r}"' in listed.text for r in ("good", "edited", "garbled"))
+        edited = client.get("/runs/edited")
+        assert edited.status_code == 500 and "the event log is damaged" in edited.text
+        garbled = client.get("/runs/garbled")
+        assert garbled.status_code == 500 and "damaged" in garbled.text
+        assert client.get("/runs/good").status_code == 200
+    world.close()
