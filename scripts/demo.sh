@@ -16,3 +16,7 @@ echo "== candidate-review (parallel branches, ai.generate on the offline model)"
   --data-dir "$data" --run-id demo-review
 .venv/bin/lwtool report demo-review --data-dir "$data"
 .venv/bin/lwtool runs --data-dir "$data"
+echo "== what was recorded: the loop's graph with step statuses (Mermaid), and the review as OpenTelemetry"
+.venv/bin/lwtool graph examples/refine-loop.lwir.yaml --run demo-loop --data-dir "$data"
+.venv/bin/lwtool export-otel demo-review --data-dir "$data" --file "$data/demo-review.otlp.json"
+echo "(browse runs with: .venv/bin/lwtool ui --data-dir DIR)"

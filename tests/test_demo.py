@@ -20,3 +20,5 @@ def test_demo_script_runs_the_examples() -> None:
     assert "lwtool: run demo-loop completed" in result.stderr
     assert "lwtool: run demo-review completed" in result.stderr
     assert '"rounds": 3' in result.stdout and "unpriced" in result.stdout
+    assert "improve<br/><small>tool.call · maxVisits 4 · done ×3</small>" in result.stdout
+    assert "lwtool: exported 20 spans of run demo-review" in result.stderr
