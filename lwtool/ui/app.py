@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -119,7 +121,12 @@ def create_app(world: Any) -> Starlette:
         Route("/versions/{version_id}", version),
         Route("/artifacts/sha256/{digest}", artifact),
         Mount("/static", app=StaticFiles(directory=str(ASSETS / "static")), name="static"),
-    ], exception_handlers={NotFound: missing, WorldError: damaged})
+    ], exception_handlers={NotFound: missing, WorldError: damaged}, middleware=[
+        # Only requests addressed to this machine by name: a web page elsewhere cannot
+        # reach the runs through a DNS name rebound to 127.0.0.1.
+        Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"]),
+        Middleware(_Hardened),
+    ])
 
 
 async def _follow(request: Request, world: Any, run_id: str) -> Any:
@@ -139,6 +146,35 @@ async def _follow(request: Request, world: Any, run_id: str) -> Any:
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
         await asyncio.sleep(LIVE_POLL)
+
+
+class _Hardened:
+    """Headers on every response: run data (prompts, tool output) is shown, never run;
+    only the inspector's own script and stylesheet load (inline style attributes are
+    allowed: the timeline places its bars with them)."""
+
+    HEADERS = [(b"content-security-policy", b"default-src 'none'; script-src 'self'; "
+                b"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                b"connect-src 'self'; base-uri 'none'; form-action 'self'; "
+                b"frame-ancestors 'none'"),
+               (b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", b"no-referrer")]
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  *self.HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 class NotFound(Exception):

@@ -107,9 +107,8 @@ def test_a_running_run_is_followed_until_it_completes(browser: Any, inspector: s
         assert page.locator("#run-status").inner_text() == "running"
         page.evaluate("window.__notReloaded = true")
         page.screenshot(path=str(screenshots / "run-live.png"), full_page=True)
-        page.wait_for_function(
-            "document.getElementById('run-status').textContent === 'completed'",
-            timeout=60_000)
+        # a selector, not a script: the page's CSP forbids evaluating strings
+        page.wait_for_selector("#run-status.completed", timeout=60_000)
         assert page.evaluate("window.__notReloaded") is True  # updated in place
         statuses = page.locator("svg.graph g.node").evaluate_all(
             "ns => ns.map(n => n.dataset.status)")

@@ -22,7 +22,7 @@ from tests.conftest import edit_store, run_cli
 @pytest.fixture()
 def client(demo_dir: Path) -> Iterator[TestClient]:
     world = LocalWorld(demo_dir, read_only=True)
-    with TestClient(create_app(world)) as test_client:
+    with TestClient(create_app(world), base_url="http://127.0.0.1") as test_client:
         yield test_client
     world.close()
 
@@ -184,7 +184,8 @@ def test_damage_is_a_page_that_names_it_and_spares_the_rest(tmp_path: Path) -> N
                "WHERE run_id = 'edited'", "UPDATE runs SET input = '{broken' "
                "WHERE run_id = 'garbled'", rechain=None)
     world = LocalWorld(data, read_only=True)
-    with TestClient(create_app(world), raise_server_exceptions=False) as client:
+    with TestClient(create_app(world), base_url="http://127.0.0.1",
+                    raise_server_exceptions=False) as client:
         listed = client.get("/")
         assert listed.status_code == 200  # a damaged run still lists
         assert all(f'href="/runs/{r}"' in listed.text for r in ("good", "edited", "garbled"))
@@ -194,3 +195,15 @@ def test_damage_is_a_page_that_names_it_and_spares_the_rest(tmp_path: Path) -> N
         assert garbled.status_code == 500 and "damaged" in garbled.text
         assert client.get("/runs/good").status_code == 200
     world.close()
+
+
+def test_only_local_host_names_and_hardened_headers(client: TestClient) -> None:
+    rebound = client.get("/", headers={"host": "attacker.example:8765"})
+    assert rebound.status_code == 400  # a DNS name rebound to 127.0.0.1 gets nothing
+    assert "demo-review" not in rebound.text
+    for host in ("127.0.0.1:8765", "localhost:8765"):
+        assert client.get("/", headers={"host": host}).status_code == 200
+    page = client.get("/runs/demo-review")
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
