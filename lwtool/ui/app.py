@@ -19,7 +19,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from lwtool.ui import attempt as attempt_pages
 from lwtool.ui import pages
+from lwtool.ui.text import short
 from lwtool.world.base import ArtifactMissing, RunNotFound, WorldError
 
 ASSETS = Path(__file__).resolve().parent.parent / "_data" / "ui"
@@ -30,7 +32,7 @@ _ARTIFACT = "artifact://sha256:"
 def create_app(world: Any) -> Starlette:
     """The inspector over `world` (a LocalWorld opened read-only)."""
     templates = Jinja2Templates(directory=str(ASSETS / "templates"))
-    templates.env.globals["short"] = pages.short
+    templates.env.globals["short"] = short
 
     def render(request: Request, name: str, context: dict[str, Any],
                status: int = 200) -> HTMLResponse:
@@ -72,7 +74,7 @@ def create_app(world: Any) -> Starlette:
         path = request.query_params.get("path", "")
         number = _int(request.query_params.get("attempt"), 1)
         return render(request, "attempt.html", found(
-            pages.attempt_page(record, events, path, number),
+            attempt_pages.attempt_page(record, events, path, number),
             f"run {record.run_id} has no attempt {number} of a step at {path!r}"))
 
     def event(request: Request) -> HTMLResponse:

@@ -1,5 +1,6 @@
-"""What each page of the web inspector shows, read from the world (never written):
-plain dicts for the templates. The HTTP side is lwtool.ui.app."""
+"""What the web inspector's pages show, read from the world (never written): plain
+dicts for the templates. A step attempt's page is lwtool.ui.attempt; the HTTP side is
+lwtool.ui.app."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lwtool.observe.timeline import Attempt, Call, Timeline
+from lwtool.ui.text import money, pretty, preview, short, span, stamp
 from lwtool.world.base import Event, RunRecord
 
 RUNS_PER_PAGE = 100
@@ -18,42 +20,6 @@ EVENTS_PER_PAGE = 200
 ATTEMPTS_PER_PAGE = 200
 ARTIFACT_PAGE = 64 * 1024
 MAX_LANES = 200
-PREVIEW = 180
-
-
-# -- formatting --------------------------------------------------------------------------
-
-def stamp(at: float | None) -> str:
-    return "" if at is None else time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
-
-
-def span(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-
-
-def money(cost: float | None, calls: int) -> str:
-    if cost is None:
-        return "unpriced" if calls else "—"
-    return f"${cost:.4f}" if cost >= 0.01 else f"${cost:.6f}"
-
-
-def short(version_id: str) -> str:
-    return version_id.removeprefix("sha256:")[:12]
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
-
-
-def preview(value: Any, limit: int = PREVIEW) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- liveness ----------------------------------------------------------------------------
@@ -228,68 +194,6 @@ def _lanes(attempts: list[dict[str, Any]], start: float, total: float) -> list[L
                           "title": f"{row['path']} · {row['uses']} · {row['status']} · "
                                    f"{row['at']} · {row['duration']}"})
     return list(lanes.values())
-
-
-def _full(payload: dict[str, Any]) -> str:
-    text = pretty(payload)
-    return text if len(text) <= 4000 else text[:4000] + "\n… (see the step's page)"
-
-
-# -- one attempt -------------------------------------------------------------------------
-
-def attempt_page(record: RunRecord, events: list[Event], path: str, number: int
-                 ) -> dict[str, Any] | None:
-    """Attempt `number` of the step at `path`: its input, output, artifacts, model and
-    tool calls, error and events. None when the run has no such attempt."""
-    timeline = Timeline.of(record.run_id, events)
-    attempt = next((a for a in timeline.attempts
-                    if a.path == path and a.attempt == number), None)
-    if attempt is None:
-        return None
-    opened = next((e for e in events if e.seq == attempt.seq and e.step_path == path
-                   and e.type == "StepAttemptStarted"), None)
-    started = opened.payload if opened is not None else {}
-    closing = next((e for e in events if e.seq >= attempt.seq and e.step_path == path
-                    and e.type in ("StepCompleted", "StepAttemptFailed", "StepSkipped")), None)
-    envelope = (closing.payload.get("envelope") or {}) if closing is not None else {}
-    mine = [e for e in events if e.step_path == path and e.seq >= attempt.seq
-            and (closing is None or e.seq <= closing.seq)]
-    calls = []
-    for call in attempt.calls:
-        call_events = [e for e in mine if e.payload.get("callId") == call.call_id]
-        request = next((e.payload.get("request") for e in call_events
-                        if e.type == "harness.model.called"), None)
-        response = next((e.payload.get("response") for e in call_events
-                         if e.type == "harness.model.responded"), None)
-        args = next((e.payload.get("args") for e in call_events
-                     if e.type == "harness.tool_call.started"), None)
-        result = next((e.payload for e in call_events
-                       if e.type == "harness.tool_call.succeeded"), None)
-        calls.append({"id": call.call_id, "kind": call.kind, "name": call.name or
-                      call.request_model, "status": call.status, "error": call.error,
-                      "duration": span((call.ended or call.started) - call.started),
-                      "tokens": call.usage, "cost": money(call.cost_usd, 1),
-                      "request": pretty(request) if request is not None else "",
-                      "response": pretty(response) if response is not None else "",
-                      "args": pretty(args) if args is not None else "",
-                      "result": pretty(result.get("result")) if result and "result" in result
-                      else "", "result_ref": (result or {}).get("resultRef", "")})
-    return {
-        "run": {"id": record.run_id},
-        "attempt": {"path": attempt.path, "uses": attempt.uses,
-                    "attempt": attempt.attempt, "status": attempt.status,
-                    "error": attempt.error, "cause": attempt.cause,
-                    "started": stamp(attempt.started), "duration": span(
-                        (attempt.ended or time.time()) - attempt.started)},
-        "input": pretty(started["input"]) if "input" in started else "",
-        "input_ref": started.get("inputRef", ""), "input_hash": started.get("inputHash", ""),
-        "output": pretty(envelope["output"]) if "output" in envelope else "",
-        "output_ref": envelope.get("outputRef", ""),
-        "artifacts": list(envelope.get("artifacts") or []),
-        "chosen": (closing.payload.get("chosen") if closing is not None else None),
-        "calls": calls,
-        "events": [{"seq": e.seq, "type": e.type, "full": _full(e.payload)} for e in mine],
-    }
 
 
 def event_page(record: RunRecord, events: list[Event], seq: int) -> dict[str, Any] | None:
