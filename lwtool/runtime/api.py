@@ -57,15 +57,18 @@ class LockedWorkflow:
 
     lwir: dict[str, Any]
     version_id: str
+    canonical: str | None = None  # the RFC 8785 text the id was taken over
 
 
 def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
     """Validate an LWIR file or dict and compute its WorkflowVersion id (raises
     WorkflowInvalid)."""
-    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.canonical.digest import sha256_of_bytes
+    from lwtool.canonical.jcs import canonical_bytes
 
     lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
-    return LockedWorkflow(lwir, workflow_version_id(lwir))
+    data = canonical_bytes(lwir)  # once: for the id, and for the world to store
+    return LockedWorkflow(lwir, sha256_of_bytes(data), data.decode("utf-8"))
 
 
 async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow,
@@ -95,7 +98,7 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     return await start_run(world or local_world(), locked.lwir, run_input,
                            ToolRegistry.of(tools), dict(models or {}), run_id, on_start,
                            step_timeout, harness, durability=durability,
-                           version_id=locked.version_id)
+                           version_id=locked.version_id, canonical=locked.canonical)
 
 
 async def replay_run(run_id: str, *, world: World | None = None,

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lwtool.canonical.digest import workflow_version_id
+from lwtool.canonical.digest import sha256_of_bytes
+from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
@@ -61,24 +62,28 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     step_timeout: float | None = None, harness: Any = None,
                     workspace: dict[str, Any] | None = None,
                     durability: str | None = None,
-                    version_id: str | None = None) -> dict[str, Any]:
+                    version_id: str | None = None,
+                    canonical: str | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
     (strict | process; default: the world's) is the run's for good: recorded in
     RunStarted and kept by every resume. `version_id` is the LWIR's WorkflowVersion id
     when the caller has it already (lwtool.runtime.api.LockedWorkflow): not hashed
-    again."""
+    again; `canonical`, the RFC 8785 text it was taken over, spares the world
+    canonicalizing the LWIR again to store it."""
     harness = harness or WorkflowHarness()
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
-    version_id = version_id or workflow_version_id(lwir)
+    if version_id is None:  # the LWIR's RFC 8785 text, once for the id and the store
+        data = canonical_bytes(lwir)
+        version_id, canonical = sha256_of_bytes(data), data.decode("utf-8")
     try:
         run_input = to_json(run_input)
     except NotJson as exc:  # refused before anything is stored
         raise RunFailedError(run_id or "(not started)", version_id, "input_schema_error",
                              f"the run input is not JSON {exc}") from None
-    world.register_version(version_id, lwir, fsyncs(durability))
+    world.register_version(version_id, lwir, fsyncs(durability), canonical)
     run_id = run_id or new_run_id()
     existing = _existing(world, run_id)
     if existing is not None:

@@ -269,16 +269,17 @@ class LocalWorld(InspectorViews):
     # -- versions ---------------------------------------------------------------------------
 
     def register_version(self, version_id: str, lwir: dict[str, Any],
-                         durable: bool = True) -> None:
+                         durable: bool = True, canonical: str | None = None) -> None:
         """Store a version under the id its caller computed (not hashed again here: that
         doubled a run's start-up cost); `get_version` verifies it on every read. Stored
-        in its RFC 8785 form, so that check is one SHA-256 of the text. A version
-        already stored costs one read, no commit."""
+        in its RFC 8785 form (`canonical`, when the caller has it from computing the
+        id), so that check is one SHA-256 of the text. A version already stored costs
+        one read, no commit."""
         from lwtool.canonical.jcs import canonical_text
 
         if self._read("SELECT 1 FROM versions WHERE version_id = ?", (version_id,)):
             return
-        text = canonical_text(lwir)
+        text = canonical if canonical is not None else canonical_text(lwir)
         with self._tx(durable) as db:
             db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, text))
 

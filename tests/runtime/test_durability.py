@@ -147,7 +147,7 @@ def test_a_locked_workflow_is_validated_and_hashed_once(tmp_path: Path,
     def never(*_: Any) -> Any:
         raise AssertionError("validated or hashed again")
 
-    monkeypatch.setattr(interpreter, "workflow_version_id", never)
+    monkeypatch.setattr(interpreter, "canonical_bytes", never)
     monkeypatch.setattr(api, "checked_lwir", never)
     world = LocalWorld(tmp_path / "data")
     results = [asyncio.run(run_workflow(locked, {}, world=world, tools=_tools(),
@@ -297,3 +297,26 @@ def test_a_world_that_runs_fewer_steps_than_asked_says_so(tmp_path: Path) -> Non
                          "--type", "RunStarted")
         assert json.loads(events.stdout)["payload"]["stepConcurrency"] == {
             "asked": 100, "world": 100 if extra else 32}
+
+
+def test_a_new_version_is_canonicalized_once_for_its_id_and_its_stored_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lwtool.canonical.jcs as jcs
+
+    calls: list[int] = []
+    real = jcs._plain
+
+    def counted(value: Any) -> bool:  # every canonicalization passes here first
+        calls.append(1)
+        return real(value)
+
+    monkeypatch.setattr(jcs, "_plain", counted)
+    doc = {**CHAIN, "steps": CHAIN["steps"][:1]}
+    world = LocalWorld(tmp_path / "data")
+    result = asyncio.run(run_workflow(doc, {}, world=world, tools=_tools()))
+    assert world.get_version(result["workflowVersionId"]) == doc  # stored and verified
+    assert len(calls) == 1  # the Python API: lock_workflow
+    cli_world = LocalWorld(tmp_path / "cli")
+    calls.clear()
+    asyncio.run(start_run(cli_world, doc, {}, _tools(), {}))  # `lwtool run`'s path
+    assert len(calls) == 1
