@@ -22,15 +22,15 @@ from starlette.templating import Jinja2Templates
 from lwtool.ui import attempt as attempt_pages
 from lwtool.ui import pages
 from lwtool.ui.text import short
-from lwtool.world.base import ArtifactMissing, RunNotFound, WorldError
+from lwtool.world.base import ArtifactMissing, InspectedWorld, RunNotFound, WorldError
 
 ASSETS = Path(__file__).resolve().parent.parent / "_data" / "ui"
 LIVE_POLL = 0.25  # seconds between looks at a running run's head
 _ARTIFACT = "artifact://sha256:"
 
 
-def create_app(world: Any) -> Starlette:
-    """The inspector over `world` (a LocalWorld opened read-only)."""
+def create_app(world: InspectedWorld) -> Starlette:
+    """The inspector over `world` (a LocalWorld opened read-only, or any InspectedWorld)."""
     templates = Jinja2Templates(directory=str(ASSETS / "templates"))
     templates.env.globals["short"] = short
 

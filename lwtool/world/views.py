@@ -1,4 +1,5 @@
-"""Read-only views of a local world for the web inspector: a filtered page of runs, the
+"""Read-only views of a local world for the web inspector (the InspectedWorld protocol of
+lwtool.world.base): a filtered page of runs, the
 model replies of some runs (their cost), a run's event counts, a slice of an artifact.
 Each is one short query, so a store of many runs lists as fast as a store of few.
 """
