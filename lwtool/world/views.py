@@ -1,7 +1,7 @@
-"""Read-only views of a local world for the web inspector (the InspectedWorld protocol of
-lwtool.world.base): a filtered page of runs, the
-model replies of some runs (their cost), a run's event counts, a slice of an artifact.
-Each is one short query, so a store of many runs lists as fast as a store of few.
+"""Read-only views of a local world for the web inspector (the InspectedWorld protocol
+of lwtool.world.base): a filtered page of runs, the model replies of some runs (their
+cost), a run's event counts, a slice of an artifact. Each is one short query, so a
+store of many runs lists as fast as a store of few.
 """
 
 from __future__ import annotations
