@@ -37,7 +37,8 @@ def ui(
     try:
         listener.bind((HOST, port))
     except OSError as exc:
-        raise fail(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+        raise fail(f"cannot listen on {HOST}:{port}: {exc.strerror} (choose another port "
+                   "with --port, or --port 0 for any free one)") from None
     listener.listen(128)  # connections wait in the backlog until the server accepts
     say(f"inspector at http://{HOST}:{listener.getsockname()[1]}/ for {data_dir} "
         "(read-only; Ctrl-C stops it)")

@@ -57,3 +57,4 @@ def test_refusals(tmp_path: Path, demo_dir: Path) -> None:
     finally:
         taken.close()
     assert busy.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "--port 0 for any free one" in busy.stderr
