@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwtool.runtime.report import price
+from lwtool.runtime.report import TOKENS, add_usage, empty_totals, reply_usage
 from lwtool.world.base import Event
-
-TOKENS = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 
 
 @dataclass
@@ -23,7 +21,6 @@ class Call:
 
     call_id: str
     kind: str  # model | tool
-    step_path: str
     name: str  # the tool's name, or provider/modelId once the model responded
     started: float
     ended: float | None = None
@@ -35,7 +32,6 @@ class Call:
     provider: str = ""
     model_id: str = ""
     request_model: str = ""  # the litellm model string the call asked for
-    turn: int = 0
     seq: int = 0  # of its first event
 
 
@@ -63,11 +59,6 @@ class Attempt:
         """(group path, item key) of the innermost parallel branch holding this step."""
         return branch_of(self.path)
 
-    @property
-    def step_path(self) -> str:
-        """The path without its `.visit[N]` suffix."""
-        return strip_visit(self.path)
-
 
 @dataclass
 class Timeline:
@@ -79,10 +70,7 @@ class Timeline:
     last_seq: int = 0
     attempts: list[Attempt] = field(default_factory=list)
     calls: dict[str, Call] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKENS, 0))
-    cost_usd: float | None = None
-    priced_calls: int = 0
-    unpriced_calls: int = 0
+    totals: dict[str, Any] = field(default_factory=empty_totals)  # as `lwtool report` sums
     failure: dict[str, Any] = field(default_factory=dict)
     _open: dict[str, Attempt] = field(default_factory=dict)  # path -> its running attempt
 
@@ -99,6 +87,22 @@ class Timeline:
                 self.last_seq = event.seq
 
     # -- queries -----------------------------------------------------------------------
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {key: self.totals[key] for key in TOKENS}
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.totals["costUsd"]  # type: ignore[no-any-return]
+
+    @property
+    def priced_calls(self) -> int:
+        return int(self.totals["pricedCalls"])
+
+    @property
+    def unpriced_calls(self) -> int:
+        return int(self.totals["unpricedCalls"])
 
     def loose_calls(self) -> list[Call]:
         """Calls made outside any step attempt (a harness session's own turns)."""
@@ -213,7 +217,7 @@ class Timeline:
         call = self.calls.get(call_id)
         if call is None:
             tool = kind.startswith("harness.tool_call.")
-            call = Call(call_id, "tool" if tool else "model", path,
+            call = Call(call_id, "tool" if tool else "model",
                         str(payload.get("toolName", "")), event.at,
                         caller=str(payload.get("caller", "")), seq=event.seq)
             self.calls[call_id] = call
@@ -221,7 +225,6 @@ class Timeline:
             if owner is not None:
                 owner.calls.append(call)
         if kind.endswith(".called") or kind.endswith(".started"):
-            call.turn = int(payload.get("turn") or 0)
             call.request_model = str((payload.get("request") or {}).get("model", ""))
             return
         duration = float(payload.get("durationMs") or 0) / 1000
@@ -236,16 +239,9 @@ class Timeline:
             call.provider, call.model_id = str(model.get("provider", "")), str(
                 model.get("modelId", ""))
             call.name = f"{call.provider}/{call.model_id}" if call.provider else call.model_id
-            usage = (payload.get("response") or {}).get("usage") or {}
+            usage, call.cost_usd = reply_usage(payload)
             call.usage = {key: int(usage.get(key, 0)) for key in TOKENS}
-            call.cost_usd = price(call.provider, call.model_id, usage)
-            for key in TOKENS:
-                self.usage[key] += call.usage[key]
-            if call.cost_usd is None:
-                self.unpriced_calls += 1
-            else:
-                self.priced_calls += 1
-                self.cost_usd = (self.cost_usd or 0.0) + call.cost_usd
+            add_usage(self.totals, usage, call.cost_usd)
 
 
 def strip_visit(path: str) -> str:

@@ -13,11 +13,12 @@ from typing import Any
 from lwtool.harness.offline import OFFLINE_MODEL
 from lwtool.world.base import Event
 
-_TOKENS = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
+TOKENS = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 
 
-def _empty() -> dict[str, Any]:
-    return {**dict.fromkeys(_TOKENS, 0), "costUsd": None, "pricedCalls": 0, "unpricedCalls": 0}
+def empty_totals() -> dict[str, Any]:
+    """Token counts, costUsd (None: nothing priced yet) and priced/unpriced call counts."""
+    return {**dict.fromkeys(TOKENS, 0), "costUsd": None, "pricedCalls": 0, "unpricedCalls": 0}
 
 
 def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
@@ -38,8 +39,16 @@ def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
     return float(prompt_cost) + float(completion_cost)
 
 
-def _add(total: dict[str, Any], usage: dict[str, int], cost: float | None) -> None:
-    for key in _TOKENS:
+def reply_usage(payload: dict[str, Any]) -> tuple[dict[str, int], float | None]:
+    """A harness.model.responded payload's token usage and its cost (None: unpriced)."""
+    usage = (payload.get("response") or {}).get("usage") or {}
+    model = payload.get("model") or {}
+    return usage, price(model.get("provider", ""), model.get("modelId", ""), usage)
+
+
+def add_usage(total: dict[str, Any], usage: dict[str, int], cost: float | None) -> None:
+    """Count one model call into `total` (an `empty_totals()`)."""
+    for key in TOKENS:
         total[key] += int(usage.get(key, 0))
     if cost is None:
         total["unpricedCalls"] += 1
@@ -50,19 +59,17 @@ def _add(total: dict[str, Any], usage: dict[str, int], cost: float | None) -> No
 
 def usage_report(events: list[Event]) -> dict[str, Any]:
     steps: dict[str, dict[str, Any]] = {}
-    run = _empty()
+    run = empty_totals()
     calls = 0
     for event in events:
         if event.type != "harness.model.responded":
             continue
         calls += 1
-        payload = event.payload
-        usage = (payload.get("response") or {}).get("usage") or {}
-        model = payload.get("model") or {}
-        cost = price(model.get("provider", ""), model.get("modelId", ""), usage)
-        step = steps.setdefault(payload.get("stepPath") or event.step_path or "?", _empty())
-        _add(step, usage, cost)
-        _add(run, usage, cost)
+        usage, cost = reply_usage(event.payload)
+        step = steps.setdefault(event.payload.get("stepPath") or event.step_path or "?",
+                                empty_totals())
+        add_usage(step, usage, cost)
+        add_usage(run, usage, cost)
     if calls == 0:
         run["costUsd"] = 0.0
     return {"run": run, "steps": steps}

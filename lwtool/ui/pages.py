@@ -46,7 +46,7 @@ def shown_status(world: Any, record: RunRecord) -> str:
 # -- runs --------------------------------------------------------------------------------
 
 def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
-    from lwtool.runtime.report import usage_report
+    from lwtool.runtime.report import add_usage, empty_totals, reply_usage
 
     wanted = status if status in ("running", "completed", "failed") else ""
     total, records = world.runs_page(wanted or None, text or None, page * RUNS_PER_PAGE,
@@ -55,16 +55,17 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
     now = time.time()
     rows = []
     for record in records:
-        events = [Event(0, record.run_id, "harness.model.responded", json.loads(payload),
-                        None, 0.0) for payload in replies.get(record.run_id, [])]
-        usage = usage_report(events)["run"]
+        usage = empty_totals()
+        for payload in replies.get(record.run_id, []):
+            add_usage(usage, *reply_usage(json.loads(payload)))
+        calls = usage["pricedCalls"] + usage["unpricedCalls"]
         shown = shown_status(world, record)
         end = now if shown == "running" else record.updated_at
         rows.append({"id": record.run_id, "status": shown, "version": record.version_id,
                      "short": short(record.version_id), "started": stamp(record.created_at),
                      "duration": span(end - record.created_at),
                      "tokens": usage["inputTokens"] + usage["outputTokens"],
-                     "cost": money(usage["costUsd"] if events else None, len(events))})
+                     "cost": money(usage["costUsd"], calls)})
     pages = max(1, -(-total // RUNS_PER_PAGE))
     return {"rows": rows, "total": total, "page": page, "pages": pages, "status": wanted,
             "text": text, "counts": world.status_counts()}
