@@ -27,7 +27,6 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from lwtool import __version__
-from lwtool.graph import step_key
 from lwtool.observe.timeline import Attempt, Call, Timeline
 from lwtool.world.base import Event
 
@@ -90,7 +89,6 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                 failed=str(failure.get("message") or failure.get("causeCode") or "")
                 if timeline.status == "failed" else "")
 
-    tools = _step_tools((version or {}).get("steps") or [], "")
     groups: dict[str, SpanContext] = {}  # group attempt path -> its span
     branches: dict[tuple[str, str], SpanContext] = {}
     extents = _branch_extents(timeline.attempts)
@@ -102,11 +100,10 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                                                          extents[where], branches)
         key = f"step:{attempt.path}#{attempt.attempt}"
         attributes = _attempt_attributes(attempt)
-        tool = tools.get(step_key(attempt.path)) if attempt.uses == "tool.call" else None
-        if tool is not None:  # the step is the tool call
+        if attempt.tool:  # a tool.call step: the step is the tool call
             attributes[gen_ai.GEN_AI_OPERATION_NAME] = \
                 gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
-            attributes[gen_ai.GEN_AI_TOOL_NAME] = tool
+            attributes[gen_ai.GEN_AI_TOOL_NAME] = attempt.tool
         context = span(key, f"{attempt.uses} {attempt.path}", parent, attempt.started,
                        attempt.ended, attributes,
                        failed=attempt.error or attempt.cause if attempt.status == "failed"
@@ -143,22 +140,6 @@ def _branch_span(span: Any, group: SpanContext, where: tuple[str, str],
                            {"lwtool.parallel.group": where[0], "lwtool.parallel.item_key":
                             where[1]})
     return branches[where]
-
-
-def _step_tools(steps: list[Any], scope: str) -> dict[str, str]:
-    """`group.step` ids (branch keys and visits left out) -> the tool of each tool.call
-    step of the LWIR."""
-    out: dict[str, str] = {}
-    for step in steps:
-        if not isinstance(step, dict):
-            continue
-        where = f"{scope}{step.get('id')}"
-        tool = (step.get("with") or {}).get("tool") if step.get("uses") == "tool.call" else None
-        if isinstance(tool, str):
-            out[where] = tool
-        if isinstance(step.get("steps"), list):
-            out.update(_step_tools(step["steps"], f"{where}."))
-    return out
 
 
 def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class Attempt:
     calls: list[Call] = field(default_factory=list)
     artifacts: list[str] = field(default_factory=list)
     output_ref: str = ""
+    tool: str = ""  # a tool.call step's tool (harness.execute_step.started names it)
     seq: int = 0  # of the event that opened it
 
     @property
@@ -168,6 +169,8 @@ class Timeline:
             self._start(path, payload, event)
         elif kind in ("StepCompleted", "StepAttemptFailed", "StepSkipped"):
             self._finish(path, kind, payload, event)
+        elif kind == "harness.execute_step.started" and path in self._open:
+            self._open[path].tool = str(payload.get("toolName") or "")
         elif kind.startswith("harness.model.") or kind.startswith("harness.tool_call."):
             self._call(path, kind, payload, event)
 
