@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TextIO
 
-from lwtool.observe.timeline import Timeline
+from lwtool.observe.timeline import Timeline, top_step_ids
 from lwtool.world.base import WorldError
 
 MAX_RUNNING_SHOWN = 6
@@ -110,8 +110,7 @@ class Progress:
     def _counts(self, timeline: Timeline) -> tuple[int, int]:
         top = self._top_steps.get(timeline.version_id)
         if top is None:
-            version = self._world.get_version(timeline.version_id) or {}
-            top = [str(s.get("id")) for s in version.get("steps") or [] if isinstance(s, dict)]
+            top = top_step_ids(self._world.get_version(timeline.version_id) or {})
             self._top_steps[timeline.version_id] = top
         return timeline.counts(top)
 

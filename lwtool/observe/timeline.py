@@ -247,6 +247,12 @@ class Timeline:
             add_usage(self.totals, usage, call.cost_usd)
 
 
+def top_step_ids(version: dict[str, Any]) -> list[str]:
+    """The ids of a version's top-level steps (what `Timeline.counts` takes)."""
+    return [str(step.get("id")) for step in version.get("steps") or []
+            if isinstance(step, dict)]
+
+
 def strip_visit(path: str) -> str:
     """`a[k].b.visit[2]` -> `a[k].b`."""
     head, dot, tail = path.rpartition(".")

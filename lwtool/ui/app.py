@@ -143,8 +143,7 @@ async def _follow(request: Request, world: Any, run_id: str) -> Any:
         if seq != seen:
             seen = seq
             yield f"event: changed\ndata: {json.dumps({'seq': seq})}\n\n"
-        record = await asyncio.to_thread(world.get_run, run_id)
-        if pages.shown_status(world, record) != "running":
+        if pages.shown_status(world, run_id, status) != "running":
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
         await asyncio.sleep(LIVE_POLL)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from lwtool.observe.timeline import Attempt, Call, Timeline
+from lwtool.observe.timeline import Attempt, Call, Timeline, top_step_ids
 from lwtool.ui.text import money, pretty, preview, short, span, stamp
 from lwtool.world.base import Event, RunRecord
 
@@ -24,15 +25,18 @@ MAX_LANES = 200
 
 # -- liveness ----------------------------------------------------------------------------
 
-def shown_status(world: Any, record: RunRecord) -> str:
-    """running | completed | failed, or interrupted: marked running but no live process
-    holds it (killed; `lwtool replay` resumes it). Read from the pid in its lock file."""
-    if record.status != "running":
-        return record.status
-    lock = world.data_dir / "locks" / f"{record.run_id}.lock"
+def shown_status(world: Any, run_id: str, status: str) -> str:
+    """A run's stored `status` (running | completed | failed), or interrupted: marked
+    running but no live process holds it (killed; `lwtool replay` resumes it). Read
+    from the pid in its lock file."""
+    if status != "running":
+        return status
+    lock = world.data_dir / "locks" / f"{run_id}.lock"
     try:
         pid = int(lock.read_text(encoding="utf-8").strip() or "0")
     except (OSError, ValueError):
+        return "interrupted"
+    if pid <= 0:  # os.kill(0, ...) would ask about this process's group instead
         return "interrupted"
     try:
         os.kill(pid, 0)
@@ -40,7 +44,7 @@ def shown_status(world: Any, record: RunRecord) -> str:
         return "interrupted"
     except PermissionError:  # another user's live process
         return "running"
-    return "running" if pid > 0 else "interrupted"
+    return "running"
 
 
 # -- runs --------------------------------------------------------------------------------
@@ -59,7 +63,7 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
         for payload in replies.get(record.run_id, []):
             add_usage(usage, *reply_usage(json.loads(payload)))
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
-        shown = shown_status(world, record)
+        shown = shown_status(world, record.run_id, record.status)
         end = now if shown == "running" else record.updated_at
         rows.append({"id": record.run_id, "status": shown, "version": record.version_id,
                      "short": short(record.version_id), "started": stamp(record.created_at),
@@ -86,20 +90,20 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
     from lwtool.ui.layout import svg
 
     timeline = Timeline.of(record.run_id, events)
-    status = shown_status(world, record)
+    status = shown_status(world, record.run_id, record.status)
     now = time.time()
     start = timeline.started if timeline.started is not None else record.created_at
     end = timeline.ended if timeline.ended is not None else (
         now if status == "running" else max((e.at for e in events), default=start))
     version = world.get_version(record.version_id) or {}
     graph, pointer_of = _graph(version, events)
-    attempts = [_attempt_row(record.run_id, index, a, start, now if status == "running"
-                             else end) for index, a in enumerate(timeline.attempts)]
+    attempts = [_attempt_row(record.run_id, index, a, start, end)
+                for index, a in enumerate(timeline.attempts)]
     links: dict[str, str] = {}  # a node opens its step's latest attempt
     for row, attempt in zip(attempts, timeline.attempts, strict=True):
         links[pointer_of(attempt)] = row["href"]
     lanes = _lanes(attempts, start, max(end - start, 1e-6))
-    counts = world.event_types(record.run_id)
+    counts = dict(sorted(Counter(e.type for e in events).items()))
     chosen = [t for t in types if t in counts]
     selected = [e for e in events if not chosen or e.type in chosen]
     page = selected[offset: offset + EVENTS_PER_PAGE]
@@ -108,11 +112,9 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
         "run": {"id": record.run_id, "status": status, "version": record.version_id,
                 "short": short(record.version_id),
                 "name": (version.get("metadata") or {}).get("name", ""),
-                "started": stamp(start), "ended": stamp(timeline.ended),
-                "duration": span(end - start), "seq": timeline.last_seq,
-                **dict(zip(("done", "known"), timeline.counts(
-                    [str(s.get("id")) for s in version.get("steps") or []
-                     if isinstance(s, dict)]), strict=True)),
+                "started": stamp(start), "duration": span(end - start),
+                **dict(zip(("done", "known"), timeline.counts(top_step_ids(version)),
+                           strict=True)),
                 "attempts": len(timeline.attempts),
                 "input_tokens": timeline.usage["inputTokens"],
                 "output_tokens": timeline.usage["outputTokens"],
@@ -154,9 +156,11 @@ def attempt_href(run_id: str, path: str, attempt: int) -> str:
     return f"/runs/{quote(run_id)}/step?path={quote(path)}&attempt={attempt}"
 
 
-def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, now: float
+def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, end: float
                  ) -> dict[str, Any]:
-    ended = attempt.ended if attempt.ended is not None else now
+    """An attempt as a row; one still open is drawn up to `end` (now, while the run
+    runs)."""
+    ended = attempt.ended if attempt.ended is not None else end
     tokens = sum(c.usage.get("inputTokens", 0) + c.usage.get("outputTokens", 0)
                  for c in attempt.calls)
     priced = [c.cost_usd for c in attempt.calls if c.cost_usd is not None]
@@ -170,7 +174,7 @@ def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, now: f
             "at": f"+{span(max(0.0, attempt.started - start))}",
             "duration": span(max(0.0, ended - attempt.started)), "tokens": tokens,
             "cost": money(sum(priced) if priced else None, models),
-            "calls": len(attempt.calls), "error": attempt.error,
+            "calls": len(attempt.calls),
             "lane": f"{where[0]}[{where[1]}]" if where else "run"}
 
 
@@ -220,7 +224,7 @@ def version_page(world: Any, version_id: str, lwir: dict[str, Any]) -> dict[str,
     return {"id": version_id, "name": name, "recomputed": recomputed,
             "verified": recomputed == version_id, "lwir": _yaml(lwir), "workflow": workflow,
             "lock": pretty(lock) if lock else "",
-            "runs": [{"id": r.run_id, "status": shown_status(world, r),
+            "runs": [{"id": r.run_id, "status": shown_status(world, r.run_id, r.status),
                       "started": stamp(r.created_at)} for r in records], "total": total}
 
 

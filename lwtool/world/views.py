@@ -1,7 +1,7 @@
 """Read-only views of a local world for the web inspector (the InspectedWorld protocol
 of lwtool.world.base): a filtered page of runs, the model replies of some runs (their
-cost), a run's event counts, a slice of an artifact. Each is one short query, so a
-store of many runs lists as fast as a store of few.
+cost), a run's head, a slice of an artifact. Each is one short query, so a store of
+many runs lists as fast as a store of few.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _LIST_COLUMNS = "run_id, version_id, status, created_at, updated_at"
 
 
 class InspectorViews:
-    """Mixed into LocalWorld (`_read`, `_record`, `_artifact_file` are its own)."""
+    """Mixed into LocalWorld (`_read` and `_artifact_file` are its own)."""
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
@@ -57,11 +57,6 @@ class InspectorViews:
         for run_id, payload in rows:
             out.setdefault(str(run_id), []).append(str(payload))
         return out
-
-    def event_types(self, run_id: str) -> dict[str, int]:
-        return {str(kind): int(n) for kind, n in self._read(
-            "SELECT type, count(*) FROM events WHERE run_id = ? GROUP BY type ORDER BY type",
-            (run_id,))}
 
     def run_head(self, run_id: str) -> tuple[int, str] | None:
         """(last committed seq, status) of a run, or None: what a live view polls."""
