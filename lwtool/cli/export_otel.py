@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from lwtool.cli.inspect import run_events
+from lwtool.cli.inspect import open_run
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, open_world, say
+from lwtool.cli.runtime_options import fail, say
 
 
 def export_otel(
@@ -31,10 +31,7 @@ def export_otel(
         raise fail("give --endpoint or --file, not both")
     from lwtool.observe.otel import ExportFailed, send, spans, write
 
-    events = run_events(data_dir, run_id)
-    version_id = next((str(e.payload.get("workflowVersionId")) for e in events
-                       if e.type == "RunStarted"), "")
-    version = open_world(data_dir, must_exist=True).get_version(version_id)
+    events, version = open_run(data_dir, run_id, with_version=True)
     found = spans(run_id, events, version)
     try:
         if file is not None:

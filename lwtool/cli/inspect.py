@@ -6,7 +6,7 @@ import fnmatch
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,17 +19,26 @@ def _stamp(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-def run_events(data_dir: Path, run_id: str):  # type: ignore[no-untyped-def]
+def open_run(data_dir: Path, run_id: str, with_version: bool = False
+             ) -> tuple[list[Any], dict[str, Any] | None]:
+    """A run's events, and with `with_version` the version it ran (None when the world
+    does not hold it), read from one opening of the world; a missing run or a damaged
+    store ends the command with its message."""
     from lwtool.world.base import RunNotFound, WorldError
 
     world = open_world(data_dir, must_exist=True)
     try:
-        world.get_run(run_id)
-        return world.events(run_id)
+        record = world.get_run(run_id)
+        events = world.events(run_id)
+        return events, world.get_version(record.version_id) if with_version else None
     except RunNotFound as exc:
         raise fail(f"{exc} (see `lwtool runs`)") from None
     except WorldError as exc:
         raise fail(str(exc)) from None
+
+
+def run_events(data_dir: Path, run_id: str) -> list[Any]:
+    return open_run(data_dir, run_id)[0]
 
 
 def events(
