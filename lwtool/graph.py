@@ -150,35 +150,32 @@ def caption(graph: Graph, info: StepInfo) -> str:
 _KEYS_AND_VISITS = re.compile(r"\.visit\[\d+\]|\[[^\]]*\]")
 
 
-def step_key(path: str) -> str:
-    """A step path without its branch keys and visits: `g.visit[1][k].s.visit[0]` ->
-    `g.s` (the ids from the top-level group down)."""
-    return _KEYS_AND_VISITS.sub("", path)
-
-
-def _key_of(info: StepInfo) -> str:
-    ids = []
+def _lineage(info: StepInfo) -> list[StepInfo]:
+    """The step's enclosing parallel groups, outermost first, then the step."""
+    chain = []
     node: StepInfo | None = info
     while node is not None:
-        ids.append(node.id)
+        chain.append(node)
         node = node.parent
-    return ".".join(reversed(ids))
+    return chain[::-1]
 
 
 def pointer_finder(graph: Graph) -> Callable[[str], str | None]:
-    """step path -> the pointer of its step (None for a path of no step here). By
-    `step_key`, at once; a path whose item keys hold brackets falls back to matching
-    each step's pattern."""
-    index = {_key_of(info): info.pointer for info in graph.steps}
+    """step path -> the pointer of its step (None for a path of no step here). By its
+    ids without branch keys and visits (`g.visit[1][k].s.visit[0]` -> `g.s`), at once;
+    a path whose item keys hold brackets falls back to matching each step's pattern."""
+    index = {".".join(node.id for node in _lineage(info)): info.pointer
+             for info in graph.steps}
     patterns: list[tuple[str, re.Pattern[str]]] = []
     found: dict[str, str | None] = {}
 
     def find(path: str) -> str | None:
         if path not in found:
-            pointer = index.get(step_key(path))
+            pointer = index.get(_KEYS_AND_VISITS.sub("", path))
             if pointer is None:
                 if not patterns:
-                    patterns.extend((info.pointer, path_pattern(info)) for info in graph.steps)
+                    patterns.extend((info.pointer, _path_pattern(info))
+                                    for info in graph.steps)
                 pointer = next((p for p, pattern in patterns if pattern.fullmatch(path)), None)
             found[path] = pointer
         return found[path]
@@ -186,14 +183,10 @@ def pointer_finder(graph: Graph) -> Callable[[str], str | None]:
     return find
 
 
-def path_pattern(info: StepInfo) -> re.Pattern[str]:
-    chain = []
-    node: StepInfo | None = info
-    while node is not None:
-        chain.append(node)
-        node = node.parent
-    parts = [re.escape(group.id) + r"\[.*\]\." for group in reversed(chain[1:])]
-    return re.compile("".join(parts) + re.escape(info.id) + r"(\.visit\[\d+\])?")
+def _path_pattern(info: StepInfo) -> re.Pattern[str]:
+    *groups, step = _lineage(info)
+    parts = [re.escape(group.id) + r"\[.*\]\." for group in groups]
+    return re.compile("".join(parts) + re.escape(step.id) + r"(\.visit\[\d+\])?")
 
 
 # -- Mermaid ---------------------------------------------------------------------------
