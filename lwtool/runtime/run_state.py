@@ -15,6 +15,7 @@ from typing import Any
 
 from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.runtime.journal import Journal
+from lwtool.runtime.report import TOKENS
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
 from lwtool.world.base import Event, NewEvent, World, fsyncs
@@ -22,7 +23,7 @@ from lwtool.world.base import Event, NewEvent, World, fsyncs
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
 NOTE_DELAY = 0.02  # seconds evidence may wait for the run's next commit
-SESSION_USAGE = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
+SESSION_USAGE = TOKENS  # a step session's token counts, as `lwtool report` sums them
 
 
 # json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str),
