@@ -54,6 +54,7 @@ from lwtool.world.base import (
     check_run_id,
 )
 from lwtool.world.chain import FORM, GENESIS, chain_break, event_hash
+from lwtool.world.files import NotARegularFile, open_regular
 from lwtool.world.rows import checked
 from lwtool.world.views import InspectorViews
 
@@ -471,8 +472,18 @@ class LocalWorld(InspectorViews):
                                    "content does not match its hash)")
             return data
         path = self._artifact_file(digest)
-        try:
+        with self._artifact_errors(ref, path):
             data = await _read_file(path)
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise StoreDamaged(f"artifact {ref} in {path} is damaged (its content does "
+                               "not match its hash)")
+        return data
+
+    @contextmanager
+    def _artifact_errors(self, ref: str, path: Path) -> Iterator[None]:
+        """Reading the file of artifact `ref`: what goes wrong as the world's errors."""
+        try:
+            yield
         except FileNotFoundError:
             raise ArtifactMissing(f"artifact {ref} is missing from {self.data_dir}") from None
         except NotARegularFile:
@@ -480,10 +491,6 @@ class LocalWorld(InspectorViews):
                                "(a link, device or folder)") from None
         except OSError as exc:
             raise StoreUnavailable(f"artifact {ref} cannot be read: {_os_reason(exc)}") from None
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise StoreDamaged(f"artifact {ref} in {path} is damaged (its content does "
-                               "not match its hash)")
-        return data
 
     # -- locks ----------------------------------------------------------------------------------
 
@@ -631,10 +638,6 @@ def _payload(text: str, chain_hash: str | None) -> dict[str, Any]:
 _ARTIFACT_REF = re.compile(r"artifact://sha256:[0-9a-f]{64}")
 
 
-class NotARegularFile(OSError):
-    pass
-
-
 async def _write_file(target: Path, data: bytes, digest: str, durable: bool) -> None:
     """Write to a private temp name, fsync (when durable), rename into place; the temp
     file is removed whatever goes wrong (a full disk must not leave half an artifact
@@ -662,20 +665,8 @@ async def _read_file(path: Path) -> bytes:
     """A regular file's bytes; never through a symlink, never a FIFO or device."""
     import aiofiles
 
-    def opener(name: str, flags: int) -> int:
-        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise NotARegularFile(name)
-        return fd
-
-    try:
-        async with aiofiles.open(path, "rb", opener=opener) as fh:
-            return bytes(await fh.read())
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # the file is a symlink
-            raise NotARegularFile(str(path)) from None
-        raise
+    async with aiofiles.open(path, "rb", opener=open_regular) as fh:
+        return bytes(await fh.read())
 
 
 def _private_new_file(path: str, flags: int) -> int:

@@ -6,28 +6,32 @@ many runs lists as fast as a store of few.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from lwtool.world import rows as rows_shape
-from lwtool.world.base import ArtifactMissing, RunRecord, StoreDamaged, StoreUnavailable
+from lwtool.world.base import RunRecord, StoreDamaged
+from lwtool.world.files import open_regular
 from lwtool.world.rows import checked
 
 _LIST_COLUMNS = "run_id, version_id, status, created_at, updated_at"
 
 
 class InspectorViews:
-    """Mixed into LocalWorld (`_read` and `_artifact_file` are its own)."""
+    """Mixed into LocalWorld (`_read`, `_artifact_file` and `_artifact_errors` are its
+    own)."""
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
 
     def _artifact_file(self, digest: str) -> Path:
+        raise NotImplementedError
+
+    def _artifact_errors(self, ref: str, path: Path) -> AbstractContextManager[None]:
         raise NotImplementedError
 
     def runs_page(self, status: str | None, text: str | None, offset: int, limit: int
@@ -76,22 +80,14 @@ class InspectorViews:
                 raise StoreDamaged(f"artifact {ref} is damaged: it holds no bytes")
             return part, int(size), _whole_and_sound(part, offset, int(size), digest, ref)
         path = self._artifact_file(digest)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
-            raise ArtifactMissing(f"artifact {ref} is missing") from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise StoreDamaged(f"artifact {ref} is damaged: {path} is a link") from None
-            raise StoreUnavailable(f"artifact {ref} cannot be read: {exc.strerror}") from None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise StoreDamaged(f"artifact {ref} is damaged: {path} is not a regular file")
-            part = os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
-        return part, info.st_size, _whole_and_sound(part, offset, info.st_size, digest, ref)
+        with self._artifact_errors(ref, path):
+            fd = open_regular(path)
+            try:
+                size = os.fstat(fd).st_size
+                part = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+        return part, size, _whole_and_sound(part, offset, size, digest, ref)
 
 
 def _whole_and_sound(part: bytes, offset: int, size: int, digest: str, ref: str) -> bool:

@@ -207,3 +207,33 @@ def test_only_local_host_names_and_hardened_headers(client: TestClient) -> None:
     policy = page.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_an_artifact_file_replaced_by_a_link_or_a_fifo_is_damage(demo_dir: Path,
+                                                                 tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(demo_dir, data)
+    world = LocalWorld(data, read_only=True)
+    with TestClient(create_app(world), base_url="http://127.0.0.1",
+                    raise_server_exceptions=False) as client:
+        step = client.get("/runs/big/step?path=make&attempt=1").text
+        found = re.search(r'Stored as <a class="mono" href="(/artifacts/sha256/([0-9a-f]{64}))"',
+                          step)
+        assert found is not None
+        url, digest = found.groups()
+        stored = data / "artifacts" / "sha256" / digest[:2] / digest
+        assert client.get(url).status_code == 200
+        outside = tmp_path / "elsewhere"
+        outside.write_bytes(stored.read_bytes())
+        stored.unlink()
+        stored.symlink_to(outside)
+        linked = client.get(url)
+        assert linked.status_code == 500 and "is not a regular file" in linked.text
+        stored.unlink()
+        os.mkfifo(stored)  # must not block the server
+        piped = client.get(url)
+        assert piped.status_code == 500 and "is not a regular file" in piped.text
+    world.close()
