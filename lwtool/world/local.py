@@ -159,9 +159,10 @@ class LocalWorld(InspectorViews):
             else:
                 self._db = sqlite3.connect(self._db_path, isolation_level=None,
                                            check_same_thread=False)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=FULL")
+                # The busy timeout first: any later statement may meet another's lock.
                 self._db.execute("PRAGMA busy_timeout=10000")
+                self._db.execute("PRAGMA journal_mode=WAL")  # new stores are born WAL
+                self._db.execute("PRAGMA synchronous=FULL")
                 # A checkpoint every 4,000 WAL pages (16 MiB) instead of SQLite's 1,000:
                 # pages a run rewrites (its head, index pages) are copied once per
                 # checkpoint, so fewer copies and fsyncs per commit (measured 10-15%).
@@ -193,9 +194,13 @@ class LocalWorld(InspectorViews):
         os.close(_private_new_file(str(temp), os.O_WRONLY))
         try:
             db = sqlite3.connect(temp, isolation_level=None)
-            try:  # rollback journal while building: no -wal/-shm files beside the temp
+            try:
                 db.executescript(_SCHEMA)
                 db.execute("PRAGMA user_version = 2")
+                # WAL is written into the file's header: openers never switch the
+                # journal mode (which takes an exclusive lock other first opens hold
+                # off). Closing the only connection removes the temp's -wal/-shm.
+                db.execute("PRAGMA journal_mode=WAL")
             finally:
                 db.close()
             with open(temp, "rb+") as fh:
@@ -206,7 +211,8 @@ class LocalWorld(InspectorViews):
                 return
             _fsync_dir(self._db_path.parent)
         finally:
-            temp.unlink(missing_ok=True)
+            for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+                leftover.unlink(missing_ok=True)
 
     def _store_error(self, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> WorldError:
         """Damage (not a database, corrupt pages, text that is not UTF-8) apart from a
