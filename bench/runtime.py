@@ -1,11 +1,14 @@
 """Runtime speed against the storage limit, printed as figures from one run:
 
 1. raw SQLite WAL insert+commit per commit, synchronous=FULL (an fsync: what survives
-   power loss) and NORMAL (survives a killed process), on this disk;
+   power loss) and NORMAL (survives a killed process), on this disk; and the rows one
+   step boundary writes (six events, the output's artifact, the run head) in raw
+   SQLite, no lwtool code: the floor under a step with the spec's event vocabulary;
 2. a 200-step chain of trivial tool.call steps, per-step time in each durability
    mode: goals strict <= 1.5x raw FULL, process <= 3x raw NORMAL;
 3. 100 parallel branches of a 20 ms async tool with maxConcurrency 10 (the world's
-   defaults): goal <= 1.1x the ideal 200 ms;
+   defaults): goal <= 1.1x the ideal 200 ms; beside it the same fan-out in raw
+   asyncio with one raw SQLite commit a branch (what timers and the loop cost alone);
 4. resume of a run of ~1,000 events killed (SIGKILL, a real process) right after its
    last step committed: goal under 20 ms.
 
@@ -33,6 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from _generate import chain_lwir  # noqa: E402
+from store_layout import per_commit  # noqa: E402
 
 from lwtool.runtime.interpreter import resume_run, start_run  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
@@ -76,6 +80,11 @@ def raw_commit(folder: Path, synchronous: str, n: int = 400) -> float:
     return elapsed / n * 1e6
 
 
+def step_rows(folder: Path, synchronous: str) -> float:
+    """Microseconds per commit of one step boundary's rows, raw (bench/store_layout)."""
+    return per_commit(folder, "six rows + artifact row", synchronous, 300)
+
+
 def chain_step(folder: Path, durability: str, steps: int = 200) -> float:
     """Microseconds per step of a chain, start to RunCompleted."""
     lwir = chain_lwir(steps, uses="tool.call")
@@ -107,6 +116,33 @@ def fan_out(folder: Path, durability: str) -> float:
     elapsed = time.perf_counter() - started
     world.close()
     assert len(result["output"]) == 100
+    return elapsed * 1000
+
+
+def raw_fan_out(folder: Path, synchronous: str) -> float:
+    """Milliseconds for the fan-out above without lwtool: 100 tasks, 10 at a time, each
+    sleeping 20 ms then committing one row."""
+    db = sqlite3.connect(folder / f"raw-fan-{synchronous}.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    db.execute("CREATE TABLE e (k TEXT PRIMARY KEY, payload TEXT) WITHOUT ROWID")
+
+    async def fan() -> None:
+        gate = asyncio.Semaphore(10)
+
+        async def branch(n: int) -> None:
+            async with gate:
+                await asyncio.sleep(0.02)
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO e VALUES (?, ?)", (f"i{n:03d}", '{"id":"x"}'))
+            db.execute("COMMIT")
+
+        await asyncio.gather(*(branch(n) for n in range(100)))
+
+    started = time.perf_counter()
+    asyncio.run(fan())
+    elapsed = time.perf_counter() - started
+    db.close()
     return elapsed * 1000
 
 
@@ -164,22 +200,29 @@ def main() -> None:
             folder = Path(tmp) / f"r{round_}"
             folder.mkdir()
             for mode in MODES:
-                keep(f"raw-{mode}", raw_commit(folder, "FULL" if mode == "strict" else "NORMAL"))
+                synchronous = "FULL" if mode == "strict" else "NORMAL"
+                keep(f"raw-{mode}", raw_commit(folder, synchronous))
+                keep(f"rows-{mode}", step_rows(folder, synchronous))
                 keep(f"chain-{mode}", chain_step(folder, mode))
                 keep(f"fan-{mode}", fan_out(folder, mode))
+                keep(f"rawfan-{mode}", raw_fan_out(folder, synchronous))
             ms, count = resume(folder)
             keep("resume", ms)
     med = {name: statistics.median(values) for name, values in figures.items()}
     full, normal = med["raw-strict"], med["raw-process"]
     print(f"raw SQLite WAL insert+commit: synchronous=FULL {full:.0f} us, "
           f"NORMAL {normal:.0f} us")
+    print(f"one step boundary's rows, raw SQLite: FULL {med['rows-strict']:.0f} us = "
+          f"{med['rows-strict'] / full:.2f}x raw FULL, NORMAL {med['rows-process']:.0f} us = "
+          f"{med['rows-process'] / normal:.2f}x raw NORMAL (the floor of a step)")
     print(f"200-step tool.call chain, per step: strict {med['chain-strict']:.0f} us = "
           f"{med['chain-strict'] / full:.2f}x raw FULL (goal <= 1.5x); process "
           f"{med['chain-process']:.0f} us = {med['chain-process'] / normal:.2f}x raw NORMAL "
           "(goal <= 3x)")
     print(f"100 branches x 20 ms tool, maxConcurrency 10: strict {med['fan-strict']:.0f} ms "
           f"= {med['fan-strict'] / 200:.2f}x ideal 200 ms, process {med['fan-process']:.0f} ms "
-          f"= {med['fan-process'] / 200:.2f}x (goal <= 1.1x)")
+          f"= {med['fan-process'] / 200:.2f}x (goal <= 1.1x); raw asyncio + SQLite "
+          f"{med['rawfan-strict']:.0f} ms (FULL) / {med['rawfan-process']:.0f} ms (NORMAL)")
     print(f"resume of a killed {count}-event run: {med['resume']:.1f} ms (goal < 20 ms)")
     print(f"({options.reps} rounds, medians)")
 
