@@ -161,7 +161,7 @@ class LocalWorld(InspectorViews):
                                            check_same_thread=False)
                 # The busy timeout first: any later statement may meet another's lock.
                 self._db.execute("PRAGMA busy_timeout=10000")
-                self._db.execute("PRAGMA journal_mode=WAL")  # new stores are born WAL
+                _ensure_wal(self._db)
                 self._db.execute("PRAGMA synchronous=FULL")
                 # A checkpoint every 4,000 WAL pages (16 MiB) instead of SQLite's 1,000:
                 # pages a run rewrites (its head, index pages) are copied once per
@@ -581,6 +581,22 @@ def _os_reason(exc: OSError) -> str:
                errno.ENOTDIR: "a part of its path is not a folder"}
     reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
     return f"{reason} ({exc.filename})" if exc.filename else reason
+
+
+def _ensure_wal(db: sqlite3.Connection, wait: float = 10.0) -> None:
+    """WAL mode. New stores are made in it; one made before that (rollback journal) is
+    switched by its first opener, which needs every other connection out of a
+    transaction, and SQLite refuses at once rather than wait: retried until `wait`."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or \
+                    time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
 
 
 def _add_hash_chain(db: sqlite3.Connection) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.world.base import NewEvent, StoreDamaged
-from lwtool.world.local import LocalWorld
+from lwtool.world.local import LocalWorld, _ensure_wal
 from tests.conftest import edit_store
 
 VERSION = workflow_version_id({"kind": "Workflow"})
@@ -165,6 +165,37 @@ def test_first_open_waits_for_a_faster_openers_write(tmp_path: Path,
     world.register_version(VERSION, {"kind": "Workflow"})
     assert holders and world.list_runs() == []
     assert (tmp_path / "data/events/events.db").read_bytes()[18:20] == b"\x02\x02"  # WAL
+
+
+def test_an_older_rollback_journal_store_is_switched_to_wal_despite_a_writer(
+        tmp_path: Path) -> None:
+    """A store made before stores were born WAL: its first opener switches it, and
+    waits for a writer rather than being refused at once."""
+    LocalWorld(tmp_path / "data").close()
+    db_path = tmp_path / "data" / "events" / "events.db"
+    sqlite3.connect(db_path).execute("PRAGMA journal_mode=DELETE").connection.close()
+    writer = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, writer.rollback).start()
+    world = LocalWorld(tmp_path / "data")
+    world.register_version(VERSION, {"kind": "Workflow"})
+    assert world._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    writer.close()
+
+
+def test_a_switch_to_wal_held_off_past_its_wait_is_refused_as_locked(tmp_path: Path) -> None:
+    db_path = tmp_path / "old.db"
+    sqlite3.connect(db_path).execute("CREATE TABLE t (x)").connection.close()
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    opener = sqlite3.connect(db_path, isolation_level=None)
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _ensure_wal(opener, wait=0.2)
+    assert 0.2 <= time.monotonic() - started < 5
+    writer.rollback()
+    _ensure_wal(opener, wait=0.2)
+    assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_concurrent_first_opens_by_processes(tmp_path: Path) -> None:
