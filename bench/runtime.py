@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from _generate import chain_lwir  # noqa: E402
-from store_layout import per_commit  # noqa: E402
+from store_layout import KEYED, per_commit  # noqa: E402
 
 from lwtool.runtime.interpreter import resume_run, start_run  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
@@ -82,7 +82,7 @@ def raw_commit(folder: Path, synchronous: str, n: int = 400) -> float:
 
 def step_rows(folder: Path, synchronous: str) -> float:
     """Microseconds per commit of one step boundary's rows, raw (bench/store_layout)."""
-    return per_commit(folder, "six rows + artifact row", synchronous, 300)
+    return per_commit(folder, KEYED, synchronous, 300)[0]
 
 
 def chain_step(folder: Path, durability: str, steps: int = 200) -> float:

@@ -1,10 +1,11 @@
 """What the event store's row layout costs, in raw SQLite (no lwtool code): one commit
-per step boundary of a trivial step, as the local world writes it (six event rows, the
-inline output's artifact row, the run head), without the artifact row, and with the six
-events packed in one row; each in synchronous FULL (strict) and NORMAL (process).
-
-It answers whether changing the store's format (issue 13's remaining levers) could
-bring a step near the raw one-row commit that bench/runtime.py compares against.
+per step boundary of a trivial step, as the local world writes it (six event rows of
+the sizes a tool.call step's events have, the inline output's artifact row, the run
+head) in the layout stores are made with now (events keyed run_no * 2**32 + seq, the
+rowid) and in format 2's ((run_id, seq) WITHOUT ROWID, which rebalanced its B-tree on
+nearly every append); the keyed rows without the artifact row; and the six events
+packed in one row. Each in synchronous FULL (strict) and NORMAL (process), with the WAL
+frames (pages) a commit writes.
 
 Run: .venv/bin/python bench/store_layout.py [--commits N] [--rounds N] [--dir DIR]
 """
@@ -14,53 +15,70 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sqlite3
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-LAYOUTS = ("six rows + artifact row", "six rows", "one row")
-PAYLOAD = json.dumps({"stepId": "s", "uses": "tool.call", "visit": 0, "attempt": 1,
-                      "envelope": {"output": {"value": "x" * 40},
-                                   "outputRef": "artifact://sha256:" + "a" * 64,
-                                   "artifacts": [], "metadata": {"uses": "tool.call"}}})
-SCHEMA = """
+KEYED = "keyed rows + artifact row"
+LAYOUTS = (KEYED, "(run_id, seq) rows + artifact row", "keyed rows", "one row")
+# A tool.call step's six events: StepAttemptStarted, harness.session.started,
+# harness.execute_step.started / .succeeded, harness.session.completed, StepCompleted.
+SIZES = (170, 754, 144, 119, 122, 345)
+RUN = "run_019ae5c0b1d2f00d"
+SCHEMA = f"""
 CREATE TABLE runs (run_id TEXT PRIMARY KEY, last_seq INTEGER, last_hash TEXT,
-                   updated_at REAL);
-CREATE TABLE events (run_id TEXT, seq INTEGER, type TEXT, step_path TEXT, payload TEXT,
-                     at REAL, hash TEXT, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+                   updated_at REAL, run_no INTEGER);
 CREATE TABLE artifacts (ref TEXT PRIMARY KEY, data BLOB) WITHOUT ROWID;
-INSERT INTO runs VALUES ('r', 0, '', 0);
+INSERT INTO runs VALUES ('{RUN}', 0, '', 0, 7);
 """
-INSERT = "INSERT INTO events VALUES ('r', ?, 'StepCompleted', 's', ?, 0, 'h')"
+EVENTS = {
+    True: "CREATE TABLE events (id INTEGER PRIMARY KEY, run_id TEXT, seq INTEGER, type TEXT, "
+          "step_path TEXT, payload TEXT, at REAL, hash TEXT)",
+    False: "CREATE TABLE events (run_id TEXT, seq INTEGER, type TEXT, step_path TEXT, "
+           "payload TEXT, at REAL, hash TEXT, PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+}
+INSERT = {
+    True: "INSERT INTO events VALUES (? + 7 * 4294967296, ?, ?, 'StepCompleted', 's', ?, "
+          "1.5, ?)",
+    False: "INSERT INTO events VALUES (?, ?, 'StepCompleted', 's', ?, 1.5, ?)",
+}
+HASH = "v2:" + "a" * 64
 
 
-def per_commit(folder: Path, layout: str, synchronous: str, commits: int) -> float:
-    """Microseconds per step-boundary commit."""
-    db = sqlite3.connect(folder / f"{layout.replace(' ', '-')}-{synchronous}.db",
-                         isolation_level=None)
+def per_commit(folder: Path, layout: str, synchronous: str, commits: int
+               ) -> tuple[float, float]:
+    """(microseconds per step-boundary commit, WAL frames per commit)."""
+    keyed = layout != "(run_id, seq) rows + artifact row"
+    path = folder / f"{layout.replace(' ', '-')}-{synchronous}.db"
+    db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
-    db.executescript(SCHEMA)
+    db.execute("PRAGMA wal_autocheckpoint=0")  # frames are counted from the WAL's size
+    db.executescript(SCHEMA + EVENTS[keyed])
     seq = 0
     started = time.perf_counter()
     for n in range(commits):
         db.execute("BEGIN IMMEDIATE")
-        if layout == "one row":
-            db.execute(INSERT, (seq, json.dumps([PAYLOAD] * 6)))
+        if layout == "one row":  # keyed, the six payloads in one JSON array
+            db.execute(INSERT[True], (seq + 1, RUN, seq + 1,
+                                      json.dumps(["x" * size for size in SIZES]), HASH))
         else:
-            db.executemany(INSERT, [(seq + k, PAYLOAD) for k in range(6)])
-        if layout == "six rows + artifact row":
+            rows = [(RUN, seq + k + 1, "x" * size, HASH) for k, size in enumerate(SIZES)]
+            db.executemany(INSERT[keyed], [(r[1], *r) for r in rows] if keyed else rows)
+        if layout.endswith("artifact row"):
             db.execute("INSERT INTO artifacts VALUES (?, ?)",
-                       (hashlib.sha256(str(n).encode()).hexdigest(), PAYLOAD.encode()))
+                       (hashlib.sha256(str(n).encode()).hexdigest(), b"y" * 60))
         seq += 6
         db.execute("UPDATE runs SET last_seq = ?, last_hash = 'h', updated_at = 1 "
-                   "WHERE run_id = 'r'", (seq,))
+                   "WHERE run_id = ?", (seq, RUN))
         db.execute("COMMIT")
     elapsed = time.perf_counter() - started
+    frames = os.path.getsize(f"{path}-wal") / (4096 + 24) / commits
     db.close()
-    return elapsed / commits * 1e6
+    return elapsed / commits * 1e6, frames
 
 
 def main() -> None:
@@ -79,7 +97,9 @@ def main() -> None:
                     folder = Path(scratch) / f"{round_}"
                     folder.mkdir(exist_ok=True)
                     rounds.append(per_commit(folder, layout, synchronous, args.commits))
-                figures.append(f"{layout} {statistics.median(rounds):.0f} us")
+                micros = statistics.median(r[0] for r in rounds)
+                frames = statistics.median(r[1] for r in rounds)
+                figures.append(f"{layout} {micros:.0f} us ({frames:.1f} pages)")
             print(f"synchronous={synchronous}: " + "; ".join(figures))
 
 

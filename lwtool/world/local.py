@@ -15,9 +15,10 @@ A run in `process` durability commits everything without the fsync (WAL with
 synchronous=NORMAL: a killed process loses nothing, power loss may lose the last
 commits, and the log is never corrupted either way).
 
-Artifacts up to 256 KiB live in the database, written in the same transaction as (and
-before) the events that name them; larger ones are files written to a temp name,
-fsynced and renamed before the referring event is appended.
+Events are keyed by their run's number and seq (see KEY_SPAN; older stores keep their
+(run_id, seq) key). Artifacts up to 256 KiB live in the database, written in the same
+transaction as (and before) the events that name them; larger ones are files written
+to a temp name, fsynced and renamed before the referring event is appended.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ from lwtool.world.rows import checked
 from lwtool.world.views import InspectorViews
 
 INLINE_ARTIFACT_LIMIT = 256 * 1024
+# Stores made from format 3 on key each event by its run's number and its seq (run_no *
+# 2**32 + seq, the table's rowid): a run's events are one key range, appended in
+# order, so a commit rewrites about half the pages a (run_id, seq) WITHOUT ROWID key
+# did (B-tree rebalancing of that index on nearly every append). Older stores keep
+# their layout and are read and written as they are.
+KEY_SPAN = 2 ** 32
+MAX_SEQ = KEY_SPAN - 1
 WAL_CHECKPOINT_PAGES = 4000
 LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skills-cache")
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -80,37 +88,42 @@ CREATE TABLE IF NOT EXISTS runs (
   input TEXT NOT NULL,
   options TEXT NOT NULL,
   last_seq INTEGER NOT NULL DEFAULT 0,
-  last_hash TEXT NOT NULL DEFAULT ''
+  last_hash TEXT NOT NULL DEFAULT '',
+  run_no INTEGER
 );
 CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   type TEXT NOT NULL,
   step_path TEXT,
   payload TEXT NOT NULL,
   at REAL NOT NULL,
-  hash TEXT,
-  PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+  hash TEXT
+);
 CREATE TABLE IF NOT EXISTS artifacts (
   ref TEXT PRIMARY KEY,
   data BLOB NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_by_number ON runs (run_no);
 """
 
 
-def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float
-             ) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
+def _chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float,
+             base: int | None) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
     """The events as committed, their rows (payloads serialized once, each hash chained
-    on the one before) and the run's head after them."""
+    on the one before; keyed `base + seq` in a keyed store) and the run's head after."""
     seq, prev = head
     out, rows = [], []
+    if seq + len(events) > MAX_SEQ:
+        raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
     for event in events:
         seq += 1
         text = dumps_text(event.payload)
         prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
         out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
-        rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+        row = (run_id, seq, event.type, event.step_path, text, now, prev)
+        rows.append(row if base is None else (base + seq, *row))
     return out, rows, (seq, prev)
 
 
@@ -139,6 +152,7 @@ class LocalWorld(InspectorViews):
             raise StoreUnavailable(f"cannot use the data dir {self.data_dir}: {reason}") from None
         self._lock = threading.Lock()
         self._heads: dict[str, tuple[int, str]] = {}  # run -> (last seq, hash) committed here
+        self._bases: dict[str, int] = {}  # run -> its first event key - 1 (keyed stores)
         # On a read-only file system nothing can write: the store is opened read-only
         # and writing is refused with the reason. Commits the last writer left in the
         # -wal file are read through it (SQLite reads a WAL store read-only when its
@@ -174,6 +188,8 @@ class LocalWorld(InspectorViews):
                                    "lwtool's tables")
             if not self.read_only:
                 _add_hash_chain(self._db)
+            self._keyed = "id" in {r[1] for r in self._db.execute(
+                "PRAGMA table_info(events)")}
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._store_error(exc) from None
 
@@ -196,7 +212,7 @@ class LocalWorld(InspectorViews):
             db = sqlite3.connect(temp, isolation_level=None)
             try:
                 db.executescript(_SCHEMA)
-                db.execute("PRAGMA user_version = 2")
+                db.execute("PRAGMA user_version = 3")
                 # WAL is written into the file's header: openers never switch the
                 # journal mode (which takes an exclusive lock other first opens hold
                 # off). Closing the only connection removes the temp's -wal/-shm.
@@ -321,8 +337,16 @@ class LocalWorld(InspectorViews):
         with self._tx(durable) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise WorldError(f"run {run_id} already exists")
-            db.execute("INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')",
-                       (run_id, version_id, now, now, dumps_text(run_input), dumps_text(options)))
+            run_no = _next_run_no(db) if self._keyed else None
+            db.execute("INSERT INTO runs (run_id, version_id, status, created_at, updated_at, "
+                       "input, options, last_seq, last_hash"
+                       f"{', run_no' if self._keyed else ''}) VALUES (?, ?, 'running', ?, ?, "
+                       f"?, ?, 0, ''{', ?' if self._keyed else ''})",
+                       (run_id, version_id, now, now, dumps_text(run_input),
+                        dumps_text(options), *([run_no] if self._keyed else [])))
+            if run_no is not None:
+                self._bases[run_id] = run_no * KEY_SPAN
+            self._heads[run_id] = (0, GENESIS)
             committed, head = self._insert(db, run_id, first_events, None, now)
         self._heads[run_id] = head
         return committed
@@ -347,19 +371,24 @@ class LocalWorld(InspectorViews):
         world committed last is taken on trust, but only moved if the stored one still
         matches it (one UPDATE; else it is read and the events chained again)."""
         head = self._heads.get(run_id)
+        insert = _INSERT_KEYED if self._keyed else _INSERT
         if head is not None:
-            out, rows, new_head = _chained(run_id, head, events, now)
+            out, rows, new_head = _chained(run_id, head, events, now, self._bases.get(run_id))
             if self._move_head(db, run_id, head, new_head, status, now):
-                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                db.executemany(insert, rows)
                 return out, new_head
-        row = db.execute("SELECT last_seq, last_hash FROM runs WHERE run_id = ?",
-                         (run_id,)).fetchone()
+        row = db.execute(f"SELECT last_seq, last_hash{', run_no' if self._keyed else ''} "
+                         "FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id}")
-        head = tuple(checked([row], rows_shape.HEAD, f"run {run_id}: its head")[0])
-        out, rows, new_head = _chained(run_id, head, events, now)
+        head = tuple(checked([row[:2]], rows_shape.HEAD, f"run {run_id}: its head")[0])
+        if self._keyed:
+            if type(row[2]) is not int or not 0 < row[2] < KEY_SPAN:
+                raise StoreDamaged(f"run {run_id}: its run number is damaged ({row[2]!r})")
+            self._bases[run_id] = row[2] * KEY_SPAN
+        out, rows, new_head = _chained(run_id, head, events, now, self._bases.get(run_id))
         self._move_head(db, run_id, head, new_head, status, now)
-        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany(insert, rows)
         return out, new_head
 
     @staticmethod
@@ -413,9 +442,8 @@ class LocalWorld(InspectorViews):
         log is verified against its hash chain first: replay never trusts an edited one."""
         if types:
             marks = ",".join("?" * len(types))
-            rows = self._read("SELECT seq, type, step_path, payload, at, hash FROM events "
-                              f"WHERE run_id = ? AND type IN ({marks}) ORDER BY seq",
-                              (run_id, *types))
+            rows = self._read(f"SELECT {_EVENT_COLUMNS} {self._events_of_run()[0]} = ? "
+                              f"AND e.type IN ({marks}) ORDER BY e.seq", (run_id, *types))
             checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         else:
             rows = self._chained_rows(run_id)
@@ -424,12 +452,22 @@ class LocalWorld(InspectorViews):
         except ValueError as exc:
             raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
+    def _events_of_run(self) -> tuple[str, str]:
+        """(`FROM ... WHERE <run id column>`, that column): the events `e` of the runs
+        a condition on the run id picks (append `= ?` or `IN (...)`), in this store's
+        layout. Keyed stores scan each run's key range, older ones their (run_id, seq)
+        key."""
+        if self._keyed:
+            return (f"FROM runs r JOIN events e ON e.id BETWEEN r.run_no * {KEY_SPAN} + 1 "
+                    f"AND r.run_no * {KEY_SPAN} + {MAX_SEQ} WHERE r.run_id", "r.run_id")
+        return "FROM events e WHERE e.run_id", "e.run_id"
+
     def _chained_rows(self, run_id: str) -> list[Any]:
         rows, head, mistyped = self._snapshot(
-            ("SELECT seq, type, step_path, payload, at, hash FROM events WHERE run_id = ? "
-             "ORDER BY seq", (run_id,)),
+            (f"SELECT {_EVENT_COLUMNS} {self._events_of_run()[0]} = ? ORDER BY e.seq",
+             (run_id,)),
             ("SELECT last_seq, last_hash FROM runs WHERE run_id = ?", (run_id,)),
-            (_MISTYPED_EVENTS, (run_id,)))
+            (f"SELECT count(*) {self._events_of_run()[0]} = ? AND {_MISTYPED}", (run_id,)))
         if mistyped[0][0]:  # SQLite counted them; the row check says which and how
             checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         checked(head, rows_shape.HEAD, f"run {run_id}: its head")
@@ -634,13 +672,28 @@ def chain_run(db: sqlite3.Connection, run_id: str) -> None:
                (last, prev, run_id))
 
 
-# The rows of a run whose values do not have the types rows_shape.CHAINED_EVENT asks
-# for, counted by SQLite (the same check as `checked`, without a Python call a value).
-_MISTYPED_EVENTS = (
-    "SELECT count(*) FROM events WHERE run_id = ? AND NOT (typeof(seq) = 'integer' AND "
-    "typeof(type) = 'text' AND typeof(step_path) IN ('text', 'null') AND "
-    "typeof(payload) = 'text' AND typeof(at) IN ('real', 'integer') AND "
-    "typeof(hash) IN ('text', 'null'))")
+_EVENT_COLUMNS = "e.seq, e.type, e.step_path, e.payload, e.at, e.hash"
+_INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_KEYED = ("INSERT INTO events (id, run_id, seq, type, step_path, payload, at, hash) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+# Rows whose values do not have the types rows_shape.CHAINED_EVENT asks for, counted by
+# SQLite (the same check as `checked`, without a Python call a value).
+_MISTYPED = (
+    "NOT (typeof(e.seq) = 'integer' AND typeof(e.type) = 'text' AND "
+    "typeof(e.step_path) IN ('text', 'null') AND typeof(e.payload) = 'text' AND "
+    "typeof(e.at) IN ('real', 'integer') AND typeof(e.hash) IN ('text', 'null'))")
+
+
+def _next_run_no(db: sqlite3.Connection) -> int:
+    """A number no run has used: above every run's and every event key's (the events
+    of a run row someone deleted keep their range)."""
+    top_run, top_key = db.execute("SELECT (SELECT max(run_no) FROM runs), "
+                                  "(SELECT max(id) FROM events)").fetchone()
+    number = max(int(top_run or 0), int(top_key or 0) // KEY_SPAN) + 1
+    if number >= KEY_SPAN:
+        raise StoreUnavailable("the event store has no run numbers left")
+    return number
 
 # Content-addressed: an existing row is rewritten only when its bytes differ (damaged).
 _PUT_INLINE = ("INSERT INTO artifacts VALUES (?, ?) ON CONFLICT(ref) DO UPDATE "

@@ -22,10 +22,13 @@ _LIST_COLUMNS = "run_id, version_id, status, created_at, updated_at"
 
 
 class InspectorViews:
-    """Mixed into LocalWorld (`_read`, `_artifact_file` and `_artifact_errors` are its
-    own)."""
+    """Mixed into LocalWorld (`_read`, `_events_of_run`, `_artifact_file` and
+    `_artifact_errors` are its own)."""
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _events_of_run(self) -> tuple[str, str]:
         raise NotImplementedError
 
     def _artifact_file(self, digest: str) -> Path:
@@ -55,8 +58,10 @@ class InspectorViews:
         if not run_ids:
             return {}
         marks = ",".join("?" * len(run_ids))
-        rows = self._read(f"SELECT run_id, payload FROM events WHERE run_id IN ({marks}) "
-                          "AND type = 'harness.model.responded'", tuple(run_ids))
+        source, run = self._events_of_run()
+        rows = self._read(f"SELECT {run}, e.payload {source} "
+                          f"IN ({marks}) AND e.type = 'harness.model.responded'",
+                          tuple(run_ids))
         out: dict[str, list[str]] = {}
         for run_id, payload in rows:
             out.setdefault(str(run_id), []).append(str(payload))

@@ -42,8 +42,9 @@ EDITS = {
     "events swapped": ("UPDATE events SET seq = 100 WHERE seq = 2; UPDATE events SET seq = 2 "
                        "WHERE seq = 3; UPDATE events SET seq = 3 WHERE seq = 100",
                        "event 2 (StepCompleted) does not match"),
-    "event forged": ("INSERT INTO events VALUES ('run_a', 5, 'RunCompleted', NULL, '{}', 1.0, "
-                     "'00')", "event 5 (RunCompleted) does not match its hash"),
+    "event forged": ("INSERT INTO events (run_id, seq, type, step_path, payload, at, hash) "
+                     "VALUES ('run_a', 5, 'RunCompleted', NULL, '{}', 1.0, '00')",
+                     "event 5 (RunCompleted) does not match its hash"),
     "timestamp moved": ("UPDATE events SET at = at + 1 WHERE seq = 3",
                         "event 3 (StepCompleted) does not match its hash"),
 }

@@ -1,0 +1,124 @@
+"""The event table's layouts: stores made now key each event by its run's number and
+its seq (one key range a run, appended in order); stores made before keep their
+(run_id, seq) layout and are read and written as they are."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lwtool.canonical.digest import workflow_version_id
+from lwtool.world.base import NewEvent, StoreDamaged, WorldError
+from lwtool.world.local import KEY_SPAN, MAX_SEQ, LocalWorld, _chained
+
+VERSION = workflow_version_id({"kind": "Workflow"})
+REPLY = "harness.model.responded"
+
+# The schema lwtool wrote before event keys (format 2), as such a store holds it.
+FORMAT_2 = """
+CREATE TABLE versions (version_id TEXT PRIMARY KEY, lwir TEXT NOT NULL);
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, version_id TEXT NOT NULL REFERENCES
+  versions(version_id), status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL
+  NOT NULL, input TEXT NOT NULL, options TEXT NOT NULL, last_seq INTEGER NOT NULL DEFAULT
+  0, last_hash TEXT NOT NULL DEFAULT '');
+CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+  step_path TEXT, payload TEXT NOT NULL, at REAL NOT NULL, hash TEXT,
+  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE artifacts (ref TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = 2;
+PRAGMA journal_mode = WAL;
+"""
+
+
+def _interleave(world: LocalWorld, other: LocalWorld) -> None:
+    """Two runs, written by two connections, their commits interleaved."""
+    for run_id, by in (("run_a", world), ("run_b", other)):
+        by.register_version(VERSION, {"kind": "Workflow"})
+        by.create_run(run_id, VERSION, {}, {}, [NewEvent("RunStarted", {"run": run_id})])
+    for n in range(1, 30):
+        for run_id, by in (("run_a", world), ("run_b", other)):
+            by.append(run_id, [NewEvent(REPLY, {"n": n, "usage": {}}, f"s{n}"),
+                               NewEvent("StepCompleted", {"n": n}, f"s{n}")])
+
+
+def _check_two_runs(data: Path) -> None:
+    fresh = LocalWorld(data)
+    for run_id in ("run_a", "run_b"):
+        events = fresh.events(run_id)
+        assert [e.seq for e in events] == list(range(1, 60))
+        assert events[0].payload == {"run": run_id}
+        assert [e.payload["n"] for e in fresh.events(run_id, [REPLY])] == list(range(1, 30))
+    replies = fresh.model_replies(["run_a", "run_b", "run_none"])
+    assert sorted(replies) == ["run_a", "run_b"] and len(replies["run_a"]) == 29
+    assert fresh.events("run_none") == []
+
+
+def test_a_new_store_keys_each_run_as_one_range(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _interleave(LocalWorld(data), LocalWorld(data))
+    _check_two_runs(data)
+    db = sqlite3.connect(data / "events" / "events.db")
+    numbers = dict(db.execute("SELECT run_id, run_no FROM runs"))
+    assert sorted(numbers.values()) == [1, 2]
+    for run_id, run_no in numbers.items():
+        keys = [k - run_no * KEY_SPAN for (k,) in db.execute(
+            "SELECT id FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
+        assert keys == list(range(1, 60))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+
+
+def test_a_format_2_store_is_used_as_it_is(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "events").mkdir(parents=True)
+    db = sqlite3.connect(data / "events" / "events.db")
+    db.executescript(FORMAT_2)
+    db.close()
+    _interleave(LocalWorld(data), LocalWorld(data))
+    _check_two_runs(data)
+    db = sqlite3.connect(data / "events" / "events.db")
+    assert "id" not in {r[1] for r in db.execute("PRAGMA table_info(events)")}
+    assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 2 * 59
+    assert LocalWorld(data, read_only=True).events("run_a")[-1].seq == 59
+
+
+def test_run_numbers_are_never_reused(tmp_path: Path) -> None:
+    """A run row deleted behind lwtool's back leaves its events' keys taken: the next
+    run is numbered above them, not given the deleted run's number."""
+    data = tmp_path / "data"
+    world = LocalWorld(data)
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("run_a", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    world.create_run("run_b", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    world.close()
+    db = sqlite3.connect(data / "events" / "events.db", isolation_level=None)
+    db.execute("DELETE FROM runs WHERE run_id = 'run_b'")
+    db.close()
+    world = LocalWorld(data)
+    world.create_run("run_c", VERSION, {}, {}, [NewEvent("RunStarted", {"c": 1})])
+    world.append("run_c", [NewEvent("RunCompleted", {})])
+    assert [e.payload for e in world.events("run_c")] == [{"c": 1}, {}]
+    assert world._db.execute("SELECT run_no FROM runs WHERE run_id = 'run_c'"
+                             ).fetchone()[0] == 3
+
+
+def test_a_damaged_run_number_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    world = LocalWorld(data)
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("run_a", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    world.close()
+    db = sqlite3.connect(data / "events" / "events.db", isolation_level=None)
+    db.execute("UPDATE runs SET run_no = 'x' WHERE run_id = 'run_a'")
+    db.close()
+    with pytest.raises(StoreDamaged, match="run run_a: its run number is damaged"):
+        LocalWorld(data).append("run_a", [NewEvent("RunCompleted", {})])
+
+
+def test_a_run_cannot_outgrow_its_key_range() -> None:
+    with pytest.raises(WorldError, match="would exceed 4,294,967,295 events"):
+        _chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {}), NewEvent("B", {})], 1.0,
+                 KEY_SPAN)
+    _, rows, head = _chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {})], 1.0, KEY_SPAN)
+    assert head[0] == MAX_SEQ and rows[0][0] == KEY_SPAN + MAX_SEQ
