@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 KEYED = "keyed rows + artifact row"
-LAYOUTS = (KEYED, "(run_id, seq) rows + artifact row", "keyed rows", "one row")
+UNKEYED = "(run_id, seq) rows + artifact row"  # format 2
+LAYOUTS = (KEYED, UNKEYED, "keyed rows", "one row")
 # A tool.call step's six events: StepAttemptStarted, harness.session.started,
 # harness.execute_step.started / .succeeded, harness.session.completed, StepCompleted.
 SIZES = (170, 754, 144, 119, 122, 345)
@@ -51,7 +52,7 @@ HASH = "v2:" + "a" * 64
 def per_commit(folder: Path, layout: str, synchronous: str, commits: int
                ) -> tuple[float, float]:
     """(microseconds per step-boundary commit, WAL frames per commit)."""
-    keyed = layout != "(run_id, seq) rows + artifact row"
+    keyed = layout != UNKEYED
     path = folder / f"{layout.replace(' ', '-')}-{synchronous}.db"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
