@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.world.base import NewEvent, StoreDamaged, WorldError
+from lwtool.world.base import NewEvent, StoreDamaged, StoreUnavailable, WorldError
 from lwtool.world.local import KEY_SPAN, MAX_SEQ, LocalWorld, _chained
 
 VERSION = workflow_version_id({"kind": "Workflow"})
@@ -122,3 +122,18 @@ def test_a_run_cannot_outgrow_its_key_range() -> None:
                  KEY_SPAN)
     _, rows, head = _chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {})], 1.0, KEY_SPAN)
     assert head[0] == MAX_SEQ and rows[0][0] == KEY_SPAN + MAX_SEQ
+
+
+def test_a_store_out_of_run_numbers_refuses_a_new_run(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    world = LocalWorld(data)
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("run_a", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    world.close()
+    db = sqlite3.connect(data / "events" / "events.db", isolation_level=None)
+    db.execute("UPDATE runs SET run_no = ? WHERE run_id = 'run_a'", (MAX_SEQ,))
+    db.close()
+    world = LocalWorld(data)
+    with pytest.raises(StoreUnavailable, match="no run numbers left"):
+        world.create_run("run_b", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    assert [r.run_id for r in world.list_runs()] == ["run_a"]
