@@ -27,11 +27,14 @@ def model_slot(slot_id: str, model: str, description: str | None = None) -> dict
 def planner(*, model: str | None = None, system: str | None = None,
             skills: Iterable[str] = (), plan: str | None = None,
             max_revisions: int | None = None, max_outer_cycles: int | None = None,
-            supervise: str | None = None, harness: str | None = None) -> dict[str, Any]:
+            supervise: str | None = None, harness: str | None = None,
+            max_code_sandbox: dict[str, str] | None = None) -> dict[str, Any]:
+    """`max_code_sandbox`: the widest code.run sandbox a plan may ask for, e.g.
+    `{"fs": "read"}` (default: network, env and fs all deny)."""
     settings = {"model": model, "system": system, "skills": list(skills) or None,
                 "plan": plan, "maxWorkflowRevisions": max_revisions,
                 "maxOuterCycles": max_outer_cycles, "supervise": supervise,
-                "harness": harness}
+                "harness": harness, "maxCodeSandbox": max_code_sandbox or None}
     return {k: v for k, v in settings.items() if v is not None}
 
 

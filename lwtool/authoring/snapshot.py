@@ -75,6 +75,8 @@ def definition_snapshot(definition: dict[str, Any], base: Path | None = None) ->
             "skillsHash": sha256_of_json(skills_identity(planner.get("skills"), base)),
             "plan": planner.get("plan"),
             "maxWorkflowRevisions": planner.get("maxWorkflowRevisions"),
+            **({"maxCodeSandbox": planner["maxCodeSandbox"]}  # absent: every setting deny
+               if planner.get("maxCodeSandbox") else {}),
         },
         "workerConfig": {
             "harnessId": worker.get("harness", DEFAULT_HARNESS),

@@ -26,6 +26,7 @@ from lwtool.harness.bash import BashOptions
 from lwtool.harness.scripted import ScriptedModel
 from lwtool.harness.session import SESSION_PATH, SessionSpec, run_session
 from lwtool.harness.stores import MemoryConfig
+from lwtool.planner.grant import Grant, describe, excesses
 from lwtool.planner.prompt import SUBMIT_TOOL, planner_system, request_message
 from lwtool.planner.repair import check_draft, rejection
 from lwtool.planner.request import OrchestrationRequest, RequestInvalid, build_request
@@ -93,7 +94,9 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         skills=tuple(_skill_source(s, skills_base) for s in planner.get("skills") or ()),
         bash=bash, identity=_identity(request))
     say(f"planning {request.workflow_id} (planner run {run_id})")
-    result = await run_session(world, spec, ToolRegistry({SUBMIT_TOOL: submit_tool(world)}),
+    grant = Grant.of(definition)
+    result = await run_session(world, spec,
+                               ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),
                                run_id=run_id, timeout=timeout, finish=finish)
     final = result.final
     if not isinstance(final, dict) or final.get("accepted") is not True:
@@ -103,17 +106,23 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
     version_id = str(final["workflowVersionId"])
     lwir = world.get_version(version_id)
     assert lwir is not None, version_id
+    over = excesses(lwir, grant)  # a version locked before its definition was narrowed
+    if over:
+        raise RunFailedError(run_id, version_id, "runtime_config_error",
+                             f"the planned version asks for more than the definition "
+                             f"grants: {describe(over)}")
     return PlanResult(version_id, lwir, run_id, rejected + 1,
                       list(final.get("addedNeeds") or []), result.usage)
 
 
-def submit_tool(world: World) -> Tool:
-    """`submit_workflow(<LWIR>)`: check the draft; lock it, or return its findings."""
+def submit_tool(world: World, grant: Grant | None = None) -> Tool:
+    """`submit_workflow(<LWIR>)`: check the draft (inside `grant`, where given); lock it,
+    or return its findings."""
 
     async def submit_workflow(draft: Any) -> dict[str, Any]:
         data = json.dumps(draft, ensure_ascii=False, sort_keys=True).encode("utf-8")
         draft_ref = await world.put_artifact(data)
-        check = check_draft(draft)
+        check = check_draft(draft, grant)
         if not check.ok:
             return {**rejection(check), "draftRef": draft_ref}
         version_id = workflow_version_id(check.lwir)

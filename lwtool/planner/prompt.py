@@ -37,7 +37,8 @@ steps read the loop's steps with .lastOutput or .allVisits, never .output.
 "{{{{ item.id }}}}", "maxBranches": <=100, "maxConcurrency": <=10, "failureMode": \
 "all_settled" | "fail_fast", "fanIn": {{"order": "input", "output": "array"}}}}, and \
 "steps": [the body, run once per item; the body reads {{{{ item }}}}].
-- code.run: only when the request asks for code; most workflows need none.
+- code.run: only when the request asks for code; most workflows need none. Its \
+"sandbox" (network, env, fs) may be no wider than the request's maxCodeSandbox.
 
 Expressions are written {{{{ ... }}}} inside strings: input.<field>, \
 steps.<id>.output(.<field>), steps.<id>.lastOutput, steps.<id>.allVisits, item, \
@@ -45,7 +46,8 @@ comparisons (== != < <= > >=), and/or/not, and the functions length, coalesce, l
 upper, trim, join, keys, contains, json, string, sha256. A string that is exactly one \
 expression keeps the value's type. Schemas are JSON Schema (type, properties, required, \
 items, enum, minimum/maximum, minLength/maxLength, additionalProperties). Use only the \
-request's tools and model slot ids, and list each one used under permissions.
+request's tools and model slot ids, and list each one used under permissions: anything \
+else is refused.
 
 Example (a tool, then a model that summarizes it):
 {json.dumps({

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from lwtool.planner.grant import Grant, excesses
 from lwtool.planner.needs import AddedNeed, infer_needs
 
 MAX_TEXT = 240
@@ -27,8 +28,9 @@ class DraftCheck:
         return not self.findings
 
 
-def check_draft(draft: Any) -> DraftCheck:
-    """The draft with inferred needs and its error findings (none: it is valid LWIR)."""
+def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
+    """The draft with inferred needs and its error findings (none: it is valid LWIR
+    and, with a `grant`, asks for nothing the definition does not grant)."""
     from lwtool.source.loader import LoadFailed, load_text
     from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
@@ -53,9 +55,11 @@ def check_draft(draft: Any) -> DraftCheck:
         findings_json = [_finding("lwir.unknown_kind", "/kind", "kind must be Workflow",
                                   lwir.get("kind"))]
         return DraftCheck(lwir, findings_json, added)
-    compact = [_finding(f.code, f.pointer, f.message, _at(lwir, f.pointer))
-               for f in findings[:MAX_FINDINGS]]
-    return DraftCheck(lwir, compact, added)
+    over = [_finding(e.code, e.pointer, e.message, e.text)
+            for e in excesses(lwir, grant)] if grant is not None else []
+    compact = over + [_finding(f.code, f.pointer, f.message, _at(lwir, f.pointer))
+                      for f in findings[:MAX_FINDINGS]]
+    return DraftCheck(lwir, compact[:MAX_FINDINGS], added)
 
 
 def _finding(code: str, pointer: str, message: str, text: Any) -> dict[str, Any]:

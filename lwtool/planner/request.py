@@ -12,6 +12,7 @@ from typing import Any
 
 from lwtool.authoring.snapshot import definition_hash, slot_id
 from lwtool.harness.agent import tool_schema
+from lwtool.planner.grant import Grant
 from lwtool.runtime.errors import CauseCode
 from lwtool.tools import ToolRegistry
 
@@ -45,7 +46,8 @@ class OrchestrationRequest:
                    "goal": self.definition.get("description", ""),
                    "inputSchema": (self.definition.get("input") or {}).get("schema"),
                    "outputSchema": (self.output or {}).get("schema"),
-                   "modelSlots": self.model_slots, "tools": self.tools, "input": self.input}
+                   "modelSlots": self.model_slots, "tools": self.tools,
+                   "maxCodeSandbox": Grant.of(self.definition).sandbox, "input": self.input}
         if self.outer_loop is not None:
             request["outerLoop"] = self.outer_loop
         return request

@@ -65,6 +65,10 @@ OTHER_CODES: dict[str, str] = {
     "lock.missing": "an LWIR file has no lock beside it",
     "lock.invalid": "the lock file is not a valid lwtool lock",
     "generate.stale": "a generated file no longer matches what its generator gives",
+    "grant.tool": "a planner's draft lists a tool its definition does not declare",
+    "grant.model": "a planner's draft lists a model slot its definition does not have",
+    "grant.sandbox": "a planner's draft asks for a code.run sandbox wider than its "
+                     "definition's planner.maxCodeSandbox",
 }
 
 REDIRECTS: dict[str, str] = {}
