@@ -6,7 +6,14 @@ working directory; the model reads a body on demand (`cat .agents/skills/x/SKILL
 Sources: a local folder (or its SKILL.md), or a Git URL,
 `git+<url>[@<ref>][#subdirectory=<path>]` (`file://`, `https://`, `ssh://`...),
 resolved to a commit SHA and cached by it in `<dataDir>/skills-cache/<sha>/`; a source
-pinned to a full SHA that is cached needs no Git at all. A session's skills are the
+pinned to a full SHA that is cached needs no Git at all. Git sources are parsed strictly
+(lwtool.source.skill_source: allowed schemes, no part read as an option), Git gets
+`--` before every URL and only the allowed protocols (GIT_ALLOW_PROTOCOL).
+
+Host-side file work never follows a link a sandboxed command could have planted: a
+SKILL.md or an org-store skill folder that is a link is refused, the frontmatter is
+read from at most MAX_FRONTMATTER bytes, and staging replaces a planted `.agents` link
+instead of writing through it. A session's skills are the
 workflow's (or the caller's) unioned with the org store's (`memory/org/skills/*/`); on
 a name clash the workflow's wins and a warning says so. A skill is identified by its
 content (name plus a digest of every file), never by the path it was read from.
@@ -17,17 +24,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qs
 
 from lwtool.runtime.run_state import short_hash
+from lwtool.source.skill_source import SCHEMES, SkillSourceInvalid, is_git
+from lwtool.source.skill_source import parse_git_source as _parse
 
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 MAX_DESCRIPTION = 1024
+MAX_FRONTMATTER = 64 * 1024  # bytes of SKILL.md read for the frontmatter
 SKILL_FILE = "SKILL.md"
 
 
@@ -49,7 +59,7 @@ class Skill:
 
 def load_skill(source: str, cache_dir: Path, base: Path | None = None) -> Skill:
     """Read one skill from a folder, a SKILL.md path or a `git+` URL."""
-    if source.startswith("git+"):
+    if is_git(source):
         folder = fetch_git_skill(source, cache_dir)
     else:
         folder = Path(source).expanduser()
@@ -58,24 +68,38 @@ def load_skill(source: str, cache_dir: Path, base: Path | None = None) -> Skill:
         if folder.name == SKILL_FILE:
             folder = folder.parent
     skill_file = folder / SKILL_FILE
-    if not skill_file.is_file():
-        raise SkillError(f"{skill_file}: no {SKILL_FILE} (a skill is a folder with one)")
-    name, description = _frontmatter(skill_file)
+    name, description = _frontmatter(skill_file, _head(skill_file))
     return Skill(name, description, folder, source, folder_digest(folder))
 
 
-def _frontmatter(path: Path) -> tuple[str, str]:
+def _head(path: Path) -> str:
+    """The first MAX_FRONTMATTER bytes of a SKILL.md that is a regular file (a link, a
+    FIFO or a device is refused before anything is read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise SkillError(f"{path}: no {SKILL_FILE} (a skill is a folder with one)") from None
+    except OSError as exc:
+        problem = "is a link" if path.is_symlink() else (exc.strerror or "cannot be read")
+        raise SkillError(f"{path}: {problem} (a skill holds plain files)") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise SkillError(f"{path}: not a regular file (a skill holds plain files)")
+        return handle.read(MAX_FRONTMATTER).decode("utf-8", errors="replace")
+
+
+def _frontmatter(path: Path, text: str) -> tuple[str, str]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError
 
-    text = path.read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise SkillError(f"{path}:1:1: {SKILL_FILE} must start with YAML frontmatter "
                          "('---', name: ..., description: ..., '---')")
     end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
     if end is None:
-        raise SkillError(f"{path}:1:1: the frontmatter has no closing '---'")
+        raise SkillError(f"{path}:1:1: the frontmatter has no closing '---' within its "
+                         f"first {MAX_FRONTMATTER // 1024} KiB")
     try:
         data = YAML(typ="rt").load("\n".join(lines[1:end]))
     except MarkedYAMLError as exc:
@@ -83,6 +107,8 @@ def _frontmatter(path: Path) -> tuple[str, str]:
         where = f"{mark.line + 2}:{mark.column + 1}" if mark else "2:1"
         raise SkillError(f"{path}:{where}: the frontmatter is not YAML: {exc.problem}") \
             from None
+    except RecursionError:
+        raise SkillError(f"{path}:2:1: the frontmatter is nested too deeply") from None
     if not isinstance(data, dict):
         raise SkillError(f"{path}:2:1: the frontmatter must be a mapping")
     for key in ("name", "description"):
@@ -126,7 +152,7 @@ def fetch_git_skill(source: str, cache_dir: Path) -> Path:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         temp = cache_dir / f".{sha}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
-            _git("clone", "--quiet", "--no-checkout", url, str(temp))
+            _git("clone", "--quiet", "--no-checkout", "--", url, str(temp))
             _git("-C", str(temp), "checkout", "--quiet", "--detach", sha)
             shutil.rmtree(temp / ".git")
             try:
@@ -143,21 +169,16 @@ def fetch_git_skill(source: str, cache_dir: Path) -> Path:
 
 
 def parse_git_source(source: str) -> tuple[str, str | None, str | None]:
-    """`git+URL[@REF][#subdirectory=PATH]` -> (URL, REF, PATH)."""
-    rest, _, fragment = source[len("git+"):].partition("#")
-    subdirectory = parse_qs(fragment).get("subdirectory", [None])[0] if fragment else None
-    scheme, sep, tail = rest.partition("://")
-    ref = None
-    if "@" in tail.rsplit("/", 1)[-1]:
-        tail, ref = tail.rsplit("@", 1)
-    url = f"{scheme}{sep}{tail}"
-    if not sep or not tail:
-        raise SkillError(f"{source}: a Git skill is git+<url>[@<ref>][#subdirectory=<path>]")
-    return url, ref, subdirectory
+    """`git+URL[@REF][#subdirectory=PATH]` -> (URL, REF, PATH); SkillError when it is
+    malformed or unsafe."""
+    try:
+        return _parse(source)
+    except SkillSourceInvalid as exc:
+        raise SkillError(f"{source}: {exc}") from None
 
 
 def _resolve_ref(url: str, ref: str) -> str:
-    out = _git("ls-remote", url, ref, f"refs/tags/{ref}^{{}}")
+    out = _git("ls-remote", "--", url, ref, f"refs/tags/{ref}^{{}}")
     shas = {name: sha for sha, name in (line.split("\t", 1) for line in out.splitlines())}
     peeled = shas.get(f"refs/tags/{ref}^{{}}")
     sha = peeled or next(iter(shas.values()), None)
@@ -167,9 +188,9 @@ def _resolve_ref(url: str, ref: str) -> str:
 
 
 def _git(*args: str) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": ":".join(SCHEMES)}
     try:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, env=env,
+        done = subprocess.run(["git", "-c", "protocol.ext.allow=never", *args], capture_output=True, text=True, env=env,
                               timeout=300, check=False)
     except FileNotFoundError:
         raise SkillError("Git skills need git on PATH") from None
@@ -190,8 +211,13 @@ def resolve_skills(sources: Iterable[str], cache_dir: Path, org_skills: Path | N
         declared[skill.name] = skill
     warnings: list[str] = []
     org: dict[str, Skill] = {}
-    if org_skills is not None and org_skills.is_dir():
-        for folder in sorted(p for p in org_skills.iterdir() if (p / SKILL_FILE).is_file()):
+    if org_skills is not None and org_skills.is_dir() and not org_skills.is_symlink():
+        for folder in sorted(org_skills.iterdir()):
+            if folder.is_symlink():  # a store is written by sandboxed sessions
+                warnings.append(f"org skill {folder} is a link: skipped")
+                continue
+            if not (folder / SKILL_FILE).is_file():
+                continue
             skill = load_skill(str(folder), cache_dir)
             if skill.name in declared:
                 warnings.append(f"skill '{skill.name}' ({declared[skill.name].source}) "
@@ -218,7 +244,11 @@ def stage_skills(skills: list[Skill], workdir: Path) -> Path:
     the returned `.agents` folder is mounted read-only over itself."""
     agents = workdir / ".agents"
     staged = agents / "skills"
-    shutil.rmtree(staged, ignore_errors=True)
+    for planted in (agents, staged):  # what a sandboxed command left is replaced, not followed
+        if planted.is_symlink() or (planted.exists() and not planted.is_dir()):
+            planted.unlink()
+        elif planted is staged and planted.is_dir():
+            shutil.rmtree(planted)
     staged.mkdir(mode=0o700, parents=True)
     for skill in skills:
         shutil.copytree(skill.folder, staged / skill.name,

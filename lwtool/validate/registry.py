@@ -52,6 +52,7 @@ RULE_MODULES: tuple[str, ...] = (
     "lwir.duplicate_model_slot",
     "lwir.not_canonicalizable",
     "definition.plan_is_itself",
+    "definition.invalid_skill_source",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

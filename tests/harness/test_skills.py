@@ -151,5 +151,5 @@ def test_git_source_syntax() -> None:
         "https://h.example/o/r.git", "v2", "a/b")
     assert parse_git_source("git+ssh://git@h.example/o/r.git") == (
         "ssh://git@h.example/o/r.git", None, None)
-    with pytest.raises(SkillError, match="git\\+<url>"):
+    with pytest.raises(SkillError, match="git\\+<scheme>://"):
         parse_git_source("git+nothing")
