@@ -190,8 +190,9 @@ def _resolve_ref(url: str, ref: str) -> str:
 def _git(*args: str) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": ":".join(SCHEMES)}
     try:
-        done = subprocess.run(["git", "-c", "protocol.ext.allow=never", *args], capture_output=True, text=True, env=env,
-                              timeout=300, check=False)
+        done = subprocess.run(["git", "-c", "protocol.ext.allow=never", *args],
+                              capture_output=True, text=True, env=env, timeout=300,
+                              check=False)
     except FileNotFoundError:
         raise SkillError("Git skills need git on PATH") from None
     if done.returncode != 0:

@@ -22,7 +22,7 @@ def _hostile_sources(mark: Path) -> list[str]:
     return [f"git+--upload-pack=touch {mark};://x@.",
             "git+ssh://-oProxyCommand=sh/x.git",
             f"git+file:///tmp/r.git@--upload-pack=touch {mark}",
-            f"git+file:///tmp/r.git#subdirectory=-x",
+            "git+file:///tmp/r.git#subdirectory=-x",
             f"git+ext::sh -c 'touch {mark}'://x",
             "git+https://h.example/o/r.git#upload-pack=x",
             f"git+file:///tmp/r.git@main\n--upload-pack=touch {mark}"]
