@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from lwtool.coderun.deno import deno_binary
+from lwtool.coderun.deno import deno_binary, deno_cache_dir
 from lwtool.coderun.policy import CodePolicy
 from lwtool.source.loader import Document
 from lwtool.source.pointer import escape
@@ -44,7 +44,7 @@ def check_code(documents: list[Document]) -> list[Finding]:
             done = subprocess.run(
                 [deno_binary(), "check", "--no-remote", "--no-npm", "--quiet", "--config",
                  str(root / "deno.json"), *where], capture_output=True, text=True,
-                cwd=root, timeout=300, env=CodePolicy().environment())
+                cwd=root, timeout=300, env=CodePolicy().environment(deno_cache_dir()))
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CodeCheckUnavailable(f"deno check did not run: {exc}") from None
         findings = []

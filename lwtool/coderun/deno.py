@@ -37,6 +37,7 @@ def deno_binary() -> str:
 
 
 def deno_cache_dir() -> str:
-    """Deno's own cache (transpiled modules), kept per user outside any sandbox mount."""
+    """Deno's cache for `deno check` (type-checking runs no code), kept per user outside
+    any sandbox mount. code.run executions never use it: each has a DENO_DIR of its own."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "lwtool", "deno")

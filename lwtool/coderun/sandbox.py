@@ -21,6 +21,7 @@ import re
 import secrets
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -99,10 +100,17 @@ class _Execution:
         argv = ["/bin/sh", "-c", _LIMIT, "lwtool-code", str(policy.data_limit_bytes // 1024),
                 *policy.outer_wall([deno_binary(), *policy.deno_args(
                     import_map(self.urls, policy.fs == "deny")), _bootstrap_url()])]
+        with tempfile.TemporaryDirectory(prefix="lwtool-deno-") as deno_dir:
+            outcome = await self._execute(argv, policy, deno_dir, entrypoint, step_input)
+        outcome.duration_ms = int((time.perf_counter() - started) * 1000)
+        return outcome
+
+    async def _execute(self, argv: list[str], policy: CodePolicy, deno_dir: str,
+                       entrypoint: str, step_input: Any) -> CodeOutcome:
         self.final = asyncio.get_running_loop().create_future()
         proc = self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env=policy.environment(), cwd="/")
+            start_new_session=True, env=policy.environment(deno_dir), cwd="/")
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         readers = [asyncio.ensure_future(self._read_log(proc.stdout)),
                    asyncio.ensure_future(self._read_frames(proc.stderr))]
@@ -127,7 +135,6 @@ class _Execution:
         outcome.log = bytes(self.log)
         outcome.log_truncated = self.log_truncated
         outcome.tool_calls = self.calls
-        outcome.duration_ms = int((time.perf_counter() - started) * 1000)
         return outcome
 
     # -- output --------------------------------------------------------------------------
