@@ -31,6 +31,7 @@ from typing import Any
 from lwtool.coderun.deno import deno_binary
 from lwtool.coderun.policy import CodePolicy
 from lwtool.coderun.source import import_map, module_urls, specifier
+from lwtool.harness.confine import die_with_parent
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)
@@ -110,7 +111,8 @@ class _Execution:
         self.final = asyncio.get_running_loop().create_future()
         proc = self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env=policy.environment(deno_dir), cwd="/")
+            start_new_session=True, env=policy.environment(deno_dir), cwd="/",
+            preexec_fn=die_with_parent)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         readers = [asyncio.ensure_future(self._read_log(proc.stdout)),
                    asyncio.ensure_future(self._read_frames(proc.stderr))]

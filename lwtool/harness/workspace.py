@@ -64,7 +64,8 @@ def session_workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_
                          memory=spec.memory, step_path=step)
     skills, warnings = _skills(data_dir, spec.skills, spec.memory)
     mounts = _with_staged(placed, skills)
-    bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp") if spec.bash else None
+    bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp", spec.role) if spec.bash \
+        else None
     registry = tools
     if bash is not None:
         if "bash" in tools.tools:
@@ -121,7 +122,8 @@ class StepWorkspace:
         """Raises BashUnavailable where the sandbox cannot run (fail closed)."""
         mounts = _with_staged(self._placed(), self.resolved_skills()[0])
         layout = ScratchLayout(self.data_dir, self.run_id)
-        return BashTool(mounts, options or BashOptions.from_env(), layout.run_dir / "tmp")
+        return BashTool(mounts, options or BashOptions.from_env(), layout.run_dir / "tmp",
+                        self.role)
 
 
 def _skills(data_dir: Path, sources: tuple[str, ...],

@@ -58,9 +58,11 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
     say = progress or (lambda _: None)
     name = str((definition.get("planner") or {}).get("model"))
     options = BashOptions.from_env()
-    bash = options if options.sandbox == "path-check" or bwrap_problem() is None else None
-    if bash is None:
-        say(f"no bash for the planner: {bwrap_problem()}")
+    problem = options.refusal("planner") if options.sandbox == "path-check" \
+        else bwrap_problem()
+    bash = None if problem else options
+    if problem:
+        say(f"no bash for the planner: {problem}")
     model = planner_model if planner_model is not None else models.get(name, name)
     return await plan_workflow(world, definition, run_input, tools, model,
                                run_id=planner_run, skills_base=base, bash=bash,

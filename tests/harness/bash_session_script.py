@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -20,7 +21,7 @@ MARKER_SECONDS = 3601  # `sleep 3601`: the test looks for this process after the
 
 
 def step(key: str) -> dict[str, Any]:
-    store = "/mnt/memory/workflow"
+    store = os.environ.get("LWTOOL_TEST_STORE", "/mnt/memory/workflow")  # path-check: host path
     command = (f"echo {key} >> {store}/calls.log; if [ -e {store}/block-{key} ]; then "
                f"touch {store}/blocked-{key}; sleep {MARKER_SECONDS}; fi; echo {key.upper()}")
     return {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}
@@ -36,6 +37,6 @@ MODEL = ScriptedModel([step("a"), step("b"), final])
 if __name__ == "__main__":
     data_dir, run_id = sys.argv[1], sys.argv[2]
     result = asyncio.run(run_session(local_world(data_dir), SessionSpec(
-        "agent", MODEL, "Run a then b.", workflow_id="wf", bash=BashOptions()),
+        "agent", MODEL, "Run a then b.", workflow_id="wf", bash=BashOptions.from_env()),
         run_id=run_id))
     print(json.dumps(result.as_json()))

@@ -114,15 +114,19 @@ def _sandboxed_sleepers() -> list[int]:
     return found
 
 
-@requires_bwrap
+@pytest.mark.parametrize("sandbox", [pytest.param("bwrap", marks=requires_bwrap),
+                                     "path-check"])
 @pytest.mark.parametrize("key", ["a", "b"])
 def test_kill_during_a_bash_command_resumes_and_leaves_no_process(tmp_path: Path,
-                                                                  key: str) -> None:
+                                                                  key: str,
+                                                                  sandbox: str) -> None:
     store = tmp_path / "data/memory/workflows/wf"
     store.mkdir(parents=True)
     (store / f"block-{key}").write_text("")
     command = [sys.executable, str(BASH_SCRIPT), str(tmp_path / "data"), "bsess"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LWTOOL_BASH_SANDBOX": sandbox}
+    if sandbox == "path-check":  # the command runs on the host: the store at its host path
+        env["LWTOOL_TEST_STORE"] = str(store)
     before = set(_sandboxed_sleepers())
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

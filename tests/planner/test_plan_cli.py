@@ -53,7 +53,8 @@ def folder(tmp_path: Path) -> Path:
 
 def _env(server: Any) -> dict[str, str]:
     return {"OPENAI_API_BASE": server.base_url, "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-fixture", "LWTOOL_BASH_SANDBOX": "path-check"}
+            "OPENAI_API_KEY": "sk-fixture", "LWTOOL_BASH_SANDBOX": "path-check",
+            "LWTOOL_BASH_PATH_CHECK_ROLES": "planner"}
 
 
 def _plan_args(*extra: str) -> list[str]:
@@ -83,6 +84,21 @@ def test_plan_writes_locked_yaml_that_validates(folder: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     lock = json.loads((folder / "loan.lwir.lock.json").read_text())
     assert summary["workflowVersionId"] in json.dumps(lock)
+
+
+def test_path_check_bash_reaches_the_planner_only_when_named(folder: Path) -> None:
+    env = {**_env(_Unused()), "LWTOOL_BASH_PATH_CHECK_ROLES": ""}
+    with fixture_server([_submit(GOOD)]) as server:
+        env.update(OPENAI_API_BASE=server.base_url, OPENAI_BASE_URL=server.base_url)
+        done = run_cli(*_plan_args(), cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [t["function"]["name"] for t in server.requests[0]["tools"]] == ["submit_workflow"]
+    assert "no bash for the planner: path-check bash is not a sandbox" in done.stderr
+    assert "LWTOOL_BASH_PATH_CHECK_ROLES" in done.stderr
+
+
+class _Unused:
+    base_url = "http://127.0.0.1:9/v1"
 
 
 def test_run_a_definition_plans_then_runs(folder: Path) -> None:
