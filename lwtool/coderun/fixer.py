@@ -18,9 +18,9 @@ Durable like every session: the fixer's model turns and tool calls are logged un
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 from lwtool.coderun.policy import CodePolicy
@@ -30,6 +30,7 @@ from lwtool.runtime.errors import StepFailure
 from lwtool.runtime.run_state import short_hash
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import NewEvent
+from lwtool.world.files import NotARegularFile, write_inside
 
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_TURNS = 24
@@ -176,10 +177,8 @@ def _tools(candidates: _Candidates, ctx: HarnessContext,
         return registry, NO_BASH, []
     own = next(m for m in bash.mounts if m.target == "/mnt/scratch/own")
     for name, content in files.items():
-        target = Path(own.source) / name
-        if target.resolve().is_relative_to(Path(own.source).resolve()):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
+        with contextlib.suppress(NotARegularFile):  # a link planted on resume: not followed
+            write_inside(own.source, name, content.encode("utf-8"))
     registry.tools["bash"] = bash.tool()
     return registry, short_hash(bash.capabilities()), space.store_ids()
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 from lwtool.runtime.run_state import short_hash
 from lwtool.source.skill_source import SCHEMES, SkillSourceInvalid, is_git
 from lwtool.source.skill_source import parse_git_source as _parse
+from lwtool.world.files import NotARegularFile, open_regular
 
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -76,15 +76,15 @@ def _head(path: Path) -> str:
     """The first MAX_FRONTMATTER bytes of a SKILL.md that is a regular file (a link, a
     FIFO or a device is refused before anything is read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path)
+    except NotARegularFile:
+        raise SkillError(f"{path}: is a link or not a regular file (a skill holds plain "
+                         "files)") from None
     except FileNotFoundError:
         raise SkillError(f"{path}: no {SKILL_FILE} (a skill is a folder with one)") from None
     except OSError as exc:
-        problem = "is a link" if path.is_symlink() else (exc.strerror or "cannot be read")
-        raise SkillError(f"{path}: {problem} (a skill holds plain files)") from None
+        raise SkillError(f"{path}: {exc.strerror or 'cannot be read'}") from None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise SkillError(f"{path}: not a regular file (a skill holds plain files)")
         return handle.read(MAX_FRONTMATTER).decode("utf-8", errors="replace")
 
 
