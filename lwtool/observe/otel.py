@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
         status = Status(StatusCode.ERROR, failed) if failed else Status(StatusCode.UNSET)
         out.append(ReadableSpan(
             title, context, parent, resource,
-            {k: v for k, v in attributes.items() if v is not None and v != ""},
+            {k: _clamped(v) for k, v in attributes.items() if v is not None and v != ""},
             kind=kind, status=status, start_time=_ns(start),
             end_time=_ns(end if end is not None else max(last, start)),
             instrumentation_scope=SCOPE))
@@ -115,6 +114,16 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
     for call in timeline.loose_calls():  # outside any step attempt (a session's turns)
         _call_span(span, call, root)
     return out
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _clamped(value: Any) -> Any:
+    """An integer attribute within OTLP's int64 (a provider may report any count)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return min(max(value, INT64[0]), INT64[1])
+    return value
 
 
 def _branch_extents(attempts: Sequence[Attempt]) -> dict[tuple[str, str], tuple[float, float
@@ -194,38 +203,11 @@ def traces_url(endpoint: str) -> str:
 
 
 def send(found: list[ReadableSpan], endpoint: str | None, timeout: float) -> str:
-    """POST the spans as OTLP/HTTP protobuf; returns the URL they went to."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import SpanExportResult
+    """POST the spans as OTLP/HTTP protobuf; returns the URL they went to. The whole
+    exchange is bounded by `timeout` (lwtool.observe.otlp_send)."""
+    from lwtool.observe.otlp_send import post_spans
 
-    url = traces_url(endpoint) if endpoint else None
-    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
-    heard: list[str] = []  # the exporter logs its retries; the failure is ours to say
-    logger = logging.getLogger("opentelemetry.exporter")
-    handler = _Collect(heard)
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        result = exporter.export(found)
-    finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]
-        logger.removeHandler(handler)
-        logger.propagate = True
-    target = str(getattr(exporter, "_endpoint", url))
-    if result is not SpanExportResult.SUCCESS:
-        why = next((line for line in heard if "rror" in line), heard[0] if heard else "")
-        raise ExportFailed(f"the collector at {target} did not accept the spans within "
-                           f"{timeout:g}s" + (f": {why}" if why else ""))
-    return target
-
-
-class _Collect(logging.Handler):
-    def __init__(self, into: list[str]) -> None:
-        super().__init__()
-        self.into = into
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.into.append(record.getMessage())
+    return post_spans(found, traces_url(endpoint) if endpoint else None, timeout)
 
 
 def otlp_json(found: list[ReadableSpan]) -> dict[str, Any]:
