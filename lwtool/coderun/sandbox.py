@@ -197,6 +197,8 @@ class _Execution:
         try:
             frame = json.loads(line[len(prefix):])
         except ValueError:
+            frame = None
+        if not isinstance(frame, dict):  # never let a bad frame stop the reader
             self._finish(CodeOutcome(error="the sandbox sent a damaged frame", cause="exited"))
             return
         kind = frame.get("t")

@@ -255,3 +255,26 @@ def test_deno_runs_behind_bubblewrap_where_it_can(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("LWTOOL_CODE_SANDBOX", "deno")
     pid, cwd = run(source).value
     assert pid > 2 and cwd == "/"
+
+
+def test_a_replaced_to_json_cannot_break_the_frames() -> None:
+    """Code that sets Object.prototype.toJSON (and Array's) still gets its tool calls
+    answered and its result read: frames are written without toJSON lookups (it
+    killed the host's frame reader, and the step waited out its timeout)."""
+    seen: list[Any] = []
+
+    async def on_call(number: int, name: str, args: Any) -> Any:
+        seen.append((name, args))
+        return {"n": number}
+
+    out = run("""export async function run({ tools }) {
+      Object.prototype.toJSON = () => "hijacked";
+      Array.prototype.toJSON = () => "hijacked too";
+      const reply = await tools.echo([1, 2]);
+      delete Object.prototype.toJSON;
+      return { reply, list: [1, 2] };
+    }""", on_call=on_call, timeout_s=20.0)
+    assert out.ok, out.error
+    assert out.duration_ms < 10_000
+    assert seen == [("echo", "hijacked too")]  # toJSON is honoured, as JSON.stringify does
+    assert out.value == {"reply": {"n": 1}, "list": "hijacked too"}

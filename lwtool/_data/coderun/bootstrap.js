@@ -28,6 +28,8 @@ const mapDelete = bind(Map.prototype.delete);
 const isArray = Array.isArray;
 const getPrototypeOf = Object.getPrototypeOf;
 const keys = Object.keys;
+const push = bind(Array.prototype.push);
+const join = bind(Array.prototype.join);
 const ObjectPrototype = Object.prototype;
 const isFinite = Number.isFinite;
 const freeze = Object.freeze;
@@ -68,8 +70,25 @@ async function readLine() {
   }
 }
 
+// JSON text of a plain value without JSON.stringify's toJSON lookups on objects: user
+// code may have set Object.prototype.toJSON (or Array's), which would turn a frame
+// into whatever it returns. Strings and numbers are primitives: stringify is safe.
+function text(value) {
+  if (value === null || typeof value !== "object") return stringify(value);
+  const parts = [];
+  if (isArray(value)) {
+    for (let i = 0; i < value.length; i++) push(parts, text(value[i]));
+    return "[" + join(parts, ",") + "]";
+  }
+  const names = keys(value);
+  for (let i = 0; i < names.length; i++) {
+    push(parts, stringify(names[i]) + ":" + text(value[names[i]]));
+  }
+  return "{" + join(parts, ",") + "}";
+}
+
 function frame(message) {
-  let bytes = encode("\n" + secret + " " + stringify(message) + "\n");
+  let bytes = encode("\n" + secret + " " + text(message) + "\n");
   while (bytes.length > 0) bytes = subarray(bytes, errWrite(bytes));
 }
 
@@ -103,8 +122,11 @@ function plain(value, path, seen, depth) {
       const name = proto && proto.constructor && typeof proto.constructor.name === "string" ? proto.constructor.name : "object";
       throw new SafeTypeError(where(path) + " is a " + name + ", not a plain object");
     }
-    out = {};
-    for (const key of keys(value)) out[key] = plain(value[key], path + "/" + key, seen, depth + 1);
+    out = create(null);  // no inherited setter can swallow a key
+    const names = keys(value);
+    for (let i = 0; i < names.length; i++) {
+      out[names[i]] = plain(value[names[i]], path + "/" + names[i], seen, depth + 1);
+    }
   }
   setDelete(seen, value);
   return out;
