@@ -157,7 +157,8 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
         response = await litellm.acompletion(model=model, messages=messages, **kwargs)
     except Exception as exc:  # noqa: BLE001 - classify every provider failure
         name = type(exc).__name__
-        raise ModelCallFailed(f"{model}: {name}: {exc}", transient=name in _TRANSIENT) from None
+        raise ModelCallFailed(f"{model}: {name}: {brief(exc)}",
+                              transient=name in _TRANSIENT) from None
     choice = response.choices[0].message
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
@@ -165,16 +166,35 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
     return ModelReply(
         text=choice.content or "",
         usage={
-            "inputTokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "outputTokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            "cachedInputTokens": int(getattr(details, "cached_tokens", 0) or 0),
-            "reasoningTokens": int(getattr(completion_details, "reasoning_tokens", 0) or 0),
+            "inputTokens": _count(getattr(usage, "prompt_tokens", 0)),
+            "outputTokens": _count(getattr(usage, "completion_tokens", 0)),
+            "cachedInputTokens": _count(getattr(details, "cached_tokens", 0)),
+            "reasoningTokens": _count(getattr(completion_details, "reasoning_tokens", 0)),
         },
         provider=provider, model_id=model_id, duration_ms=_ms(started),
         tool_calls=[{"id": str(getattr(call, "id", "") or f"call_{n}"),
                      "name": str(getattr(call.function, "name", "")),
                      "arguments": str(getattr(call.function, "arguments", "") or "")}
                     for n, call in enumerate(getattr(choice, "tool_calls", None) or [])])
+
+
+MAX_FAILURE_TEXT = 300
+
+
+def brief(exc: BaseException) -> str:
+    """A provider failure in one short line: no traceback text, no echoed reply (a
+    hostile reply made litellm's message 200 KB)."""
+    text = " ".join(str(exc).split("Traceback (most recent call last)")[0].split())
+    return text if len(text) <= MAX_FAILURE_TEXT else text[:MAX_FAILURE_TEXT] + "…"
+
+
+def _count(value: Any) -> int:
+    """A token count as the provider reported it, never negative (a negative count made
+    a negative cost)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def _ms(started: float) -> int:

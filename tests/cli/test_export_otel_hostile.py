@@ -22,7 +22,6 @@ from tests.cli.test_export_otel import _review
 from tests.conftest import ROOT, run_cli
 
 
-
 def _gzip_bomb(mib: int) -> bytes:
     """`mib` MiB of zeros gzipped, made a MiB at a time (about 500 KiB for 500 MiB)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container

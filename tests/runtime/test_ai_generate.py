@@ -253,3 +253,24 @@ def test_a_slow_provider_times_out_at_the_steps_timeout(tmp_path: Path, provider
     assert info.value.cause_code == "timeout"
     assert "longer than 0.4 s (the step's timeoutMs)" in info.value.message
     assert len(server.requests) == 2
+
+
+def test_negative_token_counts_are_not_a_negative_cost(tmp_path: Path, provider: Any) -> None:
+    server = provider(["fine"])
+    server.usage = {"prompt_tokens": -5_000_000, "completion_tokens": -7, "total_tokens": -1}
+    result, world = run(gen({"mode": "text"}), tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert result["usage"]["inputTokens"] == 0 and result["usage"]["outputTokens"] == 0
+    assert result["usage"]["costUsd"] == 0
+    report = usage_report(world.events(result["runId"]))
+    assert report["steps"]["write"]["costUsd"] == 0
+
+
+def test_a_hostile_reply_fails_in_one_short_line(tmp_path: Path, provider: Any) -> None:
+    """A reply litellm cannot read (a tool call nested 100,000 deep) made a 200 KB message
+    with litellm's traceback and the whole reply, in the log and on stderr."""
+    deep = "[" * 100_000 + "]" * 100_000
+    provider([{"tool_calls": [{"name": "x", "arguments": deep}]}] * 5)
+    with pytest.raises(RunFailedError) as info:
+        run(gen({"mode": "text"}), tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert len(info.value.message) < 600, len(info.value.message)
+    assert "Traceback" not in info.value.message and "[[[[" not in info.value.message
