@@ -15,6 +15,9 @@ from lwtool.planner.needs import AddedNeed, infer_needs
 
 MAX_TEXT = 240
 MAX_FINDINGS = 20
+# A draft's compact JSON: far below the 8 MiB a file may have, so the YAML it is written
+# as (indented, a few times larger) still validates and `lwtool check` reads it.
+MAX_DRAFT_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -44,8 +47,13 @@ def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
         lwir, added = infer_needs(draft)
     except Exception:  # noqa: BLE001 - a draft too broken to infer from is validated as is
         lwir, added = draft, []
+    text = json.dumps(lwir, ensure_ascii=False)
+    if len(text.encode("utf-8")) > MAX_DRAFT_BYTES:
+        return DraftCheck(lwir, [_finding("parse.too_large", "", "the workflow is larger than "
+                                          f"{MAX_DRAFT_BYTES // 1024} KiB as JSON; a plan is "
+                                          "a graph of steps, not data: keep it small", None)])
     try:
-        document = load_text(json.dumps(lwir, ensure_ascii=False), "<draft>.json")
+        document = load_text(text, "<draft>.json")
     except (LoadFailed, TypeError, ValueError) as exc:
         found = getattr(exc, "findings", None) or []
         return DraftCheck(lwir, [_finding(f.code, f.pointer, f.message, None) for f in found]

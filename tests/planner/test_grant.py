@@ -168,3 +168,20 @@ def test_a_version_locked_beyond_the_grant_is_refused_before_it_runs(
                                   ScriptedModel([]), run_id="p1"))
     assert info.value.cause_code == "runtime_config_error"
     assert "/permissions/models/0" in info.value.message and "'planner'" in info.value.message
+
+
+def test_a_draft_too_large_to_check_later_is_not_locked(tmp_path: Path) -> None:
+    """A large draft was locked, then refused by `lwtool check` (over 8 MiB as YAML):
+    drafts are capped at 1 MiB of JSON."""
+    big = copy.deepcopy(GOOD)
+    big["steps"][1]["with"]["prompt"] = "Summarize. " + "x" * (5 << 20)
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(plan_workflow(local_world(tmp_path / "data"), DEFINITION,
+                                  {"applicant": "Ann"}, _tools(),
+                                  ScriptedModel([{"toolCalls": [{
+                                      "name": "submit_workflow", "arguments": big}]}] * 3),
+                                  run_id="big"))
+    assert info.value.cause_code == "planner_validation_exhausted"
+    world = local_world(tmp_path / "data")
+    locked = [json.dumps(world.get_version(v)) for v in world.version_ids()]
+    assert not any("x" * 1000 in text for text in locked)  # only the session's own
