@@ -182,8 +182,12 @@ class NotFound(Exception):
     """What a request names is not in the world; the message says what."""
 
 
+MAX_QUERY_INT = 1 << 31  # past it SQLite cannot take a LIMIT/OFFSET (an OverflowError)
+
+
 def _int(value: Any, default: int) -> int:
+    """A non-negative query number, clamped to MAX_QUERY_INT; `default` when not one."""
     try:
-        return max(0, int(value))
+        return min(max(0, int(value)), MAX_QUERY_INT)
     except (TypeError, ValueError):
         return default

@@ -130,6 +130,20 @@ def test_refusals_are_pages_with_a_reason(client: TestClient) -> None:
     assert gone.status_code == 404 and "is missing" in gone.text
 
 
+def test_huge_page_and_offset_numbers_are_pages_not_errors(client: TestClient) -> None:
+    """They were a 500 with an OverflowError (SQLite takes at most 64-bit numbers)."""
+    huge = "9" * 40
+    for url in [f"/?page={huge}", f"/runs/demo-loop?offset={huge}",
+                f"/runs/demo-loop?attempts={huge}", f"/runs/demo-loop/events/{huge}",
+                f"/runs/big/step?path=make&attempt={huge}"]:
+        answer = client.get(url)
+        assert answer.status_code in (200, 404), (url, answer.status_code)
+    step = client.get("/runs/big/step?path=make&attempt=1").text
+    ref = re.search(r'Stored as <a class="mono" href="(/artifacts/sha256/[0-9a-f]{64})"', step)
+    assert ref is not None
+    assert client.get(f"{ref.group(1)}?offset={huge}").status_code in (200, 404)
+
+
 def test_serving_never_writes_to_the_data_dir(demo_dir: Path, client: TestClient) -> None:
     before = _files(demo_dir)
     for url in ["/", "/runs/demo-review", "/runs/cut", "/runs/big/step?path=make&attempt=1",
