@@ -170,6 +170,9 @@ def load_attribute(spec: str, what: str = "tools") -> Any:
             module = importlib.import_module(module_name)
     except ToolsNotLoadable:
         raise
+    except SystemExit as exc:  # the module exits on import: say so, never exit with it
+        raise ToolsNotLoadable(f"cannot import {what} module '{module_name}': it called "
+                               f"sys.exit({exc.code!r}) while being imported") from None
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
         raise ToolsNotLoadable(f"cannot import {what} module '{module_name}': "
                                f"{type(exc).__name__}: {exc}") from None
@@ -184,4 +187,12 @@ def load_tools(spec: str) -> ToolRegistry:
     value = load_attribute(spec, "tools")
     if not isinstance(value, (ToolRegistry, Mapping)):
         raise ToolsNotLoadable(f"'{spec}' is neither a ToolRegistry nor a dict of callables")
+    if not isinstance(value, ToolRegistry):
+        for name, fn in value.items():
+            if not isinstance(name, str) or not name:
+                raise ToolsNotLoadable(f"'{spec}' names a tool {name!r}: tool names are "
+                                       "non-empty strings")
+            if not callable(fn):
+                raise ToolsNotLoadable(f"'{spec}': tool '{name}' is a "
+                                       f"{type(fn).__name__}, not a callable")
     return ToolRegistry.of(value)

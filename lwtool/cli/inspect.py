@@ -120,7 +120,12 @@ def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) 
     if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
         return
-    records = open_world(data_dir).list_runs()
+    from lwtool.world.base import WorldError
+
+    try:
+        records = open_world(data_dir).list_runs()
+    except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
+        raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
     if as_json:
         typer.echo(json.dumps([{"runId": r.run_id, "workflowVersionId": r.version_id,
                                 "status": r.status, "createdAt": _stamp(r.created_at),

@@ -121,6 +121,16 @@ def test_missing_tools_and_bad_inputs_are_usage_errors(data: Path, tmp_path: Pat
     broken = tmp_path / "broken.json"
     broken.write_text('{"text": ')
     cases.append((["run", loop, "--input", str(broken)], "broken.json:1:"))
+    exits = tmp_path / "exits.py"  # it exited 4 with no message
+    exits.write_text("import sys\nsys.exit(4)\n")
+    cases.append((["run", loop, "--input", inp, "--tools", f"{exits}:tools"],
+                  "it called sys.exit(4) while being imported"))
+    odd_keys = tmp_path / "odd_keys.py"  # it was a traceback
+    odd_keys.write_text("tools = {1: print}\nnot_callable = {'t': 3}\n")
+    cases.append((["run", loop, "--input", inp, "--tools", f"{odd_keys}:tools"],
+                  "names a tool 1: tool names are non-empty strings"))
+    cases.append((["run", loop, "--input", inp, "--tools", f"{odd_keys}:not_callable"],
+                  "tool 't' is a int, not a callable"))
     for args, needle in cases:
         result = run_cli(*args, "--data-dir", str(data))
         assert result.returncode == 2, (args, result.stderr)
@@ -155,6 +165,19 @@ def test_definition_with_a_fixed_plan_runs_the_plan(data: Path, tmp_path: Path) 
                      "--tools", TOOLS, "--data-dir", str(data))
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["rounds"] == 3
+
+
+def test_a_damaged_run_input_is_named_by_runs_events_and_replay(data: Path) -> None:
+    """`lwtool runs` was a traceback here; `events` and `replay` refused it cleanly."""
+    _run_loop(data, "--run-id", "run_bad_input")
+    with sqlite3.connect(data / "events" / "events.db") as conn:
+        conn.execute("UPDATE runs SET input = '{not json' WHERE run_id = 'run_bad_input'")
+    for args in (["runs"], ["runs", "--json"], ["events", "run_bad_input"],
+                 ["replay", "run_bad_input"]):
+        result = run_cli(*args, "--data-dir", str(data))
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "run_bad_input" in result.stderr and "damaged" in result.stderr
+        assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate"])
