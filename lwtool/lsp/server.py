@@ -118,6 +118,19 @@ class LwtoolProtocol(LanguageServerProtocol):
 
     answered_early: tuple[Any, dict[str, Any] | None] = (None, None)
 
+    def handle_message(self, message: Any) -> None:
+        """After `shutdown` a request gets InvalidRequest, as LSP says (pygls answered
+        none); notifications other than `exit` are dropped."""
+        method = getattr(message, "method", "")
+        if self._shutdown and method != "exit" and getattr(message, "id", None) is not None:
+            from pygls.exceptions import JsonRpcInvalidRequest
+
+            self._send_response(message.id, error=JsonRpcInvalidRequest(
+                f"the server is shut down: '{method}' was not run; send exit"
+            ).to_response_error())
+            return
+        super().handle_message(message)
+
     def _send_data(self, data: Any) -> None:
         msg_id, sent = self.answered_early
         if msg_id is not None and getattr(data, "id", None) == msg_id and \
