@@ -154,6 +154,9 @@ def replay(
     max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    accept_drift: Annotated[bool, typer.Option(
+        "--accept-drift", help="Go on although the run's tools, models or harness changed "
+        "since it started (recorded as a CapabilityDriftAccepted event).")] = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     registry = load_tool_registry(tools)
@@ -166,7 +169,7 @@ def replay(
 
     world, shown = watch(world, sys.stderr, not quiet, run_id)
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
-                              worker_harness),
+                              worker_harness, accept_drift),
            as_json, lambda: run_id, shown)
 
 

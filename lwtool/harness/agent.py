@@ -17,9 +17,11 @@ at its turn limit with a clear message.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,12 +74,20 @@ def tool_fingerprint(tool: Tool) -> str:
     fn = tool.fn
     code = getattr(fn, "__lwtool_version__", None)
     if code is None:
+        bound = ""
+        while isinstance(fn, functools.partial):  # the function, and what is bound to it
+            bound += repr((fn.args, sorted(fn.keywords.items())))
+            fn = fn.func
         body = getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
-        code = code_digest(body) if body is not None else repr(fn)
+        code = (code_digest(body) if body is not None else _ADDRESS.sub("", repr(fn))) + \
+            _ADDRESS.sub("", bound)
     material = json.dumps([tool.name, tool.description, tool_schema(tool),
                            tool.output_schema if isinstance(tool.output_schema, dict) else None,
                            str(code)], sort_keys=True, default=str)
     return "sha256:" + hashlib.sha256(material.encode()).hexdigest()
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # differs in every process
 
 
 def code_digest(code: types.CodeType) -> str:

@@ -90,7 +90,7 @@ def _head(path: Path) -> str:
 
 def _frontmatter(path: Path, text: str) -> tuple[str, str]:
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -109,6 +109,9 @@ def _frontmatter(path: Path, text: str) -> tuple[str, str]:
             from None
     except RecursionError:
         raise SkillError(f"{path}:2:1: the frontmatter is nested too deeply") from None
+    except YAMLError as exc:  # e.g. a control character the reader refuses
+        raise SkillError(f"{path}:2:1: the frontmatter is not YAML: "
+                         f"{' '.join(str(exc).split())[:200]}") from None
     if not isinstance(data, dict):
         raise SkillError(f"{path}:2:1: the frontmatter must be a mapping")
     for key in ("name", "description"):

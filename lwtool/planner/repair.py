@@ -48,7 +48,7 @@ def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
     except Exception:  # noqa: BLE001 - a draft too broken to infer from is validated as is
         lwir, added = draft, []
     text = json.dumps(lwir, ensure_ascii=False)
-    if len(text.encode("utf-8")) > MAX_DRAFT_BYTES:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_DRAFT_BYTES:
         return DraftCheck(lwir, [_finding("parse.too_large", "", "the workflow is larger than "
                                           f"{MAX_DRAFT_BYTES // 1024} KiB as JSON; a plan is "
                                           "a graph of steps, not data: keep it small", None)])

@@ -104,14 +104,15 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
 async def replay_run(run_id: str, *, world: World | None = None,
                      tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                      models: Mapping[str, str] | None = None,
-                     step_timeout: float | None = None, harness: Any = None
-                     ) -> dict[str, Any]:
+                     step_timeout: float | None = None, harness: Any = None,
+                     accept_drift: bool = False) -> dict[str, Any]:
     """Resume a run from its event log; completed steps are never re-executed. The step
     timeout is the one the run started with unless `step_timeout` is given; the harness
-    must be the one the run started with."""
+    must be the one the run started with. `accept_drift` goes on although the tools'
+    code, the models or the harness changed (recorded as CapabilityDriftAccepted)."""
     from lwtool.runtime.interpreter import resume_run
     from lwtool.world.local import local_world
 
     return await resume_run(world or local_world(), run_id, ToolRegistry.of(tools),
                             dict(models) if models is not None else None, None, step_timeout,
-                            harness)
+                            harness, accept_drift)

@@ -16,6 +16,7 @@ from lwtool.canonical.digest import sha256_of_bytes
 from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
+from lwtool.runtime import drift
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.runtime.journal import Journal
 from lwtool.runtime.outputs import OutputInvalid, check_schema
@@ -40,18 +41,25 @@ def new_run_id() -> str:
 
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
                   harness: Any) -> dict[str, Any]:
-    """What the run depends on outside the LWIR: the tools it calls (present or not), how
+    """What the run depends on outside the LWIR: the tools it may call (each one's
+    fingerprint: name, description, schemas and code; False when not registered), how
     its model slots resolve and the worker harness. Recorded at start; compared on
-    resume (a log from before harness ids were recorded ran the default harness)."""
+    resume (lwtool.runtime.drift)."""
+    from lwtool.harness.agent import tool_fingerprint
+
     used: set[str] = set()
     todo = list(lwir.get("steps") or [])
+    permitted = (lwir.get("permissions") or {}).get("tools") or []
     while todo:
         step = todo.pop()
         if step.get("uses") == "tool.call":
             used.add(str((step.get("with") or {}).get("tool")))
+        elif step.get("uses") == "code.run":  # its code may call any permitted tool
+            used.update(str(name) for name in permitted)
         todo.extend(step.get("steps") or [])
     slots = (lwir.get("permissions") or {}).get("models") or []
-    return {"tools": {name: name in tools.tools for name in sorted(used)},
+    return {"tools": {name: tool_fingerprint(tools.tools[name]) if name in tools.tools
+                      else False for name in sorted(used)},
             "models": {slot: models.get(slot, slot) for slot in sorted(slots)},
             "harness": harness.harness_id}
 
@@ -146,9 +154,13 @@ def _checked_timeout(step_timeout: float | None) -> float:
 async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      models: dict[str, str] | None = None,
                      on_start: Callable[[str], None] | None = None,
-                     step_timeout: float | None = None, harness: Any = None) -> dict[str, Any]:
+                     step_timeout: float | None = None, harness: Any = None,
+                     accept_drift: bool = False) -> dict[str, Any]:
     """Finish a run from its event log (a finished run just reports its result). The
-    step timeout is the one the run started with unless `step_timeout` is given."""
+    step timeout is the one the run started with unless `step_timeout` is given. A
+    change of its tools' code, models or harness is capability_drift, unless
+    `accept_drift`: then the change is recorded (CapabilityDriftAccepted) and the run
+    goes on with it."""
     harness = harness or WorkflowHarness()
     record = world.get_run(run_id)
     if step_timeout is None:
@@ -170,31 +182,17 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
             on_start(run_id)
         if journal.terminal is not None:
             return await _finished(world, record.version_id, lwir, journal.terminal, events)
-        started = next((e for e in events if e.type == "RunStarted"), None)
-        recorded = (started.payload.get("capabilities") if started else None) or {}
-        if recorded:
-            recorded = {"harness": DEFAULT_HARNESS_ID, **recorded}
         current = _capabilities(lwir, tools, models, harness)
-        if recorded and recorded != current:
-            raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
-                                       _drift_message(recorded, current))
+        recorded = drift.recorded_capabilities(events, DEFAULT_HARNESS_ID)
+        if recorded and drift.differs(recorded, current):
+            if not accept_drift:
+                raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
+                                           drift.message(recorded, current))
+            world.append(run_id, [drift.accepted(recorded, current)])
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
                               str(record.options.get("durability", DEFAULT_DURABILITY)))
-
-
-def _drift_message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
-    missing = [t for t, present in current.get("tools", {}).items()
-               if recorded.get("tools", {}).get(t) and not present]
-    if missing:
-        return "tools the run used are not registered now: " + ", ".join(missing) + \
-            " (pass the same --tools)"
-    if recorded.get("harness") != current.get("harness"):
-        return (f"the run started under the harness {recorded.get('harness')!r}, now "
-                f"{current.get('harness')!r} (pass the same --harness)")
-    return (f"the run started with models {recorded.get('models')} and tools "
-            f"{recorded.get('tools')}; now {current.get('models')} and {current.get('tools')}")
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
