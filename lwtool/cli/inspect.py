@@ -85,14 +85,24 @@ def report(
     data_dir: DataDir = Path(".little-workflow"),
     as_json: AsJson = False,
 ) -> None:
-    """Tokens and costUsd per step and per run (costUsd null = unpriced, not free)."""
+    """Tokens and costUsd per step, per role (worker steps, planner sessions, an outer
+    loop's supervisor) and per run with the runs it stands on (costUsd null = unpriced,
+    not free)."""
     from lwtool.runtime.report import failed_branches, usage_report
+    from lwtool.runtime.rollup import rolled_usage
+    from lwtool.world.base import WorldError
 
     selected = run_events(data_dir, run_id)
     result = usage_report(selected)
+    try:
+        rolled = rolled_usage(open_world(data_dir, must_exist=True), run_id)
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    result["run"] = rolled["total"]  # the planner sessions (and a loop's cycles) included
     failed = failed_branches(selected)
     if as_json:
-        typer.echo(json.dumps({"runId": run_id, **result, "failedBranches": failed},
+        typer.echo(json.dumps({"runId": run_id, **result, "byRole": rolled["byRole"],
+                               "runs": rolled["runs"], "failedBranches": failed},
                               ensure_ascii=False, indent=2))
         return
 
@@ -104,6 +114,12 @@ def report(
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
         typer.echo(safe_text(f"{path:<40} {usage['inputTokens']:>8} "
                              f"{usage['outputTokens']:>8} {calls:>6}  {cost(usage['costUsd'])}"))
+    for role, usage in rolled["byRole"].items():
+        if set(rolled["byRole"]) == {"worker"}:
+            break  # one role: the run's line says it all
+        calls = usage["pricedCalls"] + usage["unpricedCalls"]
+        typer.echo(f"{'role ' + role:<40} {usage['inputTokens']:>8} {usage['outputTokens']:>8} "
+                   f"{calls:>6}  {cost(usage['costUsd'])}")
     total = result["run"]
     calls = total["pricedCalls"] + total["unpricedCalls"]
     typer.echo(f"{'run ' + run_id:<40} {total['inputTokens']:>8} {total['outputTokens']:>8} "

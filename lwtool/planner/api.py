@@ -104,9 +104,11 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
     run_id = run_id or new_run_id()
     durability = durability or definition_durability(value)
 
-    async def run(lwir: dict[str, Any], cycle_run: str) -> dict[str, Any]:
+    async def run(lwir: dict[str, Any], cycle_run: str,
+                  links: dict[str, Any] | None = None) -> dict[str, Any]:
         return await start_run(world, lwir, run_input, registry, model_map, cycle_run,
-                               on_start, step_timeout, harness, workspace, durability)
+                               on_start, step_timeout, harness, workspace, durability,
+                               links=links)
 
     async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
         return await plan_definition(world, folder, value, run_input, registry, model_map,
@@ -130,7 +132,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
         return await run_outer_loop(world, value, run_input, judge, plan, run, run_id,
                                     progress)
     planned = await plan(None, f"{run_id}.plan")
-    return await run(checked_lwir(planned.lwir), run_id)
+    return await run(checked_lwir(planned.lwir), run_id, {"plannerRunId": planned.planner_run_id})
 
 
 def _load(definition: str | Path | Mapping[str, Any], base: Path | None

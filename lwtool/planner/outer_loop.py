@@ -12,7 +12,15 @@ final output or RunFailed. `outer-loops/<outerLoopId>.json` (written atomically)
 the cycles and `pendingCycleRunId`: a loop killed inside a cycle resumes that cycle's
 planner session and run from their last commits; killed between cycles it goes on
 with the next cycle's planning. Cycle runs are `<outerLoopId>.c<N>` (planner
-`<outerLoopId>.c<N>.plan`). A supervise call cut off by a kill is made again.
+`<outerLoopId>.c<N>.plan`); their RunStarted links name the loop and the cycle. A
+supervise call cut off by a kill is made again.
+
+The loop always ends: a cycle whose planning fails, a supervise that raises or answers
+something other than done/continue, end the loop run with RunFailed (that cause; the
+manifest says failed) and raise RunFailedError with `outer_loop_id`. Only
+capability_drift leaves it open (fix what changed and run again). On resume the
+manifest is read back: its pending cycle is the one resumed (a stale or unreadable
+manifest is rewritten from the log, which wins).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from lwtool.authoring.snapshot import definition_hash
 from lwtool.canonical.digest import workflow_version_id
@@ -42,7 +50,7 @@ SUPERVISOR_SYSTEM = (
     "return>}. Otherwise answer {\"kind\": \"continue\", \"promptNote\": <what the next "
     "plan must do differently>}.")
 Planner = Callable[[dict[str, Any], str], Any]  # (outerLoop context, planner run id) -> plan
-Runner = Callable[[dict[str, Any], str], Any]  # (lwir, run id) -> RunResult
+Runner = Callable[..., Any]  # (lwir, run id, links) -> RunResult
 
 
 async def run_outer_loop(world: World, definition: dict[str, Any], run_input: Any,
@@ -67,18 +75,35 @@ async def run_outer_loop(world: World, definition: dict[str, Any], run_input: An
         else:
             cycles, terminal = history
             if terminal is not None:
-                return _finished(outer_loop_id, version_id, terminal, cycles)
+                return _finished(world, outer_loop_id, version_id, terminal, cycles)
         manifest = _Manifest(Path(world.data_dir), outer_loop_id, subject)
+        pending = manifest.pending()
         while True:
             number = len(cycles) + 1
             run_id = f"{outer_loop_id}.c{number}"
+            if pending == run_id:
+                say(f"outer loop {outer_loop_id}: resuming cycle {number} ({run_id})")
+            pending = None
             manifest.write(cycles, pending=run_id)
             context = {"cycleNumber": number, "maxCycles": max_cycles,
                        "isFinalCycle": number == max_cycles, "priorCycles": cycles}
             say(f"outer loop {outer_loop_id}: cycle {number} of {max_cycles}")
-            cycle = await _cycle(plan, run, context, run_id, number)
-            decision = await _supervise(supervise, definition, cycles + [cycle],
-                                        outer_loop_id, version_id)
+            try:
+                cycle = await _cycle(plan, run, context, run_id, number, outer_loop_id)
+                decision = await _supervise(supervise, definition, cycles + [cycle],
+                                            outer_loop_id, version_id)
+            except CapabilityDriftError as drift:  # nothing ran: fix it and run again
+                drift.outer_loop_id = outer_loop_id
+                raise
+            except RunFailedError as failure:
+                _fail(world, manifest, cycles, outer_loop_id, failure.cause_code,
+                      f"cycle {number}: {failure.message}", number)
+            except Exception as exc:  # noqa: BLE001 - a supervise that raises ends the loop
+                _fail(world, manifest, cycles, outer_loop_id, "step_failed",
+                      f"cycle {number}: supervise raised {type(exc).__name__}: {exc}", number)
+            call = decision.pop("call", None)
+            if call is not None:
+                cycle["supervisorCall"] = call
             cycle["decision"] = decision
             cycles.append(cycle)
             done = decision["kind"] == "done"
@@ -93,17 +118,36 @@ async def run_outer_loop(world: World, definition: dict[str, Any], run_input: An
             world.append(outer_loop_id, closing, status)
             manifest.write(cycles, pending=None, status=status or "running")
             if done or exhausted:
-                return _finished(outer_loop_id, version_id, closing[-1], cycles)
+                return _finished(world, outer_loop_id, version_id, closing[-1], cycles)
+
+
+def _fail(world: World, manifest: _Manifest, cycles: list[dict[str, Any]], loop_id: str,
+          cause: str, message: str, number: int) -> NoReturn:
+    """End the loop run as failed (RunFailed, manifest) and raise its RunFailedError."""
+    world.append(loop_id, [NewEvent("RunFailed", {"causeCode": cause, "message": message,
+                                                  "cycleNumber": number})], "failed")
+    manifest.write(cycles, pending=None, status="failed")
+    raise _loop_error(loop_id, manifest.version_id, cause, message, cycles)
+
+
+def _loop_error(loop_id: str, version_id: str, cause: Any, message: str,
+                cycles: list[dict[str, Any]]) -> RunFailedError:
+    error = RunFailedError(loop_id, version_id, cause, message)
+    error.outer_loop_id = loop_id
+    error.last_cycle_output = cycles[-1].get("output") if cycles else None
+    return error
 
 
 async def _cycle(plan: Planner, run: Runner, context: dict[str, Any], run_id: str,
-                 number: int) -> dict[str, Any]:
+                 number: int, loop_id: str) -> dict[str, Any]:
     """Plan and run one cycle; a failed run is a cycle result (supervise decides)."""
-    cycle: dict[str, Any] = {"cycleNumber": number, "runId": run_id}
+    cycle: dict[str, Any] = {"cycleNumber": number, "runId": run_id,
+                             "plannerRunId": f"{run_id}.plan"}
     planned = await plan(context, f"{run_id}.plan")
     cycle["workflowVersionId"] = planned.version_id
+    links = {"outerLoopId": loop_id, "cycleNumber": number, "plannerRunId": f"{run_id}.plan"}
     try:
-        result = await run(planned.lwir, run_id)
+        result = await run(planned.lwir, run_id, links)
     except RunFailedError as failure:
         cycle.update(status="failed", error={"causeCode": failure.cause_code,
                                              "message": failure.message})
@@ -123,7 +167,9 @@ async def _supervise(supervise: Callable[[dict[str, Any]], Any], definition: dic
         raise RunFailedError(loop_id, version_id, "runtime_config_error",
                              "supervise must return {'kind': 'done', 'finalOutput': ...} or "
                              f"{{'kind': 'continue', 'promptNote'?: ...}}, not {decision!r}")
-    kept = {"kind": kind}
+    kept: dict[str, Any] = {"kind": kind}
+    if isinstance(decision.get("call"), dict):  # the supervising model's call (its usage)
+        kept["call"] = decision["call"]
     if kind == "done":
         kept["finalOutput"] = decision.get("finalOutput")
     elif isinstance(decision.get("promptNote"), str):
@@ -155,18 +201,23 @@ def _history(world: World, loop_id: str, version_id: str
     return cycles, terminal
 
 
-def _finished(loop_id: str, version_id: str, terminal: Any,
+def _finished(world: World, loop_id: str, version_id: str, terminal: Any,
               cycles: list[dict[str, Any]]) -> dict[str, Any]:
     payload = terminal.payload
     if terminal.type == "RunFailed":
-        error = RunFailedError(loop_id, version_id, "outer_loop_exhausted",
-                               str(payload.get("message", "")))
-        error.outer_loop_id = loop_id
-        error.last_cycle_output = cycles[-1].get("output") if cycles else None
-        raise error
+        raise _loop_error(loop_id, version_id, payload.get("causeCode", "outer_loop_exhausted"),
+                          str(payload.get("message", "")), cycles)
     return {"outerLoopId": loop_id, "runId": cycles[-1]["runId"] if cycles else None,
             "workflowVersionId": cycles[-1].get("workflowVersionId") if cycles else None,
-            "status": "completed", "output": payload.get("output"), "cycles": cycles}
+            "status": "completed", "output": payload.get("output"), "cycles": cycles,
+            **_usage(world, loop_id)}
+
+
+def _usage(world: World, loop_id: str) -> dict[str, Any]:
+    """The loop's usage and cost: its cycles (planners included) and its supervisor."""
+    from lwtool.runtime.rollup import rolled_usage
+
+    return {"usage": rolled_usage(world, loop_id)["total"]}
 
 
 class _Manifest:
@@ -176,6 +227,20 @@ class _Manifest:
         self.path = data_dir / "outer-loops" / f"{loop_id}.json"
         self.loop_id = loop_id
         self.subject = subject
+        self.version_id = workflow_version_id(subject)
+
+    def pending(self) -> str | None:
+        """The cycle run a killed loop was in, as the manifest says (None when it says
+        none, or is missing, unreadable or for another subject: then the log decides)."""
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(document, dict) or any(
+                document.get(key) != value for key, value in self.subject.items()):
+            return None
+        pending = document.get("pendingCycleRunId")
+        return pending if isinstance(pending, str) else None
 
     def write(self, cycles: list[dict[str, Any]], pending: str | None,
               status: str = "running") -> None:
@@ -207,9 +272,13 @@ def model_supervisor(model: Any, system: str | None = None
                                                            default=str)}]
         reply = await call_model(model, messages, DECISION_MODE, messages[-1]["content"],
                                  request)
+        call = {"model": {"provider": reply.provider, "modelId": reply.model_id},
+                "usage": reply.usage}
         try:
-            return parse_model_text(reply.text, DECISION_MODE)
+            decision = parse_model_text(reply.text, DECISION_MODE)
         except OutputInvalid as exc:
-            return {"kind": None, "problem": f"the supervising model's answer: {exc}"}
+            return {"kind": None, "problem": f"the supervising model's answer: {exc}",
+                    "call": call}
+        return {**decision, "call": call} if isinstance(decision, dict) else decision
 
     return supervise

@@ -71,7 +71,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     workspace: dict[str, Any] | None = None,
                     durability: str | None = None,
                     version_id: str | None = None,
-                    canonical: str | None = None) -> dict[str, Any]:
+                    canonical: str | None = None,
+                    links: dict[str, Any] | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
@@ -79,7 +80,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     RunStarted and kept by every resume. `version_id` is the LWIR's WorkflowVersion id
     when the caller has it already (lwtool.runtime.api.LockedWorkflow): not hashed
     again; `canonical`, the RFC 8785 text it was taken over, spares the world
-    canonicalizing the LWIR again to store it."""
+    canonicalizing the LWIR again to store it. `links` (plannerRunId, outerLoopId,
+    cycleNumber) name the runs this one belongs with, in RunStarted."""
     harness = harness or WorkflowHarness()
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
@@ -114,7 +116,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                            "durability": durability,
                            "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
                                                "world": world.max_concurrent_steps},
-                           "pid": os.getpid()})], fsyncs(durability))
+                           "pid": os.getpid(), **({"links": links} if links else {})})],
+                          fsyncs(durability))
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
@@ -144,6 +147,33 @@ def concurrency_asked(steps: list[dict[str, Any]]) -> int:
     return peak
 
 
+def _outer_loop_result(world: World, loop_id: str, version_id: str) -> dict[str, Any]:
+    """An outer loop's result from its log (its cycles' usage rolled up); one that is
+    not finished resumes from its definition, not from here."""
+    from lwtool.runtime.rollup import rolled_usage
+
+    events = world.events(loop_id)
+    terminal = next((e for e in events if e.type in ("RunCompleted", "RunFailed")), None)
+    cycles = [e.payload for e in events if e.type == "OuterLoopCycleCompleted"]
+    if terminal is None:
+        raise RunFailedError(loop_id, version_id, "runtime_config_error",
+                             f"outer loop {loop_id} did not finish; it resumes from its "
+                             f"definition: lwtool run DEFINITION --run-id {loop_id}")
+    if terminal.type == "RunFailed":
+        error = RunFailedError(loop_id, version_id,
+                               terminal.payload.get("causeCode", "outer_loop_exhausted"),
+                               str(terminal.payload.get("message", "")))
+        error.outer_loop_id = loop_id
+        error.last_cycle_output = cycles[-1].get("output") if cycles else None
+        raise error
+    usage = rolled_usage(world, loop_id)
+    last = cycles[-1] if cycles else {}
+    return {"runId": last.get("runId"), "outerLoopId": loop_id,
+            "workflowVersionId": last.get("workflowVersionId"), "status": "completed",
+            "output": terminal.payload.get("output"), "usage": usage["total"],
+            "artifacts": [], "cycles": cycles}
+
+
 def _checked_timeout(step_timeout: float | None) -> float:
     timeout = DEFAULT_STEP_TIMEOUT if step_timeout is None else float(step_timeout)
     if not timeout > 0:
@@ -170,6 +200,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
     if lwir is None:
         raise RunFailedError(run_id, record.version_id, "runtime_config_error",
                              f"the data dir has no WorkflowVersion {record.version_id}")
+    if lwir.get("kind") == "OuterLoop":
+        return _outer_loop_result(world, run_id, record.version_id)
     if lwir.get("kind") == "HarnessSession":
         raise RunFailedError(run_id, record.version_id, "runtime_config_error",
                              f"run {run_id} is a harness session, not a workflow run; resume "
@@ -270,8 +302,8 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
 
 async def result_of(world: World, run_id: str, version_id: str, output: Any,
                     artifacts: list[str]) -> dict[str, Any]:
-    from lwtool.runtime.report import usage_report
+    from lwtool.runtime.rollup import rolled_usage
 
-    report = usage_report(world.events(run_id, ["harness.model.responded"]))
+    usage = rolled_usage(world, run_id)  # its planner session's included
     return {"runId": run_id, "workflowVersionId": version_id, "status": "completed",
-            "output": output, "usage": report["run"], "artifacts": sorted(set(artifacts))}
+            "output": output, "usage": usage["total"], "artifacts": sorted(set(artifacts))}

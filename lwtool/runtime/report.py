@@ -1,5 +1,6 @@
 """Usage and cost per step and per run, derived from harness.model.responded events.
 
+Cached input tokens are priced at the provider's cached rate where litellm knows it.
 `costUsd` is null when every model call in scope was unpriced (no entry in litellm's
 price registry, or the offline model), not free; 0 is a real zero (no model calls).
 litellm is imported only when there is a call it could price.
@@ -33,7 +34,8 @@ def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=f"{provider}/{model_id}" if provider else model_id,
             prompt_tokens=int(usage.get("inputTokens", 0)),
-            completion_tokens=int(usage.get("outputTokens", 0)))
+            completion_tokens=int(usage.get("outputTokens", 0)),
+            cache_read_input_tokens=int(usage.get("cachedInputTokens", 0)))  # cached rate
     except Exception:  # noqa: BLE001 - an unknown model is simply unpriced
         return None
     return float(prompt_cost) + float(completion_cost)
@@ -55,6 +57,14 @@ def add_usage(total: dict[str, Any], usage: dict[str, int], cost: float | None) 
     else:
         total["pricedCalls"] += 1
         total["costUsd"] = (total["costUsd"] or 0.0) + cost
+
+
+def merge_totals(total: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add `part` (an `empty_totals()` shape) into `total`."""
+    for key in (*TOKENS, "pricedCalls", "unpricedCalls"):
+        total[key] += int(part.get(key, 0))
+    if part.get("costUsd") is not None:
+        total["costUsd"] = (total["costUsd"] or 0.0) + float(part["costUsd"])
 
 
 def usage_report(events: list[Event]) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""A run's usage and cost with the runs it stands on, per role: a planned run counts
+its planner session (RunStarted `links.plannerRunId`), an outer loop its cycles (each a
+planned run) and its supervising model's calls (recorded in OuterLoopCycleCompleted).
+Roles: `worker` (the steps' model calls), `planner`, `supervisor`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwtool.runtime.report import (
+    add_usage,
+    empty_totals,
+    merge_totals,
+    price,
+    usage_report,
+)
+from lwtool.world.base import RunNotFound, World
+
+ROLES = ("worker", "planner", "supervisor")
+
+
+def linked(world: World, run_id: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """(role, run id) of the run and every run it stands on, and the supervising model's
+    calls of an outer loop ({model, usage})."""
+    try:
+        events = world.events(run_id, ["RunStarted", "OuterLoopCycleCompleted"])
+    except RunNotFound:
+        return [], []
+    started = next((e for e in events if e.type == "RunStarted"), None)
+    links = (started.payload.get("links") or {}) if started is not None else {}
+    runs: list[tuple[str, str]] = []
+    calls: list[dict[str, Any]] = []
+    cycles = [e.payload for e in events if e.type == "OuterLoopCycleCompleted"]
+    if started is not None and "maxCycles" in started.payload:  # an outer loop
+        for cycle in cycles:
+            inner, _ = linked(world, str(cycle.get("runId")))
+            runs += inner
+            if isinstance(cycle.get("supervisorCall"), dict):
+                calls.append(cycle["supervisorCall"])
+        return runs, calls
+    runs.append(("worker", run_id))
+    if isinstance(links.get("plannerRunId"), str):
+        runs.append(("planner", links["plannerRunId"]))
+    return runs, calls
+
+
+def rolled_usage(world: World, run_id: str) -> dict[str, Any]:
+    """{total, byRole: {role: totals}, runs: [{runId, role, usage}]}."""
+    runs, calls = linked(world, run_id)
+    total = empty_totals()
+    by_role = {role: empty_totals() for role in ROLES}
+    rows = []
+    any_call = False
+    for role, linked_id in runs:
+        try:
+            events = world.events(linked_id, ["harness.model.responded"])
+        except RunNotFound:
+            continue
+        any_call = any_call or bool(events)
+        usage = usage_report(events)["run"]
+        merge_totals(total, usage)
+        merge_totals(by_role[role], usage)
+        rows.append({"runId": linked_id, "role": role, "usage": usage})
+    for call in calls:
+        any_call = True
+        model = call.get("model") or {}
+        usage = call.get("usage") or {}
+        cost = price(str(model.get("provider", "")), str(model.get("modelId", "")), usage)
+        add_usage(total, usage, cost)
+        add_usage(by_role["supervisor"], usage, cost)
+    if not any_call:
+        total["costUsd"] = 0.0
+    return {"total": total, "byRole": {r: t for r, t in by_role.items()
+                                       if t["pricedCalls"] + t["unpricedCalls"]},
+            "runs": rows}
