@@ -19,20 +19,20 @@ from tests.planner.test_outer_loop import _args, _loop_env, folder  # noqa: F401
 from tests.planner.test_plan_cli import _env, _submit
 
 
-def _events(folder: Path, run_id: str) -> list[dict[str, object]]:
-    out = run_cli("events", run_id, "--data-dir", "data", "--json", cwd=folder).stdout
+def _events(work: Path, run_id: str) -> list[dict[str, object]]:
+    out = run_cli("events", run_id, "--data-dir", "data", "--json", cwd=work).stdout
     return [json.loads(line) for line in out.splitlines()]
 
 
-def _ended_failed(folder: Path, cause: str) -> None:
-    kinds = [e["type"] for e in _events(folder, "loop")]
+def _ended_failed(work: Path, cause: str) -> None:
+    kinds = [e["type"] for e in _events(work, "loop")]
     assert kinds[0] == "RunStarted" and kinds[-1] == "RunFailed", kinds
-    assert _events(folder, "loop")[-1]["payload"]["causeCode"] == cause
-    manifest = json.loads((folder / "data/outer-loops/loop.json").read_text())
+    assert _events(work, "loop")[-1]["payload"]["causeCode"] == cause
+    manifest = json.loads((work / "data/outer-loops/loop.json").read_text())
     assert manifest["status"] == "failed" and manifest["pendingCycleRunId"] is None
-    runs = json.loads(run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout)
+    runs = json.loads(run_cli("runs", "--data-dir", "data", "--json", cwd=work).stdout)
     assert {r["runId"]: r["status"] for r in runs}["loop"] == "failed"
-    replay = run_cli("replay", "loop", "--data-dir", "data", "--json", cwd=folder)
+    replay = run_cli("replay", "loop", "--data-dir", "data", "--json", cwd=work)
     assert replay.returncode == 1 and json.loads(replay.stdout)["causeCode"] == cause
     assert json.loads(replay.stdout)["outerLoopId"] == "loop"
 
