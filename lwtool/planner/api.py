@@ -34,13 +34,15 @@ def definition_durability(definition: Mapping[str, Any] | None) -> str | None:
 
 def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, Any] | None:
     """What a definition gives its worker steps' workspaces: its id (the workflow memory
-    store), its memory settings and its worker skills (local ones as absolute paths)."""
+    store), its memory settings, its worker skills (local ones as absolute paths) and
+    its `worker.system` prompt."""
     if definition is None:
         return None
+    worker = definition.get("worker") or {}
     skills = [s if s.startswith("git+") or Path(s).is_absolute() else str((base / s).resolve())
-              for s in (definition.get("worker") or {}).get("skills") or []]
+              for s in worker.get("skills") or []]
     return {"workflowId": definition["id"], "memory": definition.get("memory"),
-            "skills": skills}
+            "skills": skills, **({"system": worker["system"]} if worker.get("system") else {})}
 
 
 async def plan_definition(world: World, base: Path, definition: dict[str, Any],

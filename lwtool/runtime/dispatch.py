@@ -19,8 +19,10 @@ from typing import Any
 
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
+from lwtool.harness.workflow import WorkflowHarness
 from lwtool.harness.workspace import StepWorkspace
 from lwtool.runtime.errors import StepFailure
+from lwtool.runtime.outputs import OutputInvalid, check_output
 from lwtool.runtime.run_state import hash_bytes, short_hash, step_timeout
 from lwtool.runtime.scope import Scope
 from lwtool.runtime.steps import STEP_KINDS
@@ -102,6 +104,28 @@ async def _recorded_input(run: Any, step_input: Any) -> tuple[str, dict[str, Any
     return f"sha256:{digest}", {"inputRef": await run.world.put_artifact(data, run.fsyncs)}
 
 
+def custom_context(run: Any, scope: Scope, step: dict[str, Any], path: str) -> HarnessContext:
+    """What a custom worker harness is documented to get: besides the recorder, tools,
+    scope and workspace, the step's model (an ai.generate step's slot resolved), the
+    worker's system prompt, the step's mounts ({target: {source, mode}}), the bash
+    capabilities it would get and the worker skills."""
+    from lwtool.harness.bash import BashOptions
+    from lwtool.harness.models import resolve_slot
+
+    workspace = StepWorkspace.of_run(run, path)
+    settings = step.get("with") or {}
+    model = resolve_slot(str(settings["model"]), run.models) \
+        if step.get("uses") == "ai.generate" and settings.get("model") else None
+    options = BashOptions.from_env()
+    return HarnessContext(
+        recorder=run, tools=run.tools, model=model, system=run.worker_system(), scope=scope,
+        mounts={m.target: {"source": str(m.source), **m.describe()}
+                for m in workspace.mounts()},
+        bash={"sandbox": options.sandbox, "timeout": options.timeout,
+              "maxOutputBytes": options.max_output_bytes},
+        skills=[s.listed() for s in workspace.resolved_skills()[0]], workspace=workspace)
+
+
 async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
                    kind: Any) -> tuple[Any, list[NewEvent], list[tuple[str, bytes]]]:
     """Execute one attempt; return its output and the closing events to commit."""
@@ -132,13 +156,21 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
     limit, source = step_timeout(step, run.step_timeout)
+    custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
         async with asyncio.timeout(limit):  # no extra task, unlike wait_for
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
+                custom_context(run, scope, step, path) if custom else
                 HarnessContext(recorder=run, tools=run.tools, scope=scope,
                                workspace=StepWorkspace.of_run(run, path)))
         output, call_events = done.output, done.events
+        if custom and uses != "decision":  # the spec's execution loop, step 8
+            try:
+                check_output(output, step.get("output"), f"the {run.harness.harness_id} "
+                             "harness's output")
+            except OutputInvalid as exc:
+                raise StepFailure("step_schema_error", str(exc), path) from None
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.

@@ -65,6 +65,7 @@ class RunState:
     _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
     _workspace_defaults: tuple[Any, ...] | None = None
+    _worker_system: str | None = None
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
@@ -127,6 +128,28 @@ class RunState:
                 MemoryConfig.from_json(settings.get("memory")),
                 tuple(settings.get("skills") or ()))
         return self._workspace_defaults
+
+    def worker_system(self) -> str:
+        """The worker's system prompt before each ai.generate step's own (the spec's
+        "the model sees the step as"): its skills listed (a definition's worker skills
+        and the org's), then the definition's `worker.system`. Empty for LWIR run
+        without a definition. Raises StepFailure when a skill cannot be read."""
+        if self._worker_system is None:
+            parts = []
+            if self.workspace.get("workflowId") is not None:
+                from lwtool.harness.skills import SkillError, skills_prompt
+                from lwtool.harness.workspace import StepWorkspace
+                from lwtool.runtime.errors import StepFailure
+
+                try:
+                    skills = StepWorkspace.of_run(self, "").resolved_skills()[0]
+                except SkillError as exc:
+                    raise StepFailure("runtime_config_error", f"worker skills: {exc}") \
+                        from None
+                parts.append(skills_prompt(skills))
+            parts.append(str(self.workspace.get("system") or ""))
+            self._worker_system = "\n\n".join(part for part in parts if part)
+        return self._worker_system
 
     @property
     def fsyncs(self) -> bool:

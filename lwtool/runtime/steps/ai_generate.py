@@ -38,16 +38,17 @@ def _format_instruction(mode: dict[str, Any]) -> str:
 
 
 def build_messages(step: dict[str, Any], value: Any, expression_scope: dict[str, Any],
-                   path: str, native: bool = False) -> list[dict[str, str]]:
+                   path: str, native: bool = False,
+                   worker_system: str = "") -> list[dict[str, str]]:
     """The spec's layout ("The model sees the step as"): the system prompt is the
-    worker's system prompt and skill list (none in the default runtime), then
+    worker's system prompt and skill list (`worker_system`: a definition's), then
     `with.system`; one user message: `with.prompt`, a blank line, `Input:` and the
     resolved step input (the input alone without `with.prompt`). Where the provider does
     not enforce the output mode itself (`native`), its format instruction ends the
     system prompt, after a blank line."""
     with_ = step.get("with") or {}
     mode = step.get("output") or {"mode": "text"}
-    system_parts = []
+    system_parts = [worker_system] if worker_system else []
     if "system" in with_:
         system_parts.append(_text(resolve(with_["system"], expression_scope, path, "with.system")))
     instruction = "" if native else _format_instruction(mode)
@@ -79,7 +80,8 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     request = output_request(model, mode)
     repair = ((step.get("onFailure") or {}).get("repair") or {})
     turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") == "self" else 1
-    messages = build_messages(step, value, expression_scope, path, request.native)
+    messages = build_messages(step, value, expression_scope, path, request.native,
+                              run.worker_system())
     prompt_text = messages[-1]["content"]
     error = "no reply"
     for turn in range(turns):

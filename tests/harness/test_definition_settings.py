@@ -1,0 +1,90 @@
+"""Settings a definition accepts must act ("Definitions honoured end to end", items 3
+and 7): `worker.system` and the worker skills reach every ai.generate call, before the
+step's own system prompt; a custom harness gets the context it is documented to get
+(model, system, mounts, bash, skills), and its output is checked against the step's
+output mode (step_schema_error, not a completed run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+from tests.fixtures.openai_server import fixture_server
+
+LWIR = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: triage, version: 0.1.0}
+output: {schema: {type: object, required: [label], properties: {label: {type: string}}}}
+permissions: {tools: [], models: [fast]}
+steps:
+  - id: label
+    uses: ai.generate
+    with: {model: fast, system: Step rules., prompt: Label it.}
+    output:
+      mode: object
+      schema: {type: object, required: [label], properties: {label: {type: string}}}
+"""
+DEFINITION = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: WorkflowDefinition
+id: triage
+models: [{id: fast, model: openai/gpt-4o-mini}]
+planner: {plan: triage.lwir.yaml}
+worker:
+  system: You are the triage worker.
+  skills: [skills/tone]
+"""
+SKILL = "---\nname: tone\ndescription: Keep labels short.\n---\nUse one word.\n"
+HARNESS = f"{ROOT / 'tests' / 'harness' / 'context_harness.py'}:harness"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "triage.lwir.yaml").write_text(LWIR)
+    (tmp_path / "triage.definition.yaml").write_text(DEFINITION)
+    (tmp_path / "skills/tone").mkdir(parents=True)
+    (tmp_path / "skills/tone/SKILL.md").write_text(SKILL)
+    (tmp_path / "in.json").write_text('{"text": "crash"}')
+    return tmp_path
+
+
+def _run(folder: Path, *extra: str, env: dict[str, str] | None = None) -> object:
+    return run_cli("run", "triage.definition.yaml", "-i", "in.json", "--data-dir", "data",
+                   "--json", *extra, cwd=folder, env={"LWTOOL_TEST_DIR": str(folder),
+                                                      **(env or {})})
+
+
+def test_worker_system_and_skills_reach_every_model_call(folder: Path) -> None:
+    with fixture_server(['{"label": "bug"}']) as server:
+        done = _run(folder, env={"OPENAI_API_BASE": server.base_url,
+                                 "OPENAI_BASE_URL": server.base_url,
+                                 "OPENAI_API_KEY": "sk-fixture"})
+    assert done.returncode == 0, done.stderr  # type: ignore[attr-defined]
+    system = server.requests[0]["messages"][0]["content"]
+    skills_at = system.index("Available skills")
+    assert "- tone: Keep labels short." in system
+    assert skills_at < system.index("You are the triage worker.") < system.index("Step rules.")
+
+
+def test_a_custom_harness_gets_its_context(folder: Path) -> None:
+    done = _run(folder, "--harness", HARNESS, env={"HARNESS_ANSWER": '{"label": "bug"}'})
+    assert done.returncode == 0, done.stderr  # type: ignore[attr-defined]
+    seen = json.loads((folder / "context.json").read_text())
+    assert seen["model"] == "openai/gpt-4o-mini"
+    assert "You are the triage worker." in seen["system"] and "tone" in seen["system"]
+    assert seen["mounts"]["/mnt/scratch/own"]["mode"] == "rw"
+    assert seen["mounts"]["/mnt/memory/workflow"]["mode"] == "ro"
+    assert seen["bash"]["sandbox"] in ("bwrap", "path-check")
+    assert [s["name"] for s in seen["skills"]] == ["tone"]
+
+
+def test_a_custom_harness_output_that_breaks_the_mode_fails_the_step(folder: Path) -> None:
+    done = _run(folder, "--harness", HARNESS, env={"HARNESS_ANSWER": '"just text"'})
+    assert done.returncode == 1, done.stdout  # type: ignore[attr-defined]
+    failure = json.loads(done.stdout)  # type: ignore[attr-defined]
+    assert failure["causeCode"] == "step_schema_error" and failure["failedStepPath"] == "label"
+    assert "tests/context-harness@1 harness's output" in failure["message"]
