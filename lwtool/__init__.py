@@ -23,6 +23,8 @@ _EXPORTS = {
     "replay_run": "lwtool.runtime.api",
     "run_definition": "lwtool.planner.api",
     "run_workflow": "lwtool.runtime.api",
+    "define_workflow": "lwtool.authoring.definitions",
+    "skill": "lwtool.authoring.definitions",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -16,10 +16,11 @@ from lwtool.authoring.definitions import (
     memory,
     model_slot,
     planner,
+    skill,
     worker,
 )
 from lwtool.authoring.schemas import to_schema
 
 __all__ = ["Definition", "Step", "Workflow", "array_output", "choice", "define_workflow",
-           "memory", "model_slot", "object_output", "planner", "text", "to_schema",
+           "memory", "model_slot", "object_output", "planner", "skill", "text", "to_schema",
            "worker", "workflow"]

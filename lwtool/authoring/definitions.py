@@ -38,6 +38,18 @@ def planner(*, model: str | None = None, system: str | None = None,
     return {k: v for k, v in settings.items() if v is not None}
 
 
+def skill(source: str) -> str:
+    """A skill source for `planner(skills=...)` / `worker(skills=...)`: a local folder
+    (or its SKILL.md) or `git+<scheme>://<repo>[@<ref>][#subdirectory=<path>]`, checked
+    as `lwtool validate` checks it (ValueError saying why, before anything runs)."""
+    from lwtool.source.skill_source import source_problem
+
+    problem = source_problem(source) if isinstance(source, str) else "not a string"
+    if problem:
+        raise ValueError(f"skill source {source!r} cannot be used: {problem}")
+    return source
+
+
 def worker(*, harness: str | None = None, system: str | None = None,
            skills: Iterable[str] = ()) -> dict[str, Any]:
     settings = {"harness": harness, "system": system, "skills": list(skills) or None}

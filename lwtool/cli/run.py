@@ -278,6 +278,9 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         terminated = isinstance(exc, Terminated)
         what = "terminated" if terminated else "interrupted"
         resume = resume_hint(run_id) if run_id else "nothing started"
+        if as_json:  # the run is not failed: it stopped where it was, resumable
+            typer.echo(json.dumps({"runId": run_id, "status": "interrupted",
+                                   "causeCode": "cancelled", "resume": resume}))
         sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")
         raise typer.Exit(143 if terminated else 130) from None
     except RunFailedError as failure:

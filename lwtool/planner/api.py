@@ -72,7 +72,7 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
 
 
-async def run_definition(definition: str | Path | Mapping[str, Any], run_input: Any, *,
+async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,
                          world: World | None = None,
                          tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                          models: Mapping[str, str] | None = None, run_id: str | None = None,
@@ -137,7 +137,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any], run_input: 
     return await run(checked_lwir(planned.lwir), run_id, {"plannerRunId": planned.planner_run_id})
 
 
-def _load(definition: str | Path | Mapping[str, Any], base: Path | None
+def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
           ) -> tuple[dict[str, Any], Path]:
     """A valid WorkflowDefinition and the folder its relative paths are read from."""
     import json
@@ -147,6 +147,8 @@ def _load(definition: str | Path | Mapping[str, Any], base: Path | None
     from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
+    if hasattr(definition, "document") and callable(definition.document):
+        definition = definition.document()  # what define_workflow returns
     if isinstance(definition, (str, Path)):
         try:
             document, folder = load_path(definition), Path(definition).parent

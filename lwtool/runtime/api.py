@@ -71,15 +71,18 @@ def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
     return LockedWorkflow(lwir, sha256_of_bytes(data), data.decode("utf-8"))
 
 
-async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow,
+async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow | Any,
                        run_input: Any, *, world: World | None = None,
                        tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                        models: Mapping[str, str] | None = None, run_id: str | None = None,
                        on_start: Callable[[str], None] | None = None,
                        step_timeout: float | None = None, harness: Any = None,
-                       durability: str | None = None) -> dict[str, Any]:
+                       durability: str | None = None,
+                       timeout: float | None = None) -> dict[str, Any]:
     """Run an LWIR workflow: a file path or a dict (validated and hashed first), or a
-    LockedWorkflow from `lock_workflow` (already both).
+    LockedWorkflow from `lock_workflow` (already both). A WorkflowDefinition (a file,
+    a dict with `kind: WorkflowDefinition`, or what `define_workflow` returns) is
+    planned first, as `run_definition` does.
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
@@ -90,15 +93,66 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     harness, lwtool.harness.workflow.WorkflowHarness). `durability` is `strict` (every
     step result flushed to the disk: survives power loss) or `process` (survives any
     kill of the process; faster); default: the world's (strict unless it says).
+    `timeout` (seconds) bounds the whole run: past it the run stops where it is and
+    RunFailedError with cause `timeout` is raised (its `result` says how to go on); the
+    run stays resumable with `replay_run`.
     """
-    from lwtool.runtime.interpreter import start_run
+    from lwtool.runtime.interpreter import new_run_id, start_run
     from lwtool.world.local import local_world
 
+    run_id = run_id or new_run_id()
+    if is_definition(workflow):
+        from lwtool.planner.api import run_definition
+
+        return await within(timeout, run_id, run_definition(
+            workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
+            step_timeout=step_timeout, harness=harness, on_start=on_start,
+            durability=durability))
     locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
-    return await start_run(world or local_world(), locked.lwir, run_input,
-                           ToolRegistry.of(tools), dict(models or {}), run_id, on_start,
-                           step_timeout, harness, durability=durability,
-                           version_id=locked.version_id, canonical=locked.canonical)
+    return await within(timeout, run_id, start_run(
+        world or local_world(), locked.lwir, run_input, ToolRegistry.of(tools),
+        dict(models or {}), run_id, on_start, step_timeout, harness, durability=durability,
+        version_id=locked.version_id, canonical=locked.canonical))
+
+
+def is_definition(workflow: Any) -> bool:
+    """A WorkflowDefinition: `define_workflow`'s object, a dict or a file of that kind."""
+    if hasattr(workflow, "document") and callable(workflow.document):
+        return True
+    if isinstance(workflow, Mapping):
+        return workflow.get("kind") == "WorkflowDefinition"
+    if isinstance(workflow, (str, Path)):
+        from lwtool.source.loader import LoadFailed, load_path
+
+        try:
+            value = load_path(workflow).value
+        except (LoadFailed, OSError):
+            return False  # lock_workflow says what is wrong with it
+        return isinstance(value, dict) and value.get("kind") == "WorkflowDefinition"
+    return False
+
+
+async def within(timeout: float | None, run_id: str, work: Any) -> dict[str, Any]:
+    """Await `work` (a run), bounded by `timeout` seconds: cause `timeout` past it."""
+    import asyncio
+
+    from lwtool.runtime.errors import RunFailedError
+
+    if timeout is None:
+        result: dict[str, Any] = await work
+        return result
+    if not timeout > 0:
+        work.close()
+        raise ValueError(f"the run timeout must be more than 0 seconds, not {timeout}")
+    try:
+        async with asyncio.timeout(timeout):
+            result = await work
+            return result
+    except TimeoutError:
+        raise RunFailedError(run_id, "-", "timeout", f"the run took longer than {timeout:g} s "
+                             "and was stopped where it was; resume it with replay_run",
+                             result={"runId": run_id, "status": "interrupted",
+                                     "causeCode": "timeout"}) from None
 
 
 async def replay_run(run_id: str, *, world: World | None = None,
