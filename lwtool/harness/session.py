@@ -139,11 +139,13 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
         if on_start:
             on_start(run_id)
         if journal.terminal is not None:
-            space.scratch.remove()  # laid out again to compute the manifest
+            if spec.role != "planner":  # a planner's stays for the run it planned
+                space.scratch.remove()  # laid out again to compute the manifest
             return _finished(run_id, version_id, journal)
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
-                         durability=str(getattr(world, "durability", DEFAULT_DURABILITY)))
+                         durability=str(getattr(world, "durability", DEFAULT_DURABILITY)),
+                         keep_scratch=spec.role == "planner")
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

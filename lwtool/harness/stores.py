@@ -171,9 +171,11 @@ class RoleMounts:
 def role_mounts(role: str, data_dir: Path, scratch: ScratchLayout, *,
                 workflow_id: str | None = None, memory: MemoryConfig | None = None,
                 step_path: str | None = None, pipeline: str | None = None,
-                available_workflows: Iterable[str] = ()) -> RoleMounts:
+                available_workflows: Iterable[str] = (),
+                planner_scratch: Path | None = None) -> RoleMounts:
     """The spec's mounts per role: planner (workflow rw, org ro, own scratch),
-    worker (workflow ro, org ro, own step scratch, from-planner, peer-steps), fixer
+    worker (workflow ro, org ro, own step scratch, from-planner: `planner_scratch`, the
+    planner session's own scratch of this run when it was planned, peer-steps), fixer
     (a worker that may write workflow memory), orchestrator (pipeline rw, org ro,
     available workflows ro), agent (a standalone session: like a planner,
     its workflow store writable when `memory.workflow` is rw)."""
@@ -187,7 +189,8 @@ def role_mounts(role: str, data_dir: Path, scratch: ScratchLayout, *,
     own = scratch.step_scratch(step_path or "") if in_step else scratch.run_scratch()
     mounts = [Mount("/mnt/scratch/own", own, True)]
     if in_step:
-        mounts.append(Mount("/mnt/scratch/from-planner", scratch.run_scratch(), False))
+        mounts.append(Mount("/mnt/scratch/from-planner",
+                            planner_scratch or scratch.run_scratch(), False))
         mounts.append(Mount("/mnt/scratch/peer-steps", scratch.steps_dir(), False))
     upper = scratch.orchestrator_scratch()
     if upper is not None and role != "orchestrator":

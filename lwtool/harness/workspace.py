@@ -96,17 +96,22 @@ class StepWorkspace:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     skills: tuple[str, ...] = ()
     role: str = "worker"
+    planner_run_id: str | None = None  # the planner session whose scratch is from-planner
 
     @classmethod
     def of_run(cls, run: Any, step_path: str) -> StepWorkspace:
         """The workspace of a step of `run` (a RunState) with its definition's settings."""
         data_dir, workflow_id, memory, skills = run.workspace_defaults()
-        return cls(data_dir, run.run_id, step_path, workflow_id, memory, skills)
+        planner = run.workspace.get("plannerRunId")
+        return cls(data_dir, run.run_id, step_path, workflow_id, memory, skills,
+                   planner_run_id=str(planner) if planner else None)
 
     def _placed(self) -> RoleMounts:
+        planner = ScratchLayout(self.data_dir, self.planner_run_id).run_scratch() \
+            if self.planner_run_id else None
         return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),
                            workflow_id=self.workflow_id, memory=self.memory,
-                           step_path=self.step_path)
+                           step_path=self.step_path, planner_scratch=planner)
 
     def mounts(self) -> list[Mount]:
         return self._placed().mounts

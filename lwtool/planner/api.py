@@ -108,8 +108,11 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
 
     async def run(lwir: dict[str, Any], cycle_run: str,
                   links: dict[str, Any] | None = None) -> dict[str, Any]:
+        planner_run = (links or {}).get("plannerRunId")
+        space = {**workspace, "plannerRunId": planner_run} if workspace and planner_run \
+            else workspace  # its workers see that planner session's scratch
         return await start_run(world, lwir, run_input, registry, model_map, cycle_run,
-                               on_start, step_timeout, harness, workspace, durability,
+                               on_start, step_timeout, harness, space, durability,
                                links=links)
 
     async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:

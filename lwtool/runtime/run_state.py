@@ -66,6 +66,7 @@ class RunState:
     _config_hashes: dict[int, str] = field(default_factory=dict)
     _workspace_defaults: tuple[Any, ...] | None = None
     _worker_system: str | None = None
+    keep_scratch: bool = False  # a planner session's: its run's workers read it
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
@@ -192,12 +193,18 @@ class RunState:
         return self.active_steps <= 1 and not self._queue and not self._flushing()
 
     def _remove_scratch(self) -> None:
-        """Run scratch is ephemeral: gone once the run has ended (memory stays)."""
+        """Run scratch is ephemeral: gone once the run has ended (memory stays). A
+        planner session's scratch stays for the run it planned (its workers read it at
+        /mnt/scratch/from-planner) and goes when that run ends."""
         data_dir = getattr(self.world, "data_dir", None)
-        if data_dir is not None:
-            from lwtool.harness.stores import ScratchLayout
+        if data_dir is None or self.keep_scratch:
+            return
+        from lwtool.harness.stores import ScratchLayout
 
-            ScratchLayout(Path(data_dir), self.run_id).remove()
+        ScratchLayout(Path(data_dir), self.run_id).remove()
+        planner = self.workspace.get("plannerRunId")
+        if planner:
+            ScratchLayout(Path(data_dir), str(planner)).remove()
 
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()

@@ -19,6 +19,11 @@ class ContextHarness(WorkflowHarness):
                                   ctx: HarnessContext) -> HarnessResult:
         seen = {"model": ctx.model, "system": ctx.system, "mounts": ctx.mounts,
                 "bash": ctx.bash, "skills": ctx.skills}
+        planner = ctx.mounts.get("/mnt/scratch/from-planner")
+        if planner is not None:  # what the planner left in its scratch, as workers see it
+            folder = Path(planner["source"])
+            seen["fromPlanner"] = sorted(p.name for p in folder.iterdir()) \
+                if folder.is_dir() else None
         Path(os.environ["LWTOOL_TEST_DIR"], "context.json").write_text(json.dumps(seen))
         return HarnessResult("execute_step", json.loads(os.environ["HARNESS_ANSWER"]))
 

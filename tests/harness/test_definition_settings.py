@@ -88,3 +88,30 @@ def test_a_custom_harness_output_that_breaks_the_mode_fails_the_step(folder: Pat
     failure = json.loads(done.stdout)  # type: ignore[attr-defined]
     assert failure["causeCode"] == "step_schema_error" and failure["failedStepPath"] == "label"
     assert "tests/context-harness@1 harness's output" in failure["message"]
+
+
+def test_workers_see_the_planners_scratch_of_their_run(tmp_path: Path) -> None:
+    """/mnt/scratch/from-planner is the planner session's own scratch of this run (it
+    was another folder, and the planner's was deleted when its session ended); both go
+    when the run ends."""
+    from tests.planner.test_compile_loop import GOOD
+    from tests.planner.test_plan_cli import DEFINITION, TOOLS, _env, _submit
+
+    (tmp_path / "loan.definition.yaml").write_text(DEFINITION)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "in.json").write_text('{"applicant": "Ann"}')
+    (tmp_path / "models.yaml").write_text("planner: openai/gpt-4o-mini\n")
+    notes = {"tool_calls": [{"name": "bash", "arguments": json.dumps(
+        {"command": "echo 'score first' > plan-notes.md"})}]}
+    with fixture_server([notes, _submit(GOOD), "done"]) as server:
+        done = run_cli("run", "loan.definition.yaml", "-i", "in.json", "--tools",
+                       "tools.py:tools", "--models", "models.yaml", "--data-dir", "data",
+                       "--run-id", "r1", "--harness", HARNESS, "--json", cwd=tmp_path,
+                       env={**_env(server), "LWTOOL_TEST_DIR": str(tmp_path),
+                            "HARNESS_ANSWER": '"summary"'})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads((tmp_path / "context.json").read_text())
+    source = seen["mounts"]["/mnt/scratch/from-planner"]["source"]
+    assert source.endswith("runs/r1.plan/scratch")
+    assert "plan-notes.md" in seen["fromPlanner"]
+    assert not (tmp_path / "data/runs/r1.plan").exists()  # gone with the run
