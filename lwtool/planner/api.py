@@ -66,10 +66,16 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
     if problem:
         say(f"no bash for the planner: {problem}")
     model = planner_model if planner_model is not None else models.get(name, name)
+    harness_spec = (definition.get("planner") or {}).get("harness")
+    harness = None
+    if harness_spec:  # the definition's own planner harness; unloadable: an error
+        from lwtool.planner.custom import load_planner_harness
+
+        harness = load_planner_harness(relative_spec(str(harness_spec), base), planner_run)
     return await plan_workflow(world, definition, run_input, tools, model,
                                run_id=planner_run, skills_base=base, bash=bash,
                                progress=say, outer_loop=outer_loop,
-                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
+                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT, harness=harness)
 
 
 async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,

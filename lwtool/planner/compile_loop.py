@@ -54,10 +54,13 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                         bash: BashOptions | None = None,
                         outer_loop: dict[str, Any] | None = None,
                         progress: Callable[[str], None] | None = None,
-                        timeout: float = DEFAULT_STEP_TIMEOUT) -> PlanResult:
+                        timeout: float = DEFAULT_STEP_TIMEOUT,
+                        harness: Any = None) -> PlanResult:
     """Draft, check and lock LWIR for `definition` and `run_input`. `run_id` names the
-    planner session's run (an existing one resumes). Raises RunFailedError
-    (input_schema_error, runtime_config_error, planner_validation_exhausted)."""
+    planner session's run (an existing one resumes). `harness`: the definition's own
+    planner harness (lwtool.planner.custom) instead of the built-in session. Raises
+    RunFailedError (input_schema_error, runtime_config_error,
+    planner_validation_exhausted)."""
     say = progress or (lambda _: None)
     try:
         request = build_request(definition, run_input, tools, outer_loop, skills_base)
@@ -87,6 +90,14 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                               "harness.tool_call.*`)", SESSION_PATH)
         return False
 
+    if harness is not None:
+        from lwtool.planner.custom import plan_with_harness
+
+        say(f"planning {request.workflow_id} with planner.harness {harness.harness_id}")
+        locked = await plan_with_harness(world, harness, request, Grant.of(definition),
+                                         max_revisions, model,
+                                         planner_system(planner.get("system")), run_id)
+        return PlanResult(locked[0], locked[1], run_id, locked[2])
     spec = SessionSpec(
         "planner", model, request_message(request), planner_system(planner.get("system")),
         max_turns=2 * (max_revisions + 1) + 10, workflow_id=request.workflow_id,
