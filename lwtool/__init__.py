@@ -22,7 +22,7 @@ _EXPORTS = {
     "lock_workflow": "lwtool.runtime.api",
     "replay_run": "lwtool.runtime.api",
     "run_definition": "lwtool.planner.api",
-    "run_workflow": "lwtool.runtime.api",
+    "run_workflow": "lwtool.planner.api",  # LWIR, or a definition planned first
     "define_workflow": "lwtool.authoring.definitions",
     "skill": "lwtool.authoring.definitions",
 }

@@ -146,6 +146,49 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
     return await run(checked_lwir(planned.lwir), run_id, {"plannerRunId": planned.planner_run_id})
 
 
+async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = None,
+                       tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
+                       models: Mapping[str, str] | None = None, run_id: str | None = None,
+                       on_start: Callable[[str], None] | None = None,
+                       step_timeout: float | None = None, harness: Any = None,
+                       durability: str | None = None,
+                       timeout: float | None = None) -> dict[str, Any]:
+    """`lwtool.run_workflow`: an LWIR workflow as lwtool.runtime.api.run_workflow runs it
+    (see there for every option), or a WorkflowDefinition (a file, a dict with `kind:
+    WorkflowDefinition`, or what `define_workflow` returns) planned first, as
+    `run_definition` does; `timeout` bounds the whole run either way."""
+    from lwtool.runtime import api
+    from lwtool.runtime.interpreter import new_run_id
+
+    if not is_definition(workflow):
+        return await api.run_workflow(workflow, run_input, world=world, tools=tools,
+                                      models=models, run_id=run_id, on_start=on_start,
+                                      step_timeout=step_timeout, harness=harness,
+                                      durability=durability, timeout=timeout)
+    run_id = run_id or new_run_id()
+    return await api.within(timeout, run_id, run_definition(
+        workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
+        step_timeout=step_timeout, harness=harness, on_start=on_start,
+        durability=durability))
+
+
+def is_definition(workflow: Any) -> bool:
+    """A WorkflowDefinition: `define_workflow`'s object, a dict or a file of that kind."""
+    if hasattr(workflow, "document") and callable(workflow.document):
+        return True
+    if isinstance(workflow, Mapping):
+        return workflow.get("kind") == "WorkflowDefinition"
+    if isinstance(workflow, (str, Path)):
+        from lwtool.source.loader import LoadFailed, load_path
+
+        try:
+            value = load_path(workflow).value
+        except (LoadFailed, OSError):
+            return False  # lock_workflow says what is wrong with it
+        return isinstance(value, dict) and value.get("kind") == "WorkflowDefinition"
+    return False
+
+
 def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
           ) -> tuple[dict[str, Any], Path]:
     """A valid WorkflowDefinition and the folder its relative paths are read from."""

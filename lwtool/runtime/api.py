@@ -71,7 +71,7 @@ def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
     return LockedWorkflow(lwir, sha256_of_bytes(data), data.decode("utf-8"))
 
 
-async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow | Any,
+async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow,
                        run_input: Any, *, world: World | None = None,
                        tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                        models: Mapping[str, str] | None = None, run_id: str | None = None,
@@ -80,9 +80,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
                        durability: str | None = None,
                        timeout: float | None = None) -> dict[str, Any]:
     """Run an LWIR workflow: a file path or a dict (validated and hashed first), or a
-    LockedWorkflow from `lock_workflow` (already both). A WorkflowDefinition (a file,
-    a dict with `kind: WorkflowDefinition`, or what `define_workflow` returns) is
-    planned first, as `run_definition` does.
+    LockedWorkflow from `lock_workflow` (already both). (`lwtool.run_workflow` also
+    takes a WorkflowDefinition: lwtool.planner.api.run_workflow.)
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
@@ -101,35 +100,11 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     from lwtool.world.local import local_world
 
     run_id = run_id or new_run_id()
-    if is_definition(workflow):
-        from lwtool.planner.api import run_definition
-
-        return await within(timeout, run_id, run_definition(
-            workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
-            step_timeout=step_timeout, harness=harness, on_start=on_start,
-            durability=durability))
     locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
     return await within(timeout, run_id, start_run(
         world or local_world(), locked.lwir, run_input, ToolRegistry.of(tools),
         dict(models or {}), run_id, on_start, step_timeout, harness, durability=durability,
         version_id=locked.version_id, canonical=locked.canonical))
-
-
-def is_definition(workflow: Any) -> bool:
-    """A WorkflowDefinition: `define_workflow`'s object, a dict or a file of that kind."""
-    if hasattr(workflow, "document") and callable(workflow.document):
-        return True
-    if isinstance(workflow, Mapping):
-        return workflow.get("kind") == "WorkflowDefinition"
-    if isinstance(workflow, (str, Path)):
-        from lwtool.source.loader import LoadFailed, load_path
-
-        try:
-            value = load_path(workflow).value
-        except (LoadFailed, OSError):
-            return False  # lock_workflow says what is wrong with it
-        return isinstance(value, dict) and value.get("kind") == "WorkflowDefinition"
-    return False
 
 
 async def within(timeout: float | None, run_id: str, work: Any) -> dict[str, Any]:
