@@ -38,6 +38,7 @@ NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 MAX_DESCRIPTION = 1024
 MAX_FRONTMATTER = 64 * 1024  # bytes of SKILL.md read for the frontmatter
+MAX_FLOW_DEPTH = 64  # nesting of [ ] and { } in the frontmatter
 SKILL_FILE = "SKILL.md"
 
 
@@ -100,6 +101,9 @@ def _frontmatter(path: Path, text: str) -> tuple[str, str]:
     if end is None:
         raise SkillError(f"{path}:1:1: the frontmatter has no closing '---' within its "
                          f"first {MAX_FRONTMATTER // 1024} KiB")
+    if _flow_depth(lines[1:end]) > MAX_FLOW_DEPTH:  # before ruamel, which takes seconds
+        raise SkillError(f"{path}:2:1: the frontmatter is nested too deeply (more than "
+                         f"{MAX_FLOW_DEPTH} levels of [ ] or {{ }})")
     try:
         data = YAML(typ="rt").load("\n".join(lines[1:end]))
     except MarkedYAMLError as exc:
@@ -126,6 +130,20 @@ def _frontmatter(path: Path, text: str) -> tuple[str, str]:
         raise SkillError(f"{path}:{_line_of(data, 'description')}: the description is "
                          f"longer than {MAX_DESCRIPTION} characters")
     return name, description
+
+
+def _flow_depth(lines: list[str]) -> int:
+    """The deepest nesting of flow collections ([ ] and { }), brackets in quotes
+    counted too (a frontmatter only needs a name and a description)."""
+    depth = deepest = 0
+    for line in lines:
+        for char in line:
+            if char in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in "]}":
+                depth = max(depth - 1, 0)
+    return deepest
 
 
 def _line_of(data: object, key: str) -> str:
