@@ -24,21 +24,10 @@ from lwtool.planner.grant import Grant, excesses
 from tests.conftest import run_cli
 from tests.fixtures.openai_server import fixture_server
 from tests.planner.test_compile_loop import DEFINITION, GOOD, _tools
+from tests.planner.test_plan_cli import DEFINITION as CLI_DEFINITION
 from tests.planner.test_plan_cli import _env, _submit
 
-DEFINITION_YAML = """\
-apiVersion: littleworkflow.dev/v0.1
-kind: WorkflowDefinition
-id: loan
-description: Summarize a loan application with its credit score.
-input:
-  schema: {type: object, required: [applicant], properties: {applicant: {type: string}}}
-output:
-  schema: {type: string}
-models: [{id: gpt-4o-mini, model: offline}]
-tools: [creditScore]
-planner: {model: planner, maxWorkflowRevisions: 1}
-"""
+DEFINITION_YAML = CLI_DEFINITION.replace("maxWorkflowRevisions: 2", "maxWorkflowRevisions: 1")
 # readSecret is registered (the module serves other workflows too) but not declared.
 TOOLS = """\
 from pathlib import Path

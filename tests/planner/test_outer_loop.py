@@ -122,15 +122,22 @@ def test_kill_between_cycles_resumes_into_the_next_planning(folder: Path) -> Non
     assert (folder / "supervise.log").read_text().split() == ["1", "2"]
 
 
-def test_a_supervising_model(folder: Path) -> None:
+SUPERVISED = [_submit(GOOD), '{"kind": "continue", "promptNote": "cite the score"}',
+              _submit(GOOD), '{"kind": "done", "finalOutput": "approved"}']
+
+
+def supervising_model(folder: Path) -> None:
+    """The definition's supervise becomes the `judge` slot (a model behind litellm)."""
     text = (folder / "loan.definition.yaml").read_text().replace(
         "supervise: 'supervise.py:supervise'", "supervise: {model: judge}")
     (folder / "loan.definition.yaml").write_text(text)
     (folder / "models.yaml").write_text("planner: openai/gpt-4o-mini\n"
                                         "judge: openai/gpt-4o-mini\n")
-    replies = [_submit(GOOD), '{"kind": "continue", "promptNote": "cite the score"}',
-               _submit(GOOD), '{"kind": "done", "finalOutput": "approved"}']
-    with fixture_server(replies) as server:
+
+
+def test_a_supervising_model(folder: Path) -> None:
+    supervising_model(folder)
+    with fixture_server(SUPERVISED) as server:
         done = run_cli(*_args(), cwd=folder, env=_env(server))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

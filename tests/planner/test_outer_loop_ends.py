@@ -15,7 +15,13 @@ import pytest
 from tests.conftest import run_cli
 from tests.fixtures.openai_server import fixture_server
 from tests.planner.test_compile_loop import GOOD, _broken
-from tests.planner.test_outer_loop import _args, _loop_env, folder  # noqa: F401 - fixture
+from tests.planner.test_outer_loop import (  # noqa: F401 - folder is a fixture
+    SUPERVISED,
+    _args,
+    _loop_env,
+    folder,
+    supervising_model,
+)
 from tests.planner.test_plan_cli import _env, _submit
 
 
@@ -67,14 +73,8 @@ def test_a_supervise_that_raises_or_answers_nonsense_ends_the_loop(
 
 
 def test_replay_and_report_of_a_loop_give_its_result_and_cost(folder: Path) -> None:  # noqa: F811
-    text = (folder / "loan.definition.yaml").read_text().replace(
-        "supervise: 'supervise.py:supervise'", "supervise: {model: judge}")
-    (folder / "loan.definition.yaml").write_text(text)
-    (folder / "models.yaml").write_text("planner: openai/gpt-4o-mini\n"
-                                        "judge: openai/gpt-4o-mini\n")
-    replies = [_submit(GOOD), '{"kind": "continue", "promptNote": "cite the score"}',
-               _submit(GOOD), '{"kind": "done", "finalOutput": "approved"}']
-    with fixture_server(replies) as server:
+    supervising_model(folder)
+    with fixture_server(SUPERVISED) as server:
         done = run_cli(*_args(), cwd=folder, env=_env(server))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
