@@ -65,6 +65,7 @@ class SessionSpec:
     skills: tuple[str, ...] = ()
     bash: BashOptions | None = None
     identity: dict[str, Any] = field(default_factory=dict)
+    keep_scratch: bool = False  # a planner's, for the run it plans: removed with that run
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:
@@ -139,13 +140,13 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
         if on_start:
             on_start(run_id)
         if journal.terminal is not None:
-            if spec.role != "planner":  # a planner's stays for the run it planned
+            if not spec.keep_scratch:  # a planner's stays for the run it planned
                 space.scratch.remove()  # laid out again to compute the manifest
             return _finished(run_id, version_id, journal)
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
                          durability=str(getattr(world, "durability", DEFAULT_DURABILITY)),
-                         keep_scratch=spec.role == "planner")
+                         keep_scratch=spec.keep_scratch)
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

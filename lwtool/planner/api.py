@@ -49,10 +49,11 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                           run_input: Any, tools: ToolRegistry, models: Mapping[str, str],
                           planner_run: str, step_timeout: float | None = None,
                           outer_loop: dict[str, Any] | None = None,
-                          progress: Progress | None = None, planner_model: Any = None) -> Any:
+                          progress: Progress | None = None, planner_model: Any = None,
+                          keep_scratch: bool = False) -> Any:
     """Plan with `planner_model`, else the definition's planner model looked up in
     `models`; bash for the planner where a sandbox can run (else none, and `progress`
-    says why)."""
+    says why). `keep_scratch` when a run of the plan follows (its workers read it)."""
     from lwtool.harness.bash import BashOptions, bwrap_problem
     from lwtool.planner.compile_loop import plan_workflow
     from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT
@@ -75,7 +76,8 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
     return await plan_workflow(world, definition, run_input, tools, model,
                                run_id=planner_run, skills_base=base, bash=bash,
                                progress=say, outer_loop=outer_loop,
-                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT, harness=harness)
+                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT, harness=harness,
+                               keep_scratch=keep_scratch)
 
 
 async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,
@@ -124,7 +126,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
     async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
         return await plan_definition(world, folder, value, run_input, registry, model_map,
                                      planner_run, step_timeout, context, progress,
-                                     planner_model)
+                                     planner_model, keep_scratch=True)
 
     if planner.get("plan"):
         return await run(load_lwir(folder / str(planner["plan"])), run_id)

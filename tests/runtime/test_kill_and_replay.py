@@ -296,7 +296,9 @@ def test_ctrl_c_and_sigterm_print_one_line_and_leave_the_run_resumable(
     assert proc.returncode == code, err
     assert err.splitlines()[1:] == [
         f"lwtool: run run_stop {word}; resume it with `lwtool replay run_stop`"]
-    assert out == ""
+    assert json.loads(out) == {"runId": "run_stop", "status": "interrupted",  # --json
+                               "causeCode": "cancelled",
+                               "resume": "resume it with `lwtool replay run_stop`"}
     events = run_cli("events", "run_stop", "--data-dir", str(work / "data"), "--json")
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     assert "RunFailed" not in types and "RunCompleted" not in types  # nothing false
