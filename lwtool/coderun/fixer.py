@@ -70,9 +70,10 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
     manifest = role_manifest("fixer", SessionCapabilities(
         run.harness.harness_id, slot, system, short_hash([]), short_hash(tools.names()),
         bash_hash, store_ids), {
-        "workflowDefinitionHash": None,  # as in worker manifests of a plain LWIR run
+        "workflowDefinitionHash": run.workspace.get("definitionHash"),  # None: plain LWIR
         "workflowVersionId": run.version_id, "stepPath": path,
         "stepConfigHash": run.config_hash(step), "fixerMaxAttempts": max_attempts})
+    run.journal.check_session(run.run_id, run.version_id, session, manifest)
     run.note([NewEvent("harness.session.started", {
         "runId": run.run_id, "role": "fixer",
         "task": {"kind": "fix_step", "priorFixAttempts": task.prior_fix_attempts},

@@ -41,8 +41,11 @@ def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, 
     worker = definition.get("worker") or {}
     skills = [s if s.startswith("git+") or Path(s).is_absolute() else str((base / s).resolve())
               for s in worker.get("skills") or []]
+    from lwtool.authoring.snapshot import definition_hash
+
     return {"workflowId": definition["id"], "memory": definition.get("memory"),
-            "skills": skills, **({"system": worker["system"]} if worker.get("system") else {})}
+            "skills": skills, "definitionHash": definition_hash(dict(definition), base),
+            **({"system": worker["system"]} if worker.get("system") else {})}
 
 
 async def plan_definition(world: World, base: Path, definition: dict[str, Any],

@@ -104,6 +104,12 @@ async def _recorded_input(run: Any, step_input: Any) -> tuple[str, dict[str, Any
     return f"sha256:{digest}", {"inputRef": await run.world.put_artifact(data, run.fsyncs)}
 
 
+def _joined(worker_system: str, step_system: Any) -> str | None:
+    """What the model's system prompt is made of: the worker's, then the step's."""
+    parts = [part for part in (worker_system, step_system) if isinstance(part, str) and part]
+    return "\n\n".join(parts) if parts else step_system
+
+
 def custom_context(run: Any, scope: Scope, step: dict[str, Any], path: str) -> HarnessContext:
     """What a custom worker harness is documented to get: besides the recorder, tools,
     scope and workspace, the step's model (an ai.generate step's slot resolved), the
@@ -138,8 +144,10 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     settings = step.get("with") or {}
     manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
                                run.config_hash(step), run.tools_hash,
+                               definition_hash=run.workspace.get("definitionHash"),
                                model_slot=settings.get("model") if uses == "ai.generate" else None,
-                               system=settings.get("system"))
+                               system=_joined(run.worker_system(), settings.get("system")))
+    run.journal.check_session(run.run_id, run.version_id, path, manifest)
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
                                        "inputHash": input_hash}

@@ -30,6 +30,9 @@ class Journal:
     replies: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     tool_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # callId -> outcome
     tool_started: dict[str, dict[str, Any]] = field(default_factory=dict)  # callId -> call
+    # session path (a worker step's path, `<path>#fix`) -> the manifest of a session
+    # that started and did not end: what a resumed session is compared against
+    open_sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     terminal: Event | None = None  # RunCompleted or RunFailed
 
     @classmethod
@@ -52,9 +55,34 @@ class Journal:
                 journal.tool_started[str(event.payload.get("callId"))] = event.payload
             elif event.type in ("harness.tool_call.succeeded", "harness.tool_call.failed"):
                 journal.tool_calls[str(event.payload.get("callId"))] = event.payload
+            elif event.type == "harness.session.started" and path is not None:
+                if isinstance(event.payload.get("manifest"), dict):
+                    journal.open_sessions[path] = event.payload["manifest"]
+            elif event.type in ("harness.session.completed", "harness.session.failed") \
+                    and path is not None:
+                journal.open_sessions.pop(path, None)
             elif event.type in ("RunCompleted", "RunFailed"):
                 journal.terminal = event
         return journal
+
+    def check_session(self, run_id: str, version_id: str, path: str,
+                      manifest: dict[str, Any]) -> None:
+        """A session resumed at `path` must have the manifest it started with: else
+        CapabilityDriftError, before it does anything (fields the log left null, from
+        before they were recorded, are not compared)."""
+        from lwtool.runtime.errors import CapabilityDriftError
+
+        recorded = self.open_sessions.get(path)
+        if recorded is None:
+            return
+        changed = sorted(key for key in set(recorded) | set(manifest)
+                         if recorded.get(key) is not None
+                         and recorded.get(key) != manifest.get(key))
+        if changed:
+            raise CapabilityDriftError(run_id, version_id, "capability_drift",
+                                       f"the session at {path} started with another "
+                                       f"{', '.join(changed)}; it cannot resume as it is "
+                                       "(restore what changed)")
 
     def recorded(self, path: str, step_id: str, uses: str) -> dict[str, Any] | None:
         payload = self.completed.get(path)

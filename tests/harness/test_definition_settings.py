@@ -115,3 +115,45 @@ def test_workers_see_the_planners_scratch_of_their_run(tmp_path: Path) -> None:
     assert source.endswith("runs/r1.plan/scratch")
     assert "plan-notes.md" in seen["fromPlanner"]
     assert not (tmp_path / "data/runs/r1.plan").exists()  # gone with the run
+
+
+def test_a_worker_resumed_with_another_system_prompt_is_drift(folder: Path) -> None:
+    """The worker manifest of the attempt in flight is compared on resume ("Definitions
+    honoured end to end", item 4): a worker skill edited between the kill and the resume
+    changes the worker's system prompt, and the run refuses to go on until it is back."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with fixture_server(['{"label": "bug"}'], delay=60.0) as server:
+        env = {**os.environ, "OPENAI_API_BASE": server.base_url,
+               "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-fixture",
+               "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen([sys.executable, "-m", "lwtool", "run", "triage.definition.yaml",
+                                 "-i", "in.json", "--data-dir", "data", "--run-id", "w1",
+                                 "--json", "--quiet"], cwd=folder, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not server.requests:  # the model call is in flight
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        server.delay = 0.0
+        skill = folder / "skills/tone/SKILL.md"
+        skill.write_text(SKILL.replace("Keep labels short.", "Write long labels."))
+        args = ["run", "triage.definition.yaml", "-i", "in.json", "--data-dir", "data",
+                "--run-id", "w1", "--json"]
+        refused = run_cli(*args, cwd=folder, env=env)
+        assert refused.returncode == 1, refused.stderr
+        failure = json.loads(refused.stdout)
+        assert failure["causeCode"] == "capability_drift"
+        assert "the session at label started with another systemPromptHash" in \
+            failure["message"]
+        skill.write_text(SKILL)
+        server.replies.append('{"label": "bug"}')
+        done = run_cli(*args, cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == {"label": "bug"}
