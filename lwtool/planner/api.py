@@ -170,11 +170,14 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
                                       models=models, run_id=run_id, on_start=on_start,
                                       step_timeout=step_timeout, harness=harness,
                                       durability=durability, timeout=timeout)
+    from lwtool.world.local import local_world
+
     run_id = run_id or new_run_id()
-    return await api.within(timeout, run_id, run_definition(
+    world = world or local_world()
+    return api.with_events(world, await api.within(timeout, run_id, run_definition(
         workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
         step_timeout=step_timeout, harness=harness, on_start=on_start,
-        durability=durability))
+        durability=durability)))
 
 
 def is_definition(workflow: Any) -> bool:

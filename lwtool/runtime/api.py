@@ -83,7 +83,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     LockedWorkflow from `lock_workflow` (already both). (`lwtool.run_workflow` also
     takes a WorkflowDefinition: lwtool.planner.api.run_workflow.)
 
-    Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts}`;
+    Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts,
+    events}` (`events`: the run's event log, each as `lwtool events --json` prints it);
     raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
     An existing `run_id` resumes that run instead of starting it twice. `step_timeout`
     (seconds, default 300) bounds each step attempt: cause code `timeout`, retried by
@@ -100,11 +101,19 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     from lwtool.world.local import local_world
 
     run_id = run_id or new_run_id()
+    world = world or local_world()
     locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
-    return await within(timeout, run_id, start_run(
-        world or local_world(), locked.lwir, run_input, ToolRegistry.of(tools),
+    return with_events(world, await within(timeout, run_id, start_run(
+        world, locked.lwir, run_input, ToolRegistry.of(tools),
         dict(models or {}), run_id, on_start, step_timeout, harness, durability=durability,
-        version_id=locked.version_id, canonical=locked.canonical))
+        version_id=locked.version_id, canonical=locked.canonical)))
+
+
+def with_events(world: World, result: dict[str, Any]) -> dict[str, Any]:
+    """The RunResult of the Python API: the CLI's, plus `events` (the run's event log,
+    as `lwtool events --json` prints each)."""
+    run_id = result.get("outerLoopId") or result.get("runId")
+    return {**result, "events": [e.as_json() for e in world.events(str(run_id))]}
 
 
 async def within(timeout: float | None, run_id: str, work: Any) -> dict[str, Any]:
@@ -142,6 +151,7 @@ async def replay_run(run_id: str, *, world: World | None = None,
     from lwtool.runtime.interpreter import resume_run
     from lwtool.world.local import local_world
 
-    return await resume_run(world or local_world(), run_id, ToolRegistry.of(tools),
-                            dict(models) if models is not None else None, None, step_timeout,
-                            harness, accept_drift)
+    world = world or local_world()
+    return with_events(world, await resume_run(
+        world, run_id, ToolRegistry.of(tools), dict(models) if models is not None else None,
+        None, step_timeout, harness, accept_drift))

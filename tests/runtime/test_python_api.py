@@ -109,3 +109,15 @@ def test_an_interrupted_run_says_cancelled_in_json(tmp_path: Path, sig: int, cod
     assert proc.returncode == code, err
     assert json.loads(out) == {"runId": "sig", "status": "interrupted", "causeCode": "cancelled",
                                "resume": "resume it with `lwtool replay sig`"}
+
+
+def test_the_run_result_carries_its_events(tmp_path: Path) -> None:
+    world, calls = local_world(tmp_path / "data"), []
+    result = asyncio.run(run_workflow(SLOW, {}, world=world, tools=_tools(0, calls),
+                                      run_id="e1"))
+    kinds = [e["type"] for e in result["events"]]
+    assert kinds[0] == "RunStarted" and kinds[-1] == "RunCompleted"
+    assert [e["seq"] for e in result["events"]] == list(range(1, len(kinds) + 1))
+    assert all(e["runId"] == "e1" for e in result["events"])
+    replayed = asyncio.run(replay_run("e1", world=world, tools=_tools(0, calls)))
+    assert replayed["events"] == result["events"] and calls == ["done", "wait"]
