@@ -50,12 +50,17 @@ def _set(document: dict[str, Any], path: list[Any], value: Any) -> None:
     for key in path[:-1]:
         if isinstance(target, dict):
             target = target.setdefault(key, {})
+            if not isinstance(target, (dict, list)):
+                return
         elif isinstance(target, list) and isinstance(key, int) and key < len(target):
             target = target[key]
         else:
             return
-    if isinstance(target, dict) or (isinstance(target, list) and path[-1] < len(target)):
-        target[path[-1]] = value
+    last = path[-1]
+    if isinstance(target, dict):
+        target[last] = value
+    elif isinstance(target, list) and isinstance(last, int) and last < len(target):
+        target[last] = value
 
 
 def _check(draft: Any) -> None:
