@@ -64,6 +64,10 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
     entry = str(settings.get("entrypoint"))
     candidate = _Candidates(run, step, path, files, entry,
                             CodePolicy.of_step(settings, code_timeout), task.step_input)
+    if ctx.workspace is not None:  # its peer-steps mount shows the other steps' outputs
+        from lwtool.runtime.peers import write_peer_outputs
+
+        await write_peer_outputs(run, path)
     tools, bash_hash, store_ids = _tools(candidate, ctx, files)
     system = "\n\n".join(p for p in (str(fixer.get("system") or ""), FIXER_SYSTEM) if p)
     session = f"{path}#fix"

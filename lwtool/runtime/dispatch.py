@@ -110,14 +110,18 @@ def _joined(worker_system: str, step_system: Any) -> str | None:
     return "\n\n".join(parts) if parts else step_system
 
 
-def custom_context(run: Any, scope: Scope, step: dict[str, Any], path: str) -> HarnessContext:
+async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
+                         path: str) -> HarnessContext:
     """What a custom worker harness is documented to get: besides the recorder, tools,
     scope and workspace, the step's model (an ai.generate step's slot resolved), the
-    worker's system prompt, the step's mounts ({target: {source, mode}}), the bash
-    capabilities it would get and the worker skills."""
+    worker's system prompt, the step's mounts ({target: {source, mode}}; peer-steps
+    holds the other steps' outputs), the bash capabilities it would get and the worker
+    skills."""
     from lwtool.harness.bash import BashOptions
     from lwtool.harness.models import resolve_slot
+    from lwtool.runtime.peers import write_peer_outputs
 
+    await write_peer_outputs(run, path)
     workspace = StepWorkspace.of_run(run, path)
     settings = step.get("with") or {}
     model = resolve_slot(str(settings["model"]), run.models) \
@@ -169,7 +173,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         async with asyncio.timeout(limit):  # no extra task, unlike wait_for
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
-                custom_context(run, scope, step, path) if custom else
+                await custom_context(run, scope, step, path) if custom else
                 HarnessContext(recorder=run, tools=run.tools, scope=scope,
                                workspace=StepWorkspace.of_run(run, path)))
         output, call_events = done.output, done.events

@@ -19,6 +19,9 @@ class ContextHarness(WorkflowHarness):
                                   ctx: HarnessContext) -> HarnessResult:
         seen = {"model": ctx.model, "system": ctx.system, "mounts": ctx.mounts,
                 "bash": ctx.bash, "skills": ctx.skills}
+        peers = Path(ctx.mounts["/mnt/scratch/peer-steps"]["source"])
+        seen["peerOutputs"] = {p.parent.name: json.loads(p.read_text())
+                               for p in peers.glob("*/output.json")}
         planner = ctx.mounts.get("/mnt/scratch/from-planner")
         if planner is not None:  # what the planner left in its scratch, as workers see it
             folder = Path(planner["source"])

@@ -93,7 +93,7 @@ def test_a_custom_harness_output_that_breaks_the_mode_fails_the_step(folder: Pat
 def test_workers_see_the_planners_scratch_of_their_run(tmp_path: Path) -> None:
     """/mnt/scratch/from-planner is the planner session's own scratch of this run (it
     was another folder, and the planner's was deleted when its session ended); both go
-    when the run ends."""
+    when the run ends. /mnt/scratch/peer-steps holds the other steps' outputs."""
     from tests.planner.test_compile_loop import GOOD
     from tests.planner.test_plan_cli import DEFINITION, TOOLS, _env, _submit
 
@@ -114,6 +114,7 @@ def test_workers_see_the_planners_scratch_of_their_run(tmp_path: Path) -> None:
     source = seen["mounts"]["/mnt/scratch/from-planner"]["source"]
     assert source.endswith("runs/r1.plan/scratch")
     assert "plan-notes.md" in seen["fromPlanner"]
+    assert seen["peerOutputs"] == {"credit": {"score": 700}}  # the sibling step's output
     assert not (tmp_path / "data/runs/r1.plan").exists()  # gone with the run
 
 
