@@ -81,15 +81,17 @@ def role_manifest(role: str, caps: SessionCapabilities,
 
 def worker_manifest(harness_id: str, version_id: str, step_path: str, step_config_hash: str,
                     tools_hash: str, definition_hash: str | None = None,
-                    model_slot: str | None = None, system: str | None = None) -> dict[str, Any]:
-    """A worker step's manifest under the workflow harness (no bash, no skills, no
-    memory: its steps get none)."""
+                    model_slot: str | None = None, system: str | None = None,
+                    skills_hash: str = "", memory_store_ids: list[str] | None = None
+                    ) -> dict[str, Any]:
+    """A worker step's manifest: a definition's run passes its hash, the worker skills'
+    hash and the memory stores a worker mounts (a plain LWIR run has none of them)."""
     manifest: dict[str, Any] = {
         "harnessId": harness_id, "workflowDefinitionHash": definition_hash,
         "workflowVersionId": version_id, "stepPath": step_path,
-        "stepConfigHash": step_config_hash, "skillsHash": EMPTY_SKILLS,
+        "stepConfigHash": step_config_hash, "skillsHash": skills_hash or EMPTY_SKILLS,
         "allowedToolsHash": tools_hash, "bashCapabilitiesHash": NO_BASH,
-        "memoryStoreIds": []}
+        "memoryStoreIds": list(memory_store_ids or [])}
     if model_slot is not None:
         manifest["modelSlotId"] = model_slot
         manifest["systemPromptHash"] = short_hash(system or "")

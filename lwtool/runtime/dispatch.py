@@ -150,7 +150,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                run.config_hash(step), run.tools_hash,
                                definition_hash=run.workspace.get("definitionHash"),
                                model_slot=settings.get("model") if uses == "ai.generate" else None,
-                               system=_joined(run.worker_system(), settings.get("system")))
+                               system=_joined(run.worker_system(), settings.get("system")),
+                               **run.worker_identity(path))
     run.journal.check_session(run.run_id, run.version_id, path, manifest)
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,

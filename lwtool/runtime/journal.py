@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.canonical.digest import sha256_of_json
 from lwtool.runtime.errors import NondeterminismError
 from lwtool.world.base import Event
+
+# What a field held before lwtool recorded it: null, no stores, the hash of no skills.
+_UNRECORDED: tuple[Any, ...] = (None, [], sha256_of_json([]))
 
 
 @dataclass
@@ -68,15 +72,16 @@ class Journal:
     def check_session(self, run_id: str, version_id: str, path: str,
                       manifest: dict[str, Any]) -> None:
         """A session resumed at `path` must have the manifest it started with: else
-        CapabilityDriftError, before it does anything (fields the log left null, from
-        before they were recorded, are not compared)."""
+        CapabilityDriftError, before it does anything (fields an older lwtool left null,
+        empty or at the empty-skills hash, from before they were recorded, are not
+        compared)."""
         from lwtool.runtime.errors import CapabilityDriftError
 
         recorded = self.open_sessions.get(path)
         if recorded is None:
             return
         changed = sorted(key for key in set(recorded) | set(manifest)
-                         if recorded.get(key) is not None
+                         if recorded.get(key) not in _UNRECORDED
                          and recorded.get(key) != manifest.get(key))
         if changed:
             raise CapabilityDriftError(run_id, version_id, "capability_drift",

@@ -66,6 +66,8 @@ class RunState:
     _config_hashes: dict[int, str] = field(default_factory=dict)
     _workspace_defaults: tuple[Any, ...] | None = None
     _worker_system: str | None = None
+    _worker_skills: list[Any] | None = None
+    _worker_identity: dict[str, Any] | None = None
     keep_scratch: bool = False  # a planner session's: its run's workers read it
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
@@ -136,21 +138,41 @@ class RunState:
         and the org's), then the definition's `worker.system`. Empty for LWIR run
         without a definition. Raises StepFailure when a skill cannot be read."""
         if self._worker_system is None:
-            parts = []
+            from lwtool.harness.skills import skills_prompt
+
+            parts = [skills_prompt(self.worker_skills()), str(self.workspace.get("system") or "")]
+            self._worker_system = "\n\n".join(part for part in parts if part)
+        return self._worker_system
+
+    def worker_skills(self) -> list[Any]:
+        """A definition's worker skills with the org's (none for a plain LWIR run)."""
+        if self._worker_skills is None:
+            self._worker_skills = []
             if self.workspace.get("workflowId") is not None:
-                from lwtool.harness.skills import SkillError, skills_prompt
+                from lwtool.harness.skills import SkillError
                 from lwtool.harness.workspace import StepWorkspace
                 from lwtool.runtime.errors import StepFailure
 
                 try:
-                    skills = StepWorkspace.of_run(self, "").resolved_skills()[0]
+                    self._worker_skills = StepWorkspace.of_run(self, "").resolved_skills()[0]
                 except SkillError as exc:
                     raise StepFailure("runtime_config_error", f"worker skills: {exc}") \
                         from None
-                parts.append(skills_prompt(skills))
-            parts.append(str(self.workspace.get("system") or ""))
-            self._worker_system = "\n\n".join(part for part in parts if part)
-        return self._worker_system
+        return self._worker_skills
+
+    def worker_identity(self, path: str) -> dict[str, Any]:
+        """A definition run's worker manifest fields: skills hash and memory stores (the
+        same for every step; laid out once, at the first step `path` asking)."""
+        if self.workspace.get("workflowId") is None:
+            return {}
+        if self._worker_identity is None:
+            from lwtool.harness.skills import skills_hash
+            from lwtool.harness.workspace import StepWorkspace
+
+            self._worker_identity = {
+                "skills_hash": skills_hash(self.worker_skills()),
+                "memory_store_ids": StepWorkspace.of_run(self, path).store_ids()}
+        return self._worker_identity
 
     @property
     def fsyncs(self) -> bool:

@@ -151,8 +151,8 @@ def test_a_worker_resumed_with_another_system_prompt_is_drift(folder: Path) -> N
         assert refused.returncode == 1, refused.stderr
         failure = json.loads(refused.stdout)
         assert failure["causeCode"] == "capability_drift"
-        assert "the session at label started with another systemPromptHash" in \
-            failure["message"]
+        assert "the session at label started with another skillsHash, systemPromptHash" \
+            in failure["message"]
         skill.write_text(SKILL)
         server.replies.append('{"label": "bug"}')
         done = run_cli(*args, cwd=folder, env=env)
