@@ -156,6 +156,10 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
     try:
         response = await litellm.acompletion(model=model, messages=messages, **kwargs)
     except Exception as exc:  # noqa: BLE001 - classify every provider failure
+        missing = _missing_keys(model, exc)
+        if missing:  # one line a person can act on, and no retry: nothing will change
+            raise ModelCallFailed(f"{model}: no API key (set {' or '.join(missing)})",
+                                  transient=False) from None
         name = type(exc).__name__
         raise ModelCallFailed(f"{model}: {name}: {brief(exc)}",
                               transient=name in _TRANSIENT) from None
@@ -186,6 +190,22 @@ def brief(exc: BaseException) -> str:
     hostile reply made litellm's message 200 KB)."""
     text = " ".join(str(exc).split("Traceback (most recent call last)")[0].split())
     return text if len(text) <= MAX_FAILURE_TEXT else text[:MAX_FAILURE_TEXT] + "…"
+
+
+def _missing_keys(model: str, exc: BaseException) -> list[str]:
+    """The environment variables a failure for want of credentials names (litellm's
+    validate_environment), or none when the failure is something else."""
+    text = str(exc).lower()
+    if not any(word in text for word in ("credentials", "api_key", "api key", "auth")):
+        return []
+    import litellm
+
+    try:
+        found = litellm.validate_environment(model)
+    except Exception:  # noqa: BLE001 - an unknown provider: the plain message stands
+        return []
+    missing = found.get("missing_keys") if isinstance(found, dict) else None
+    return [str(key) for key in missing or []]
 
 
 def _count(value: Any) -> int:

@@ -274,3 +274,15 @@ def test_a_hostile_reply_fails_in_one_short_line(tmp_path: Path, provider: Any) 
         run(gen({"mode": "text"}), tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
     assert len(info.value.message) < 600, len(info.value.message)
     assert "Traceback" not in info.value.message and "[[[[" not in info.value.message
+
+
+def test_a_missing_api_key_is_one_line_naming_the_variable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was litellm's triple-wrapped InternalServerError text, retried as transient."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # never reached
+    with pytest.raises(RunFailedError) as info:
+        run(gen({"mode": "text"}), tmp_path, {"gpt-4o-mini": "openai/gpt-4o-mini"})
+    assert info.value.message.endswith(
+        "openai/gpt-4o-mini: no API key (set OPENAI_API_KEY)"), info.value.message
+    assert "InternalServerError" not in info.value.message
