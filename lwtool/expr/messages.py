@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Characters the lexer cannot place: the character itself says what was meant.
@@ -29,11 +30,27 @@ _EXAMPLES: dict[str, list[str]] = {
 }
 
 
+_FILTER = re.compile(r"([A-Za-z_]\w*)\s*(?:\((.*)\))?")
+
+
+def _filter_message(left: str, right: str) -> str:
+    """`x | contains('bug')` (a template filter): say so, with the call to write."""
+    found = _FILTER.fullmatch(right)
+    if not left or found is None:
+        return "'|' is not an operator; use 'or' to join conditions"
+    name, args = found.group(1), (found.group(2) or "").strip()
+    call = f"{name}({left}, {args})" if args else f"{name}({left})"
+    return f"filters ('| {name}') are not supported; call the function: {call}"
+
+
 def explain(parser: Any, text: str, exc: Any) -> str:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream or 0]
+        at = exc.pos_in_stream or 0
+        char = text[at]
+        if char == "|" and text[at + 1:at + 2] != "|":
+            return _filter_message(text[:at].strip(), text[at + 1:].strip())
         return _CHARACTERS.get(char, f"unexpected character {char!r}")
     try:
         label = exc.match_examples(parser.parse, _EXAMPLES, use_accepts=True)
