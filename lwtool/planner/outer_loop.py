@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 from lwtool.authoring.snapshot import definition_hash
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.runtime.errors import CapabilityDriftError, RunFailedError
+from lwtool.runtime.loop_result import loop_error, loop_result
 from lwtool.runtime.run_state import short_hash
 from lwtool.world.base import NewEvent, RunNotFound, World
 
@@ -75,7 +76,7 @@ async def run_outer_loop(world: World, definition: dict[str, Any], run_input: An
         else:
             cycles, terminal = history
             if terminal is not None:
-                return _finished(world, outer_loop_id, version_id, terminal, cycles)
+                return loop_result(world, outer_loop_id, version_id, terminal, cycles)
         manifest = _Manifest(Path(world.data_dir), outer_loop_id, subject)
         pending = manifest.pending()
         while True:
@@ -118,7 +119,7 @@ async def run_outer_loop(world: World, definition: dict[str, Any], run_input: An
             world.append(outer_loop_id, closing, status)
             manifest.write(cycles, pending=None, status=status or "running")
             if done or exhausted:
-                return _finished(world, outer_loop_id, version_id, closing[-1], cycles)
+                return loop_result(world, outer_loop_id, version_id, closing[-1], cycles)
 
 
 def _fail(world: World, manifest: _Manifest, cycles: list[dict[str, Any]], loop_id: str,
@@ -127,15 +128,7 @@ def _fail(world: World, manifest: _Manifest, cycles: list[dict[str, Any]], loop_
     world.append(loop_id, [NewEvent("RunFailed", {"causeCode": cause, "message": message,
                                                   "cycleNumber": number})], "failed")
     manifest.write(cycles, pending=None, status="failed")
-    raise _loop_error(loop_id, manifest.version_id, cause, message, cycles)
-
-
-def _loop_error(loop_id: str, version_id: str, cause: Any, message: str,
-                cycles: list[dict[str, Any]]) -> RunFailedError:
-    error = RunFailedError(loop_id, version_id, cause, message)
-    error.outer_loop_id = loop_id
-    error.last_cycle_output = cycles[-1].get("output") if cycles else None
-    return error
+    raise loop_error(loop_id, manifest.version_id, cause, message, cycles)
 
 
 async def _cycle(plan: Planner, run: Runner, context: dict[str, Any], run_id: str,
@@ -199,25 +192,6 @@ def _history(world: World, loop_id: str, version_id: str
     cycles = [dict(e.payload) for e in events if e.type == "OuterLoopCycleCompleted"]
     terminal = next((e for e in events if e.type in ("RunCompleted", "RunFailed")), None)
     return cycles, terminal
-
-
-def _finished(world: World, loop_id: str, version_id: str, terminal: Any,
-              cycles: list[dict[str, Any]]) -> dict[str, Any]:
-    payload = terminal.payload
-    if terminal.type == "RunFailed":
-        raise _loop_error(loop_id, version_id, payload.get("causeCode", "outer_loop_exhausted"),
-                          str(payload.get("message", "")), cycles)
-    return {"outerLoopId": loop_id, "runId": cycles[-1]["runId"] if cycles else None,
-            "workflowVersionId": cycles[-1].get("workflowVersionId") if cycles else None,
-            "status": "completed", "output": payload.get("output"), "cycles": cycles,
-            **_usage(world, loop_id)}
-
-
-def _usage(world: World, loop_id: str) -> dict[str, Any]:
-    """The loop's usage and cost: its cycles (planners included) and its supervisor."""
-    from lwtool.runtime.rollup import rolled_usage
-
-    return {"usage": rolled_usage(world, loop_id)["total"]}
 
 
 class _Manifest:

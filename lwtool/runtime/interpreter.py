@@ -148,30 +148,18 @@ def concurrency_asked(steps: list[dict[str, Any]]) -> int:
 
 
 def _outer_loop_result(world: World, loop_id: str, version_id: str) -> dict[str, Any]:
-    """An outer loop's result from its log (its cycles' usage rolled up); one that is
-    not finished resumes from its definition, not from here."""
-    from lwtool.runtime.rollup import rolled_usage
+    """An outer loop's result from its log; one that is not finished resumes from its
+    definition, not from here."""
+    from lwtool.runtime.loop_result import loop_result
 
     events = world.events(loop_id)
     terminal = next((e for e in events if e.type in ("RunCompleted", "RunFailed")), None)
-    cycles = [e.payload for e in events if e.type == "OuterLoopCycleCompleted"]
     if terminal is None:
         raise RunFailedError(loop_id, version_id, "runtime_config_error",
                              f"outer loop {loop_id} did not finish; it resumes from its "
                              f"definition: lwtool run DEFINITION --run-id {loop_id}")
-    if terminal.type == "RunFailed":
-        error = RunFailedError(loop_id, version_id,
-                               terminal.payload.get("causeCode", "outer_loop_exhausted"),
-                               str(terminal.payload.get("message", "")))
-        error.outer_loop_id = loop_id
-        error.last_cycle_output = cycles[-1].get("output") if cycles else None
-        raise error
-    usage = rolled_usage(world, loop_id)
-    last = cycles[-1] if cycles else {}
-    return {"runId": last.get("runId"), "outerLoopId": loop_id,
-            "workflowVersionId": last.get("workflowVersionId"), "status": "completed",
-            "output": terminal.payload.get("output"), "usage": usage["total"],
-            "artifacts": [], "cycles": cycles}
+    cycles = [e.payload for e in events if e.type == "OuterLoopCycleCompleted"]
+    return loop_result(world, loop_id, version_id, terminal, cycles)
 
 
 def _checked_timeout(step_timeout: float | None) -> float:
