@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.digest import folder_digest, sha256_of_bytes, sha256_of_json
+from lwtool.source.skill_source import is_git
 
 DEFAULT_HARNESS = "lwtool/workflow-harness@1"
 
@@ -43,7 +44,7 @@ def skills_identity(skills: Any, base: Path | None) -> list[str]:
         return sorted(sources)
     identities = []
     for source in sources:
-        if source.startswith("git+"):
+        if is_git(source):
             identities.append(source)
             continue
         folder = base / source

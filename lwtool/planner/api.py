@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from lwtool.source.skill_source import is_git
 from lwtool.tools import ToolRegistry, relative_spec
 from lwtool.world.base import World
 
@@ -39,7 +40,7 @@ def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, 
     if definition is None:
         return None
     worker = definition.get("worker") or {}
-    skills = [s if s.startswith("git+") or Path(s).is_absolute() else str((base / s).resolve())
+    skills = [s if is_git(s) or Path(s).is_absolute() else str((base / s).resolve())
               for s in worker.get("skills") or []]
     from lwtool.authoring.snapshot import definition_hash
 
@@ -180,10 +181,14 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
         durability=durability)))
 
 
+def _document_of(value: Any) -> Any:
+    """What `define_workflow` returns, as its document; anything else as it is."""
+    return value.document() if callable(getattr(value, "document", None)) else value
+
+
 def is_definition(workflow: Any) -> bool:
     """A WorkflowDefinition: `define_workflow`'s object, a dict or a file of that kind."""
-    if hasattr(workflow, "document") and callable(workflow.document):
-        return True
+    workflow = _document_of(workflow)
     if isinstance(workflow, Mapping):
         return workflow.get("kind") == "WorkflowDefinition"
     if isinstance(workflow, (str, Path)):
@@ -207,8 +212,7 @@ def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
     from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
-    if hasattr(definition, "document") and callable(definition.document):
-        definition = definition.document()  # what define_workflow returns
+    definition = _document_of(definition)
     if isinstance(definition, (str, Path)):
         try:
             document, folder = load_path(definition), Path(definition).parent

@@ -32,6 +32,7 @@ from lwtool.planner.repair import check_draft, rejection
 from lwtool.planner.request import OrchestrationRequest, RequestInvalid, build_request
 from lwtool.runtime.errors import RunFailedError, StepFailure
 from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, short_hash
+from lwtool.source.skill_source import is_git
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import World
 
@@ -92,11 +93,12 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                               "harness.tool_call.*`)", SESSION_PATH)
         return False
 
+    grant = Grant.of(definition)
     if harness is not None:
         from lwtool.planner.custom import plan_with_harness
 
         say(f"planning {request.workflow_id} with planner.harness {harness.harness_id}")
-        locked = await plan_with_harness(world, harness, request, Grant.of(definition),
+        locked = await plan_with_harness(world, harness, request, grant,
                                          max_revisions, model,
                                          planner_system(planner.get("system")), run_id)
         return PlanResult(locked[0], locked[1], run_id, locked[2])
@@ -107,7 +109,6 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         skills=tuple(_skill_source(s, skills_base) for s in planner.get("skills") or ()),
         bash=bash, identity=_identity(request), keep_scratch=keep_scratch)
     say(f"planning {request.workflow_id} (planner run {run_id})")
-    grant = Grant.of(definition)
     result = await run_session(world, spec,
                                ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),
                                run_id=run_id, timeout=timeout, finish=finish)
@@ -161,6 +162,6 @@ def _identity(request: OrchestrationRequest) -> dict[str, Any]:
 
 
 def _skill_source(source: str, base: Path | None) -> str:
-    if source.startswith("git+") or base is None or Path(source).is_absolute():
+    if is_git(source) or base is None or Path(source).is_absolute():
         return source
     return str((base / source).resolve())
