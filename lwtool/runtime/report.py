@@ -60,10 +60,11 @@ def add_usage(total: dict[str, Any], usage: dict[str, int], cost: float | None) 
 
 
 def merge_totals(total: dict[str, Any], part: dict[str, Any]) -> None:
-    """Add `part` (an `empty_totals()` shape) into `total`."""
+    """Add `part` (an `empty_totals()` shape) into `total`. Only priced calls add a
+    cost: a part without calls reports 0, which must not make an unpriced total free."""
     for key in (*TOKENS, "pricedCalls", "unpricedCalls"):
         total[key] += int(part.get(key, 0))
-    if part.get("costUsd") is not None:
+    if part.get("pricedCalls") and part.get("costUsd") is not None:
         total["costUsd"] = (total["costUsd"] or 0.0) + float(part["costUsd"])
 
 
