@@ -37,6 +37,7 @@ LOG_CAP = 1024 * 1024
 OUTER_ENV = "LWTOOL_CODE_SANDBOX"
 TMP_BYTES = 64 << 20
 INNER_DENO = "/opt/lwtool/deno"
+WALLED_DENO_DIR = "/tmp/deno"  # on the wall's own tmpfs
 DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
 
 
@@ -104,8 +105,8 @@ class CodePolicy:
         wall = ["bwrap", *namespace_args(), "--die-with-parent", "--new-session",
                 "--ro-bind", "/usr", "/usr", *system_args(), "--proc", "/proc",
                 "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-                "--ro-bind", argv[0], INNER_DENO, "--dir", "/tmp/deno",
-                "--setenv", "DENO_DIR", "/tmp/deno", "--chdir", "/tmp"]
+                "--ro-bind", argv[0], INNER_DENO, "--dir", WALLED_DENO_DIR,
+                "--setenv", "DENO_DIR", WALLED_DENO_DIR, "--chdir", "/tmp"]
         if self.network == "allow":
             wall.append("--share-net")
         return [*wall, INNER_DENO, *argv[1:]]

@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any
 
 from lwtool.coderun.deno import deno_binary
-from lwtool.coderun.policy import CodePolicy
+from lwtool.coderun.policy import WALLED_DENO_DIR, CodePolicy
 from lwtool.coderun.source import import_map, module_urls, specifier
 from lwtool.harness.confine import die_with_parent
 
@@ -101,7 +101,9 @@ class _Execution:
         argv = ["/bin/sh", "-c", _LIMIT, "lwtool-code", str(policy.data_limit_bytes // 1024),
                 *policy.outer_wall([deno_binary(), *policy.deno_args(
                     import_map(self.urls, policy.fs == "deny")), _bootstrap_url()])]
-        with tempfile.TemporaryDirectory(prefix="lwtool-deno-") as deno_dir:
+        own_dir = contextlib.nullcontext(WALLED_DENO_DIR) if policy.walled() else \
+            tempfile.TemporaryDirectory(prefix="lwtool-deno-")  # a host folder only unwalled
+        with own_dir as deno_dir:
             outcome = await self._execute(argv, policy, deno_dir, entrypoint, step_input)
         outcome.duration_ms = int((time.perf_counter() - started) * 1000)
         return outcome
