@@ -25,8 +25,8 @@ told); output over the cap stops the command and comes back cut, marked `truncat
 Each command starts in the working directory with a clean environment. Limits per
 command: time, output, processes and memory (cgroups where this process can make them;
 else memory per process with RLIMIT_AS), file size; per writable mount (a memory store,
-the scratch) `max_store_bytes`, watched while the command runs: over it, the command
-is stopped and the tool call fails until files are removed.
+the scratch) `max_store_bytes`, watched while the command runs: a mount that grows past
+it stops the command and fails the call; a later command may still remove files.
 """
 
 from __future__ import annotations
