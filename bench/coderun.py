@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lwtool import local_world, run_workflow  # noqa: E402
 from lwtool.coderun.deno import deno_binary  # noqa: E402
 from lwtool.coderun.policy import CodePolicy  # noqa: E402
-from lwtool.coderun.sandbox import run_code  # noqa: E402
+from lwtool.coderun.runner import run_code  # noqa: E402
 from tests.coderun.helpers import code_step, workflow  # noqa: E402
 
 REPS = 15

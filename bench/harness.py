@@ -27,10 +27,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lwtool.harness.bash import BashOptions, BashTool, bwrap_problem  # noqa: E402
-from lwtool.harness.scripted import ScriptedModel  # noqa: E402
-from lwtool.harness.session import SessionSpec, run_session  # noqa: E402
+from lwtool.calls.scripted import ScriptedModel  # noqa: E402
+from lwtool.harness.bash import BashOptions, BashTool  # noqa: E402
+from lwtool.harness.session import run_session  # noqa: E402
+from lwtool.harness.session_spec import SessionSpec  # noqa: E402
 from lwtool.harness.stores import ScratchLayout, role_mounts  # noqa: E402
+from lwtool.sandbox.bwrap import bwrap_problem  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
 from lwtool.world.local import LocalWorld, chain_run  # noqa: E402
 

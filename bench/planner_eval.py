@@ -26,11 +26,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lwtool.harness.offline import value_for  # noqa: E402
-from lwtool.harness.scripted import ScriptedModel  # noqa: E402
+from lwtool.calls.offline import value_for  # noqa: E402
+from lwtool.calls.scripted import ScriptedModel  # noqa: E402
 from lwtool.planner.compile_loop import plan_workflow  # noqa: E402
-from lwtool.runtime.errors import RunFailedError  # noqa: E402
-from lwtool.runtime.report import usage_report  # noqa: E402
+from lwtool.record.errors import RunFailedError  # noqa: E402
+from lwtool.record.report import usage_report  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
 from lwtool.world.local import LocalWorld  # noqa: E402
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from lwtool._version import __version__ as __version__
 
 _EXPORTS = {
-    "CapabilityDriftError": "lwtool.runtime.errors",
-    "RunFailedError": "lwtool.runtime.errors",
-    "TransientError": "lwtool.runtime.errors",
+    "CapabilityDriftError": "lwtool.record.errors",
+    "RunFailedError": "lwtool.record.errors",
+    "TransientError": "lwtool.record.errors",
     "ToolRegistry": "lwtool.tools",
     "LockedWorkflow": "lwtool.runtime.api",
     "WorkflowInvalid": "lwtool.runtime.api",

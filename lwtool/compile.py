@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lwtool.source.finding import Finding, Severity
 from lwtool.source.loader import Document
-from lwtool.validate.finding import Finding, Severity
 from lwtool.validate.run import document_kind, load_and_validate
 
 
@@ -36,7 +36,7 @@ class Compiled:
 
     def digest(self) -> str:
         """WorkflowVersion id (LWIR) or WorkflowDefinitionHash (definition)."""
-        from lwtool.lock.model import digest_of
+        from lwtool.authoring.snapshot import digest_of
 
         assert self.kind is not None
         return digest_of(self.kind, self.value, Path(self.path).parent)

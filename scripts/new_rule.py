@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
+from lwtool.source.finding import Finding
 
 CODE = "{family}.{name}"
 

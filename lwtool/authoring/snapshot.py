@@ -9,7 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lwtool.canonical.digest import folder_digest, sha256_of_bytes, sha256_of_json
+from lwtool.canonical.digest import (
+    folder_digest,
+    sha256_of_bytes,
+    sha256_of_json,
+    workflow_version_id,
+)
 from lwtool.source.skill_source import is_git
 
 DEFAULT_HARNESS = "lwtool/workflow-harness@1"
@@ -92,3 +97,8 @@ def definition_snapshot(definition: dict[str, Any], base: Path | None = None) ->
 def definition_hash(definition: dict[str, Any], base: Path | None = None) -> str:
     """`base`: the definition file's folder (skills are hashed by content from there)."""
     return sha256_of_json(definition_snapshot(definition, base))
+
+
+def digest_of(kind: str, value: Any, base: Path | None = None) -> str:
+    """WorkflowVersion id, or WorkflowDefinitionHash (skills read relative to `base`)."""
+    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value, base)

@@ -39,7 +39,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from lwtool import __version__
+        from lwtool._version import __version__
 
         typer.echo(f"lwtool {__version__}")
         raise typer.Exit()

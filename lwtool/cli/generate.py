@@ -25,8 +25,8 @@ def generate(
     from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
     from lwtool.lock.model import lock_for, lock_path_for
     from lwtool.planner.emit import document_text
+    from lwtool.source.finding import Severity
     from lwtool.source.loader import load_text
-    from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
     try:

@@ -88,8 +88,8 @@ def report(
     """Tokens and costUsd per step, per role (worker steps, planner sessions, an outer
     loop's supervisor) and per run with the runs it stands on (costUsd null = unpriced,
     not free)."""
-    from lwtool.runtime.report import failed_branches, usage_report
-    from lwtool.runtime.rollup import rolled_usage
+    from lwtool.record.report import failed_branches, usage_report
+    from lwtool.record.rollup import rolled_usage
     from lwtool.world.base import WorldError
 
     selected = run_events(data_dir, run_id)

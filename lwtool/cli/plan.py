@@ -45,7 +45,7 @@ def plan(
 ) -> None:
     """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
     from lwtool.planner.api import definition_models, plan_definition
-    from lwtool.runtime.interpreter import new_run_id
+    from lwtool.record.ids import new_run_id
     from lwtool.world.base import check_run_id
 
     try:

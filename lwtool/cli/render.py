@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from lwtool.validate.finding import Finding, Severity
+from lwtool.source.finding import Finding, Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://littleworkflow.dev/lwtool"
@@ -45,7 +45,7 @@ def render_sarif(reports: Sequence[FileReport]) -> str:
     """SARIF 2.1.0 for code scanning: columns in code points, a fingerprint per result
     that survives edits elsewhere in the file (rule, file and JSON Pointer, not the
     line), and each rule's explanation as help text and Markdown with a link."""
-    from lwtool import __version__
+    from lwtool._version import __version__
     from lwtool.validate.registry import rule_help
 
     helped = rule_help()

@@ -127,7 +127,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
     """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
     (lwtool.planner.api.run_definition); the same --run-id resumes either."""
     from lwtool.planner.api import run_definition
-    from lwtool.runtime.interpreter import new_run_id
+    from lwtool.record.ids import new_run_id
 
     run_id = run_id or new_run_id()
     planner = definition.get("planner") or {}
@@ -267,7 +267,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     import asyncio
 
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
-    from lwtool.runtime.errors import NondeterminismError, RunFailedError
+    from lwtool.record.errors import NondeterminismError, RunFailedError
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     try:

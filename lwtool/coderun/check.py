@@ -17,10 +17,10 @@ from pathlib import Path
 
 from lwtool.coderun.deno import deno_binary, deno_cache_dir
 from lwtool.coderun.policy import CodePolicy
+from lwtool.source.finding import Finding
 from lwtool.source.loader import Document
 from lwtool.source.pointer import escape
 from lwtool.source.position import Pos, Span
-from lwtool.validate.finding import Finding
 
 CODE = "code.type_error"
 CHECKED = (".ts", ".tsx", ".mts", ".cts")

@@ -89,7 +89,7 @@ class CodePolicy:
     def walled(self) -> bool:
         """Whether Deno runs inside bubblewrap too (fs deny, bubblewrap usable, not
         turned off by LWTOOL_CODE_SANDBOX=deno)."""
-        from lwtool.harness.bash import bwrap_problem
+        from lwtool.sandbox.bwrap import bwrap_problem
 
         return self.fs == "deny" and os.environ.get(OUTER_ENV) != "deno" \
             and bwrap_problem() is None
@@ -97,7 +97,7 @@ class CodePolicy:
     def outer_wall(self, argv: list[str]) -> list[str]:
         """`argv` (a deno command) inside bubblewrap, where it can run; else as it is.
         Inside, DENO_DIR lies on the sandbox's own tmpfs: storage of its own."""
-        from lwtool.harness.bash import namespace_args, system_args
+        from lwtool.sandbox.bwrap import namespace_args, system_args
 
         if not self.walled():
             return argv

@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwtool.harness.model_calls import recorded_model_call
-from lwtool.harness.models import OutputRequest
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.tool_calls import ToolCallFailed, call_tool, refuse_call
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import SESSION_USAGE
+from lwtool.calls.model_calls import recorded_model_call
+from lwtool.calls.models import OutputRequest
+from lwtool.calls.scripted import ScriptedModel
+from lwtool.calls.tool_calls import ToolCallFailed, call_tool, refuse_call
+from lwtool.record.errors import StepFailure
+from lwtool.record.run_state import SESSION_USAGE
 from lwtool.tools import Tool, ToolRegistry
 
 DEFAULT_MAX_TURNS = 20

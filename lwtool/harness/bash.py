@@ -14,7 +14,7 @@ Sandboxes:
   (lwtool.harness.pathcheck) and the limits. NOT a sandbox: a guard of the command's
   words, which `$(...)`, variables or `eval` pass; the command can read and write
   whatever this user can. It gets a clean environment, no view of lwtool's process
-  (lwtool.harness.confine) and dies with lwtool. Roles that read untrusted content
+  (lwtool.sandbox.confine) and dies with lwtool. Roles that read untrusted content
   (planner, fixer) get no path-check bash unless named in
   LWTOOL_BASH_PATH_CHECK_ROLES (e.g. `planner,fixer`); a warning says so at start.
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,10 +41,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from lwtool.harness import confine, pids
 from lwtool.harness.pathcheck import BashRefused, Root, View, check_command, host_roots
 from lwtool.harness.stores import Mount
-from lwtool.runtime.run_state import short_hash
+from lwtool.record.ids import short_hash
+from lwtool.sandbox import confine, pids
+from lwtool.sandbox.bwrap import bwrap_problem, namespace_args, system_args
 from lwtool.tools import Tool
 
 Sandbox = Literal["bwrap", "path-check"]
@@ -54,7 +54,6 @@ PATH_CHECK_ROLES_ENV = "LWTOOL_BASH_PATH_CHECK_ROLES"
 UNTRUSTED_ROLES = ("planner", "fixer")  # they read what a model or code wrote
 STORE_POLL_S = 0.1
 MAX_COMMAND_CHARS = 64 * 1024
-SANDBOX_UID = "1000"
 INPUT_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["command"],
                 "properties": {"command": {"type": "string",
                                            "description": "A bash command line."}}}
@@ -106,19 +105,6 @@ class BashOptions:
     def from_env(cls, **limits: Any) -> BashOptions:
         """The default sandbox, or the one LWTOOL_BASH_SANDBOX opts into."""
         return cls(sandbox=os.environ.get(SANDBOX_ENV) or "bwrap", **limits)  # type: ignore[arg-type]
-
-
-@cache
-def bwrap_problem() -> str | None:
-    """Why bubblewrap cannot sandbox a command here (None when it can)."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    probe = subprocess.run(["bwrap", *namespace_args(), "--ro-bind", "/usr", "/usr",
-                            *system_args(), "/usr/bin/true"],
-                           capture_output=True, text=True, timeout=30, check=False)
-    if probe.returncode != 0:
-        return f"bubblewrap cannot create its sandbox here: {probe.stderr.strip()}"
-    return None
 
 
 class BashTool:
@@ -302,22 +288,6 @@ class BashTool:
                 "--proc", "/proc", "--dev", "/dev",
                 "--size", str(self.options.tmp_bytes), "--tmpfs", "/tmp",
                 *binds, "--chdir", self.workdir, *shell]
-
-
-def namespace_args() -> list[str]:
-    return ["--unshare-all", "--unshare-user", "--uid", SANDBOX_UID, "--gid", SANDBOX_UID,
-            "--disable-userns", "--cap-drop", "ALL"]
-
-
-def system_args() -> list[str]:
-    """/bin, /lib... as on the host (symlinks into /usr on merged-/usr systems)."""
-    args: list[str] = []
-    for path in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    return args + ["--ro-bind-try", "/etc/alternatives", "/etc/alternatives"]
 
 
 class _Capture:

@@ -66,7 +66,7 @@ HarnessTask = ExecuteStepTask | FixStepTask | PlanTask | OrchestrateTask
 class HarnessContext:
     """What a session may use. `recorder` is the durable sink (the run's journal, its
     `note`/`record`, world and tool threads: give it to lwtool.harness.agent.run_agent
-    and lwtool.harness.tool_calls.call_tool); `scope` is the runtime's view of the
+    and lwtool.calls.tool_calls.call_tool); `scope` is the runtime's view of the
     workflow (expressions, earlier outputs) for the built-in step types; `workspace`
     (a lwtool.harness.workspace.StepWorkspace for worker steps) lays out the step's
     mounts and makes a bash tool over them on demand."""

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lwtool.runtime.run_state import short_hash
+from lwtool.record.ids import short_hash
 
 # Fields a caller supplies per role (the rest come from the session itself).
 ROLE_FIELDS: dict[str, tuple[str, ...]] = {

@@ -27,63 +27,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.harness.agent import DEFAULT_MAX_TURNS, AgentResult, run_agent
-from lwtool.harness.bash import BashOptions, BashUnavailable
+from lwtool.harness.agent import AgentResult, run_agent
+from lwtool.harness.bash import BashUnavailable
 from lwtool.harness.manifests import drift
-from lwtool.harness.model_calls import model_label
-from lwtool.harness.scripted import ScriptedModel
+from lwtool.harness.session_spec import HARNESS_ID, SESSION_PATH, TASKS, SessionSpec
 from lwtool.harness.skills import SkillError
-from lwtool.harness.stores import MemoryConfig
+from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workspace import Workspace, session_workspace
-from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
-from lwtool.runtime.journal import Journal
-from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
+from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
+from lwtool.record.ids import short_hash
+from lwtool.record.journal import Journal
+from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import DEFAULT_DURABILITY, NewEvent, RunNotFound, World
-
-HARNESS_ID = "lwtool/agent-harness@1"
-SESSION_KIND = "HarnessSession"
-SESSION_PATH = "session"  # the events' step path: one session per run
-TASKS = {"planner": "plan", "worker": "execute_step", "fixer": "fix_step",
-         "orchestrator": "orchestrate", "agent": "agent"}
-
-
-@dataclass(frozen=True)
-class SessionSpec:
-    """What a session is asked to do, by which model, and what it may use: the memory
-    of `workflow_id` (per `memory`), `skills` (folders or `git+` URLs), the bash tool
-    (`bash`; None offers none), and the role's own manifest fields (`identity`, e.g. a
-    planner's workflowDefinitionHash; see lwtool.harness.manifests)."""
-
-    role: str
-    model: str | ScriptedModel
-    prompt: str
-    system: str = ""
-    max_turns: int = DEFAULT_MAX_TURNS
-    workflow_id: str | None = None
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
-    skills: tuple[str, ...] = ()
-    bash: BashOptions | None = None
-    identity: dict[str, Any] = field(default_factory=dict)
-    keep_scratch: bool = False  # a planner's, for the run it plans: removed with that run
-
-    def __post_init__(self) -> None:
-        if self.role not in TASKS:
-            raise ValueError(f"role must be one of {', '.join(TASKS)}, not {self.role!r}")
-        if self.max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
-
-    def subject(self) -> dict[str, Any]:
-        subject = {"kind": SESSION_KIND, "role": self.role, "task": TASKS[self.role],
-                   "model": model_label(self.model), "system": self.system,
-                   "prompt": self.prompt, "maxTurns": self.max_turns}
-        if self.workflow_id is not None:
-            subject["workflowId"] = self.workflow_id
-        if self.skills:
-            subject["skills"] = list(self.skills)
-        if self.bash is not None:
-            subject["bash"] = True
-        return subject
 
 
 @dataclass
@@ -108,7 +64,7 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
     """Run the session to its final answer; an existing `run_id` resumes it (committed
     turns are fast-forwarded, the turn in flight runs again). `finish` ends it on a
     tool result (see lwtool.harness.agent.run_agent); the result is then `final`."""
-    from lwtool.runtime.interpreter import new_run_id
+    from lwtool.record.ids import new_run_id
 
     subject = spec.subject()
     version_id = workflow_version_id(subject)
@@ -145,8 +101,9 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
             return _finished(run_id, version_id, journal)
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
-                         durability=str(getattr(world, "durability", DEFAULT_DURABILITY)),
-                         keep_scratch=spec.keep_scratch)
+                         durability=str(getattr(world, "durability", DEFAULT_DURABILITY)))
+        if not spec.keep_scratch:  # a planner's goes when the run it planned ends
+            state.on_end.extend(scratch_remover(world, run_id))
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lwtool.runtime.run_state import short_hash
+from lwtool.record.ids import short_hash
 from lwtool.source.skill_source import SCHEMES, SkillSourceInvalid, is_git
 from lwtool.source.skill_source import parse_git_source as _parse
 from lwtool.world.files import NotARegularFile, open_regular

@@ -22,10 +22,10 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote
 
 from lwtool.world.base import check_run_id
@@ -145,6 +145,17 @@ class ScratchLayout:
     def remove(self) -> None:
         """Scratch is ephemeral: gone when the run ends (memory stays)."""
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def scratch_remover(world: Any, *run_ids: str | None) -> list[Callable[[], None]]:
+    """What removes these runs' scratch when a run ends (a RunState's `on_end`): a
+    workflow run's own, and the planner session's it was planned by (kept until then,
+    its workers read it at /mnt/scratch/from-planner). None for a world without a data
+    dir."""
+    data_dir = getattr(world, "data_dir", None)
+    if data_dir is None:
+        return []
+    return [ScratchLayout(Path(data_dir), run_id).remove for run_id in run_ids if run_id]
 
 
 def step_folder(step_path: str) -> str:

@@ -20,7 +20,7 @@ from lwtool.harness.contract import (
     HarnessResult,
     HarnessTask,
 )
-from lwtool.runtime.errors import StepFailure
+from lwtool.record.errors import StepFailure
 
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
 
@@ -53,17 +53,20 @@ class WorkflowHarness:
 
     async def execute_ai_generate(self, task: ExecuteStepTask,
                                   ctx: HarnessContext) -> HarnessResult:
-        from lwtool.runtime.steps import ai_generate
+        from lwtool.steps import ai_generate
 
-        return await _builtin(ai_generate, task, ctx)
+        output, events = await ai_generate.execute(ctx.scope, task.step, task.step_path,
+                                                   task.step_input, task.expression_scope,
+                                                   ctx.system)
+        return HarnessResult("execute_step", output, list(events))
 
     async def execute_tool_call(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
-        from lwtool.runtime.steps import tool_call
+        from lwtool.steps import tool_call
 
         return await _builtin(tool_call, task, ctx)
 
     async def execute_code_run(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
-        from lwtool.runtime.steps import code_run
+        from lwtool.steps import code_run
 
         try:
             output, events = await code_run.execute(ctx.scope, task.step, task.step_path,
@@ -78,12 +81,12 @@ class WorkflowHarness:
         return HarnessResult("execute_step", output, list(events))
 
     async def fix_step(self, task: FixStepTask, ctx: HarnessContext) -> HarnessResult:
-        from lwtool.coderun.fixer import fix_step
+        from lwtool.harness.fixer import fix_step
 
         return await fix_step(task, ctx, self.code_timeout)
 
     async def execute_decision(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
-        from lwtool.runtime.steps import decision
+        from lwtool.steps import decision
 
         return await _builtin(decision, task, ctx)
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lwtool.calls.model_calls import model_label
 from lwtool.harness.agent import tool_fingerprint
 from lwtool.harness.bash import BashOptions, BashTool
 from lwtool.harness.manifests import NO_BASH, SessionCapabilities, role_manifest
-from lwtool.harness.model_calls import model_label
 from lwtool.harness.skills import (
     Skill,
     resolve_skills,
@@ -30,12 +30,12 @@ from lwtool.harness.stores import (
     ScratchLayout,
     role_mounts,
 )
-from lwtool.runtime.run_state import short_hash
+from lwtool.record.ids import short_hash
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import World
 
 if TYPE_CHECKING:
-    from lwtool.harness.session import SessionSpec
+    from lwtool.harness.session_spec import SessionSpec
 
 
 @dataclass
@@ -101,7 +101,7 @@ class StepWorkspace:
     @classmethod
     def of_run(cls, run: Any, step_path: str) -> StepWorkspace:
         """The workspace of a step of `run` (a RunState) with its definition's settings."""
-        data_dir, workflow_id, memory, skills = run.workspace_defaults()
+        data_dir, workflow_id, memory, skills = _run_defaults(run)
         planner = run.workspace.get("plannerRunId")
         return cls(data_dir, run.run_id, step_path, workflow_id, memory, skills,
                    planner_run_id=str(planner) if planner else None)
@@ -146,3 +146,15 @@ def _with_staged(placed: RoleMounts, skills: list[Skill]) -> list[Mount]:
         mounts.append(Mount(f"{placed.own.target}/.agents",
                             stage_skills(skills, placed.own.source), False))
     return mounts
+
+
+def _run_defaults(run: Any) -> tuple[Any, ...]:
+    """What every step's workspace of `run` shares, built once per run."""
+    found: tuple[Any, ...] | None = run.memo.get("workspace")
+    if found is None:
+        settings = run.workspace
+        found = run.memo["workspace"] = (
+            Path(run.world.data_dir), settings.get("workflowId"),
+            MemoryConfig.from_json(settings.get("memory")),
+            tuple(settings.get("skills") or ()))
+    return found

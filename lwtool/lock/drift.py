@@ -8,8 +8,8 @@ from pathlib import Path
 from lwtool.compile import compile_file
 from lwtool.lock.io import LockUnreadable, locked_digest, read_lock
 from lwtool.lock.model import lock_path_for
+from lwtool.source.finding import Finding, Severity
 from lwtool.source.position import FILE_START
-from lwtool.validate.finding import Finding, Severity
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__pycache__",
               ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
@@ -77,7 +77,7 @@ def _generated_stale(path: Path, generator: str, current: str, kind: str | None
                      ) -> list[Finding]:
     """A generated file whose generator now gives another document (`generate.stale`)."""
     from lwtool.authoring.generate import GeneratorFailed, generate_document
-    from lwtool.lock.model import digest_of
+    from lwtool.authoring.snapshot import digest_of
 
     try:
         document = generate_document(generator, path.parent)

@@ -55,11 +55,6 @@ class Lock:
         }
 
 
-def digest_of(kind: str, value: Any, base: Path | None = None) -> str:
-    """WorkflowVersion id, or WorkflowDefinitionHash (skills read relative to `base`)."""
-    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value, base)
-
-
 def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
     """The lock of a valid document (deterministic: no timestamps, so re-locking an
     unchanged file changes nothing in the repository)."""

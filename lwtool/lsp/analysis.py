@@ -12,10 +12,10 @@ from typing import Any
 from lwtool.expr import ast
 from lwtool.expr.ast import STEP_ACCESSORS
 from lwtool.expr.functions import FUNCTIONS
+from lwtool.source.finding import Finding
 from lwtool.source.loader import Document, LoadFailed, load_text
 from lwtool.source.position import Pos, Span
 from lwtool.validate.context import Context, StepInfo
-from lwtool.validate.finding import Finding
 from lwtool.validate.flow import decision_targets
 from lwtool.validate.run import document_kind, validate_document
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from lwtool import __version__
+from lwtool._version import __version__
 from lwtool.lsp.analysis import TOKEN_TYPES, Analysis
 from lwtool.lsp.transport import FrameReader, error_message, stdin_chunks
-from lwtool.validate.finding import Finding, Severity
+from lwtool.source.finding import Finding, Severity
 
 IDLE_SECONDS = 0.05
 TRIGGER_CHARACTERS = [".", "[", " ", ","]

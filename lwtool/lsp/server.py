@@ -24,7 +24,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from lwtool import __version__
+from lwtool._version import __version__
 from lwtool.lsp.analysis import (
     TOKEN_TYPES,
     Analysis,

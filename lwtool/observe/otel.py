@@ -25,7 +25,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from lwtool import __version__
+from lwtool._version import __version__
 from lwtool.observe.timeline import Attempt, Call, Timeline
 from lwtool.world.base import Event
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwtool.runtime.report import TOKENS, add_usage, empty_totals, reply_usage
+from lwtool.record.report import TOKENS, add_usage, empty_totals, reply_usage
 from lwtool.world.base import Event
 
 

@@ -58,9 +58,10 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
     """Plan with `planner_model`, else the definition's planner model looked up in
     `models`; bash for the planner where a sandbox can run (else none, and `progress`
     says why). `keep_scratch` when a run of the plan follows (its workers read it)."""
-    from lwtool.harness.bash import BashOptions, bwrap_problem
+    from lwtool.harness.bash import BashOptions
     from lwtool.planner.compile_loop import plan_workflow
-    from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT
+    from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
+    from lwtool.sandbox.bwrap import bwrap_problem
 
     say = progress or (lambda _: None)
     name = str((definition.get("planner") or {}).get("model"))
@@ -102,8 +103,9 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
     `durability` (strict | process) overrides the definition's `runtime.durability`
     for the workflow runs; default: the world's."""
     from lwtool.harness.workflow import load_harness
+    from lwtool.record.ids import new_run_id
     from lwtool.runtime.api import checked_lwir, load_lwir
-    from lwtool.runtime.interpreter import new_run_id, start_run
+    from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
     value, folder = _load(definition, base)
@@ -163,8 +165,8 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
     (see there for every option), or a WorkflowDefinition (a file, a dict with `kind:
     WorkflowDefinition`, or what `define_workflow` returns) planned first, as
     `run_definition` does; `timeout` bounds the whole run either way."""
+    from lwtool.record.ids import new_run_id
     from lwtool.runtime import api
-    from lwtool.runtime.interpreter import new_run_id
 
     if not is_definition(workflow):
         return await api.run_workflow(workflow, run_input, world=world, tools=tools,
@@ -208,8 +210,8 @@ def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
     import json
 
     from lwtool.runtime.api import WorkflowInvalid
+    from lwtool.source.finding import Severity
     from lwtool.source.loader import LoadFailed, load_path, load_text
-    from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
     definition = _document_of(definition)

@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.bash import BashOptions
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.session import SESSION_PATH, SessionSpec, run_session
+from lwtool.harness.session import run_session
+from lwtool.harness.session_spec import SESSION_PATH, SessionSpec
 from lwtool.harness.stores import MemoryConfig
 from lwtool.planner.grant import Grant, describe, excesses
 from lwtool.planner.prompt import SUBMIT_TOOL, planner_system, request_message
 from lwtool.planner.repair import check_draft, rejection
 from lwtool.planner.request import OrchestrationRequest, RequestInvalid, build_request
-from lwtool.runtime.errors import RunFailedError, StepFailure
-from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, short_hash
+from lwtool.record.errors import RunFailedError, StepFailure
+from lwtool.record.ids import short_hash
+from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
 from lwtool.source.skill_source import is_git
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import World

@@ -18,7 +18,7 @@ from lwtool.harness.contract import HarnessContext, PlanTask
 from lwtool.planner.grant import Grant
 from lwtool.planner.repair import check_draft
 from lwtool.planner.request import OrchestrationRequest
-from lwtool.runtime.errors import RunFailedError, StepFailure
+from lwtool.record.errors import RunFailedError, StepFailure
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import World
 

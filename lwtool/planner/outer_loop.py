@@ -34,9 +34,9 @@ from typing import Any, NoReturn
 
 from lwtool.authoring.snapshot import definition_hash
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.runtime.errors import CapabilityDriftError, RunFailedError
+from lwtool.record.errors import CapabilityDriftError, RunFailedError
+from lwtool.record.ids import short_hash
 from lwtool.runtime.loop_result import loop_error, loop_result
-from lwtool.runtime.run_state import short_hash
 from lwtool.world.base import NewEvent, RunNotFound, World
 
 OUTER_KIND = "OuterLoop"
@@ -232,8 +232,8 @@ def model_supervisor(model: Any, system: str | None = None
     """`supervise` as one model call per cycle (a litellm model string or a
     ScriptedModel) answering {kind, promptNote?, finalOutput?}; its answer is recorded in
     OuterLoopCycleCompleted (a call cut off by a kill is made again)."""
-    from lwtool.harness.models import OutputRequest, call_model, output_request
-    from lwtool.runtime.outputs import OutputInvalid, parse_model_text
+    from lwtool.calls.models import OutputRequest, call_model, output_request
+    from lwtool.steps.outputs import OutputInvalid, parse_model_text
 
     async def supervise(context: dict[str, Any]) -> Any:
         request = output_request(model, DECISION_MODE) if isinstance(model, str) \

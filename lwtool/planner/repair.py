@@ -34,8 +34,8 @@ class DraftCheck:
 def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
     """The draft with inferred needs and its error findings (none: it is valid LWIR
     and, with a `grant`, asks for nothing the definition does not grant)."""
+    from lwtool.source.finding import Severity
     from lwtool.source.loader import LoadFailed, load_text
-    from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
     if not isinstance(draft, dict):

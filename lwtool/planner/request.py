@@ -13,7 +13,7 @@ from typing import Any
 from lwtool.authoring.snapshot import definition_hash, slot_id
 from lwtool.harness.agent import tool_schema
 from lwtool.planner.grant import Grant
-from lwtool.runtime.errors import CauseCode
+from lwtool.record.errors import CauseCode
 from lwtool.tools import ToolRegistry
 
 
@@ -57,7 +57,7 @@ def build_request(definition: dict[str, Any], run_input: Any, tools: ToolRegistr
                   outer_loop: dict[str, Any] | None = None,
                   base: Path | None = None) -> OrchestrationRequest:
     """`base`: the definition's folder (its skills are hashed by content from there)."""
-    from lwtool.runtime.outputs import OutputInvalid, check_schema
+    from lwtool.steps.outputs import OutputInvalid, check_schema
 
     schema = (definition.get("input") or {}).get("schema")
     try:

@@ -36,8 +36,8 @@ def checked_lwir(lwir: Mapping[str, Any]) -> dict[str, Any]:
     """Validate an LWIR document given as a Python mapping (raises WorkflowInvalid)."""
     import json
 
+    from lwtool.source.finding import Severity
     from lwtool.source.loader import load_text
-    from lwtool.validate.finding import Severity
     from lwtool.validate.run import document_kind, validate_document
 
     document = load_text(json.dumps(lwir), "<lwir>.json")
@@ -97,7 +97,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     RunFailedError with cause `timeout` is raised (its `result` says how to go on); the
     run stays resumable with `replay_run`.
     """
-    from lwtool.runtime.interpreter import new_run_id, start_run
+    from lwtool.record.ids import new_run_id
+    from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
     run_id = run_id or new_run_id()
@@ -120,7 +121,7 @@ async def within(timeout: float | None, run_id: str, work: Any) -> dict[str, Any
     """Await `work` (a run), bounded by `timeout` seconds: cause `timeout` past it."""
     import asyncio
 
-    from lwtool.runtime.errors import RunFailedError
+    from lwtool.record.errors import RunFailedError
 
     if timeout is None:
         result: dict[str, Any] = await work

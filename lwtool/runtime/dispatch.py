@@ -19,13 +19,15 @@ from typing import Any
 
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
+from lwtool.harness.worker import worker_identity, worker_system
 from lwtool.harness.workflow import WorkflowHarness
 from lwtool.harness.workspace import StepWorkspace
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.outputs import OutputInvalid, check_output
-from lwtool.runtime.run_state import hash_bytes, short_hash, step_timeout
+from lwtool.record.errors import StepFailure
+from lwtool.record.ids import hash_bytes, short_hash
+from lwtool.record.run_state import step_timeout
 from lwtool.runtime.scope import Scope
-from lwtool.runtime.steps import STEP_KINDS
+from lwtool.steps import STEP_KINDS
+from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.world.base import Event, NewEvent
 
 INPUT_INLINE_LIMIT = 16 * 1024  # bytes of a step input kept in its StepAttemptStarted
@@ -53,7 +55,7 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
         raise StepFailure(failed.get("causeCode", "step_failed"), str(failed.get("error", "")),
                           path)
     if uses == "parallel":
-        from lwtool.runtime.steps.parallel import run_parallel
+        from lwtool.runtime.parallel import run_parallel
 
         output, committed = await run_parallel(scope, step, path, visit)
         return output, _completed_seq(committed)
@@ -117,9 +119,9 @@ async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
     worker's system prompt, the step's mounts ({target: {source, mode}}; peer-steps
     holds the other steps' outputs), the bash capabilities it would get and the worker
     skills."""
+    from lwtool.calls.models import resolve_slot
     from lwtool.harness.bash import BashOptions
-    from lwtool.harness.models import resolve_slot
-    from lwtool.runtime.peers import write_peer_outputs
+    from lwtool.harness.peers import write_peer_outputs
 
     await write_peer_outputs(run, path)
     workspace = StepWorkspace.of_run(run, path)
@@ -128,7 +130,7 @@ async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
         if step.get("uses") == "ai.generate" and settings.get("model") else None
     options = BashOptions.from_env()
     return HarnessContext(
-        recorder=run, tools=run.tools, model=model, system=run.worker_system(), scope=scope,
+        recorder=run, tools=run.tools, model=model, system=worker_system(run), scope=scope,
         mounts={m.target: {"source": str(m.source), **m.describe()}
                 for m in workspace.mounts()},
         bash={"sandbox": options.sandbox, "timeout": options.timeout,
@@ -150,8 +152,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                run.config_hash(step), run.tools_hash,
                                definition_hash=run.workspace.get("definitionHash"),
                                model_slot=settings.get("model") if uses == "ai.generate" else None,
-                               system=_joined(run.worker_system(), settings.get("system")),
-                               **run.worker_identity(path))
+                               system=_joined(worker_system(run), settings.get("system")),
+                               **worker_identity(run, path))
     run.journal.check_session(run.run_id, run.version_id, path, manifest)
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
@@ -175,8 +177,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
                 await custom_context(run, scope, step, path) if custom else
-                HarnessContext(recorder=run, tools=run.tools, scope=scope,
-                               workspace=StepWorkspace.of_run(run, path)))
+                HarnessContext(recorder=run, tools=run.tools, system=worker_system(run),
+                               scope=scope, workspace=StepWorkspace.of_run(run, path)))
         output, call_events = done.output, done.events
         if custom and uses != "decision":  # the spec's execution loop, step 8
             try:

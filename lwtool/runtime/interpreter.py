@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
 from lwtool.canonical.digest import sha256_of_bytes
 from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
+from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
+from lwtool.record.ids import new_run_id, short_hash
+from lwtool.record.journal import Journal
+from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
-from lwtool.runtime.errors import CapabilityDriftError, RunFailedError, StepFailure
-from lwtool.runtime.journal import Journal
-from lwtool.runtime.outputs import OutputInvalid, check_schema
-from lwtool.runtime.run_state import DEFAULT_STEP_TIMEOUT, RunState, short_hash
 from lwtool.runtime.scope import Scope
+from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
@@ -32,11 +32,6 @@ from lwtool.world.base import (
     check_durability,
     fsyncs,
 )
-
-
-def new_run_id() -> str:
-    """Time-ordered and unique: `run_<ms since epoch, hex><random>`."""
-    return f"run_{int(time.time() * 1000):011x}{secrets.token_hex(5)}"
 
 
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
@@ -224,6 +219,7 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
                      durability=check_durability(durability))
     state.workspace = dict(workspace or {})
+    state.on_end.extend(scratch_remover(world, run_id, state.workspace.get("plannerRunId")))
     try:
         return await _drive(state)
     finally:
@@ -290,7 +286,7 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
 
 async def result_of(world: World, run_id: str, version_id: str, output: Any,
                     artifacts: list[str]) -> dict[str, Any]:
-    from lwtool.runtime.rollup import rolled_usage
+    from lwtool.record.rollup import rolled_usage
 
     usage = rolled_usage(world, run_id)  # its planner session's included
     return {"runId": run_id, "workflowVersionId": version_id, "status": "completed",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwtool.runtime.errors import RunFailedError
+from lwtool.record.errors import RunFailedError
 from lwtool.world.base import Event, NewEvent, World
 
 
@@ -22,7 +22,7 @@ def loop_error(loop_id: str, version_id: str, cause: Any, message: str,
 def loop_result(world: World, loop_id: str, version_id: str, terminal: Event | NewEvent,
                 cycles: list[dict[str, Any]]) -> dict[str, Any]:
     """The finished loop's result; raises its RunFailedError when it failed."""
-    from lwtool.runtime.rollup import rolled_usage
+    from lwtool.record.rollup import rolled_usage
 
     payload = terminal.payload
     if terminal.type == "RunFailed":

@@ -16,8 +16,8 @@ import asyncio
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import RunState
+from lwtool.record.errors import StepFailure
+from lwtool.record.run_state import RunState
 from lwtool.world.base import NewEvent
 
 END = "end"

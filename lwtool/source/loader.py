@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.source import pointer as jp
+from lwtool.source.finding import Finding
 from lwtool.source.position import FILE_START, Pos, Span
 from lwtool.source.source_map import Entry, SourceMap
-from lwtool.validate.finding import Finding
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 256

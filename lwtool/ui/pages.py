@@ -50,7 +50,7 @@ def shown_status(world: Any, run_id: str, status: str) -> str:
 # -- runs --------------------------------------------------------------------------------
 
 def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
-    from lwtool.runtime.report import add_usage, empty_totals, reply_usage
+    from lwtool.record.report import add_usage, empty_totals, reply_usage
 
     wanted = status if status in ("running", "completed", "failed") else ""
     total, records = world.runs_page(wanted or None, text or None, page * RUNS_PER_PAGE,

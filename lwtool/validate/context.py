@@ -12,9 +12,9 @@ from lwtool.expr.parser import ExprSyntaxError
 from lwtool.expr.refs import Reference, references
 from lwtool.expr.template import Part, Template, has_template, parse_template
 from lwtool.source import pointer as jp
+from lwtool.source.finding import Finding, Severity
 from lwtool.source.loader import Document
 from lwtool.source.position import Pos, Span
-from lwtool.validate.finding import Finding, Severity
 
 STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel")
 TOP = ""  # the scope id of the workflow's own step list

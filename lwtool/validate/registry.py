@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lwtool.source.finding import Finding
     from lwtool.validate.context import Context
-    from lwtool.validate.finding import Finding
 
 # Rule modules under lwtool/validate/rules/, in the order they run.
 RULE_MODULES: tuple[str, ...] = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+from lwtool.source.finding import Finding
 from lwtool.source.loader import Document, LoadFailed, load_path
 from lwtool.source.position import FILE_START
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 from lwtool.validate.registry import rules
 
 KINDS = ("Workflow", "WorkflowDefinition")

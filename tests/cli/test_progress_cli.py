@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from lwtool.observe.timeline import Timeline, branch_of, strip_visit
-from lwtool.runtime.report import usage_report
+from lwtool.record.report import usage_report
 from lwtool.world.local import LocalWorld
 from tests.conftest import ROOT, run_cli
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lwtool.harness.bash import bwrap_problem
+from lwtool.sandbox.bwrap import bwrap_problem
 from tests.coderun.helpers import code_step, workflow
 from tests.coderun.test_code_run_kills import TOOLS
 from tests.coderun.test_sandbox import run

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lwtool.coderun.policy import CodePolicy
-from lwtool.coderun.sandbox import CodeOutcome, run_code
+from lwtool.coderun.runner import CodeOutcome, run_code
 from lwtool.coderun.source import PinBroken, checked_files, import_map, module_urls
 
 
@@ -247,7 +247,7 @@ def test_import_map_keeps_files_importable_and_refuses_the_rest() -> None:
 def test_deno_runs_behind_bubblewrap_where_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second wall: a pid namespace of its own (Deno is pid 2 there) and /tmp as its
     working folder; off with LWTOOL_CODE_SANDBOX=deno (pid and cwd of the host)."""
-    from lwtool.harness.bash import bwrap_problem
+    from lwtool.sandbox.bwrap import bwrap_problem
 
     source = "export async function run() { return [Deno.pid, Deno.cwd()]; }"
     if bwrap_problem() is None or os.environ.get("LWTOOL_REQUIRE_SANDBOX"):

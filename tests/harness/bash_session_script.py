@@ -13,9 +13,10 @@ import sys
 from typing import Any
 
 from lwtool import local_world
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.harness.bash import BashOptions
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.session import SessionSpec, run_session
+from lwtool.harness.session import run_session
+from lwtool.harness.session_spec import SessionSpec
 
 MARKER_SECONDS = 3601  # `sleep 3601`: the test looks for this process after the kill
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwtool.calls.tool_calls import call_tool
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext, HarnessResult
-from lwtool.harness.tool_calls import call_tool
 from lwtool.harness.workflow import WorkflowHarness
 
 

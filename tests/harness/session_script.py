@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from lwtool import ToolRegistry, local_world
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.session import SessionSpec, run_session
+from lwtool.calls.scripted import ScriptedModel
+from lwtool.harness.session import run_session
+from lwtool.harness.session_spec import SessionSpec
 
 FOLDER = Path(os.environ.get("LWTOOL_TEST_DIR", "."))
 

@@ -14,10 +14,11 @@ import pytest
 from pydantic import BaseModel
 
 from lwtool import RunFailedError, ToolRegistry, local_world
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.harness.agent import MAX_RESULT_CHARS, tool_specs
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.session import SessionSpec, run_session
-from lwtool.runtime.errors import CapabilityDriftError
+from lwtool.harness.session import run_session
+from lwtool.harness.session_spec import SessionSpec
+from lwtool.record.errors import CapabilityDriftError
 from tests.fixtures.openai_server import fixture_server
 
 

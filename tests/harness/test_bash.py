@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from lwtool.harness import bash as bash_module
-from lwtool.harness.bash import BashLimit, BashOptions, BashTool, BashUnavailable, bwrap_problem
+from lwtool.harness.bash import BashLimit, BashOptions, BashTool, BashUnavailable
 from lwtool.harness.pathcheck import BashRefused
 from lwtool.harness.stores import ScratchLayout, role_mounts
+from lwtool.sandbox.bwrap import bwrap_problem
 
 PROBLEM = bwrap_problem()
 requires_bwrap = pytest.mark.skipif(
@@ -138,14 +138,14 @@ def test_a_fork_bomb_ends_and_leaves_nothing_running(tmp_path: Path) -> None:
 def test_without_bubblewrap_the_tool_fails_closed(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
-    bash_module.bwrap_problem.cache_clear()
+    bwrap_problem.cache_clear()
     try:
         with pytest.raises(BashUnavailable, match="bubblewrap is not installed.*"
                            "LWTOOL_BASH_SANDBOX=path-check"):
             _tool(tmp_path)
     finally:
         monkeypatch.undo()
-        bash_module.bwrap_problem.cache_clear()
+        bwrap_problem.cache_clear()
     _tool(tmp_path, sandbox="path-check")  # the opt-in needs no bwrap
 
 

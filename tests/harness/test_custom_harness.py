@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lwtool import local_world, replay_run, run_workflow
-from lwtool.runtime.errors import CapabilityDriftError
+from lwtool.record.errors import CapabilityDriftError
 from tests.conftest import ROOT, edit_store, run_cli
 from tests.harness.custom_harness import BashCodeHarness, PythonCodeHarness
 from tests.harness.test_bash import requires_bwrap

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from lwtool import RunFailedError, ToolRegistry, local_world
-from lwtool.harness import bash as bash_module
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.harness.bash import BashOptions
 from lwtool.harness.manifests import role_manifest, worker_manifest
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.harness.session import SessionSpec, run_session
+from lwtool.harness.session import run_session
+from lwtool.harness.session_spec import SessionSpec
 from lwtool.harness.stores import MemoryConfig
-from lwtool.runtime.errors import CapabilityDriftError
+from lwtool.record.errors import CapabilityDriftError
+from lwtool.sandbox.bwrap import bwrap_problem
 from lwtool.world.base import RunNotFound
 from tests.fixtures.openai_server import fixture_server
 from tests.harness.test_bash import requires_bwrap
@@ -139,14 +140,14 @@ def test_without_bubblewrap_a_bash_session_does_not_start(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     world = local_world(tmp_path / "data")
     monkeypatch.setenv("PATH", str(tmp_path))
-    bash_module.bwrap_problem.cache_clear()
+    bwrap_problem.cache_clear()
     try:
         with pytest.raises(RunFailedError) as info:
             asyncio.run(run_session(world, SessionSpec("agent", ScriptedModel(["ok"]), "go",
                                                        bash=BashOptions()), run_id="b1"))
     finally:
         monkeypatch.undo()
-        bash_module.bwrap_problem.cache_clear()
+        bwrap_problem.cache_clear()
     assert info.value.cause_code == "runtime_config_error"
     assert "bubblewrap is not installed" in info.value.message
     with pytest.raises(RunNotFound):

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from lwtool import ToolRegistry, local_world
+from lwtool.calls.tool_calls import ToolCallFailed, call_tool
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.harness.tool_calls import ToolCallFailed, call_tool
-from lwtool.runtime.journal import Journal
-from lwtool.runtime.run_state import RunState
+from lwtool.record.journal import Journal
+from lwtool.record.run_state import RunState
 from lwtool.world.base import NewEvent
 from tests.conftest import run_cli
 

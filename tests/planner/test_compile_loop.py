@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from lwtool import RunFailedError, ToolRegistry, local_world
-from lwtool.harness.scripted import ScriptedModel
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.planner.compile_loop import plan_workflow
 from lwtool.planner.emit import lwir_yaml
-from lwtool.runtime.errors import CapabilityDriftError
+from lwtool.record.errors import CapabilityDriftError
 
 DEFINITION: dict[str, Any] = {
     "apiVersion": "littleworkflow.dev/v0.1", "kind": "WorkflowDefinition", "id": "loan",

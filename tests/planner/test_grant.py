@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lwtool import RunFailedError, local_world
-from lwtool.harness.scripted import ScriptedModel
+from lwtool.calls.scripted import ScriptedModel
 from lwtool.planner import compile_loop, repair
 from lwtool.planner.compile_loop import plan_workflow
 from lwtool.planner.grant import Grant, excesses

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lwtool import RunFailedError, local_world, run_workflow
-from lwtool.runtime.report import usage_report
+from lwtool.record.report import usage_report
 from tests.conftest import MINIMAL_HEADER
 from tests.fixtures.openai_server import fixture_server
 

@@ -14,8 +14,8 @@ import pytest
 
 from lwtool import local_world
 from lwtool.canonical.digest import workflow_version_id
+from lwtool.record.errors import NondeterminismError
 from lwtool.runtime.api import load_lwir
-from lwtool.runtime.errors import NondeterminismError
 from lwtool.runtime.interpreter import resume_run
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import NewEvent

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lwtool import RunFailedError, local_world, replay_run, run_workflow
-from lwtool.runtime.errors import NondeterminismError
+from lwtool.record.errors import NondeterminismError
 from lwtool.world.base import WorldError
 from lwtool.world.local import LocalWorld, chain_run
 from lwtool.world.verify import verify

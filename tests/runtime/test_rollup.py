@@ -9,8 +9,8 @@ import copy
 from pathlib import Path
 
 from lwtool import local_world, run_definition
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.runtime.rollup import rolled_usage
+from lwtool.calls.scripted import ScriptedModel
+from lwtool.record.rollup import rolled_usage
 from tests.planner.test_compile_loop import DEFINITION, GOOD, _tools
 
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lwtool.canonical.digest import workflow_version_id
+from lwtool.source.finding import Severity
 from lwtool.source.loader import LoadFailed, load_path, load_text
-from lwtool.validate.finding import Severity
 from lwtool.validate.run import validate_document
 from tests.conftest import ROOT
 

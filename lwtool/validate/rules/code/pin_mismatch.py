@@ -44,9 +44,9 @@ import re
 from collections.abc import Iterator
 
 from lwtool.canonical.digest import text_pin
+from lwtool.source.finding import Finding
 from lwtool.source.pointer import escape
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "code.pin_mismatch"
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lwtool.source.finding import Finding
 from lwtool.source.skill_source import source_problem
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "definition.invalid_skill_source"
 APPLIES_TO = ("WorkflowDefinition",)

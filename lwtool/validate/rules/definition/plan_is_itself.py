@@ -35,8 +35,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "definition.plan_is_itself"
 APPLIES_TO = ("WorkflowDefinition",)

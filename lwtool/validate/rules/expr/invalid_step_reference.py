@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.expr.ast import STEP_ACCESSORS
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "expr.invalid_step_reference"
 

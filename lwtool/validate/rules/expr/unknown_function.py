@@ -32,8 +32,8 @@ from collections.abc import Iterator
 
 from lwtool.expr import ast
 from lwtool.expr.functions import FUNCTIONS
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "expr.unknown_function"
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.authoring.snapshot import slot_id
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "lwir.duplicate_model_slot"
 APPLIES_TO = ("WorkflowDefinition",)

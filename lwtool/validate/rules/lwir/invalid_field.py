@@ -37,8 +37,8 @@ from typing import Any
 from lwtool._resources import load_schema
 from lwtool.canonical.plain_json import may_hold_lone_surrogate
 from lwtool.source import pointer as jp
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "lwir.invalid_field"
 APPLIES_TO = ("Workflow", "WorkflowDefinition")

@@ -35,8 +35,8 @@ from collections.abc import Iterator
 
 from lwtool.canonical.plain_json import has_lone_surrogate, may_hold_lone_surrogate
 from lwtool.source import pointer as jp
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "lwir.not_canonicalizable"
 APPLIES_TO = ("Workflow", "WorkflowDefinition")

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "output.schema_mismatch"
 _MODE_TYPES = {"object": "object", "array": "array"}

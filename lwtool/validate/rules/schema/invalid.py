@@ -38,8 +38,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwtool.source import pointer as jp
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 from lwtool.validate.schema_subset import subset_problems
 
 CODE = "schema.invalid"

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 
 CODE = "step.max_visits_out_of_range"
 LOW, HIGH = 1, 100

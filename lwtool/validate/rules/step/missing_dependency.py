@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.finding import Finding
 from lwtool.validate.flow import flow_edges
 from lwtool.validate.graph import Reachability
 

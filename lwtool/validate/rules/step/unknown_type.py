@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lwtool.source.finding import Finding
 from lwtool.validate.context import STEP_TYPES, Context
-from lwtool.validate.finding import Finding
 
 CODE = "step.unknown_type"
 

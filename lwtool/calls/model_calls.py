@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwtool.harness.models import ModelCallFailed, OutputRequest, call_model
-from lwtool.harness.scripted import ScriptedModel
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import short_hash
+from lwtool.calls.models import ModelCallFailed, OutputRequest, call_model
+from lwtool.calls.scripted import ScriptedModel
+from lwtool.record.errors import StepFailure
+from lwtool.record.ids import short_hash
 from lwtool.world.base import NewEvent
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
-import json
 import os
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.compact import dumps_bytes, loads
-from lwtool.runtime.journal import Journal
-from lwtool.runtime.report import TOKENS
+from lwtool.record.ids import short_hash
+from lwtool.record.journal import Journal
+from lwtool.record.report import TOKENS
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
 from lwtool.world.base import Event, NewEvent, World, fsyncs
@@ -24,26 +24,6 @@ FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
 NOTE_DELAY = 0.02  # seconds evidence may wait for the run's next commit
 SESSION_USAGE = TOKENS  # a step session's token counts, as `lwtool report` sums them
-
-
-# json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str),
-# built once: the bytes earlier logs' hashes were taken over.
-_hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                default=str).encode
-
-
-def hash_bytes(value: Any) -> bytes:
-    """The bytes `short_hash` hashes."""
-    return _hash_encode(value).encode("utf-8")
-
-
-def short_hash(value: Any) -> str:
-    """A content hash for event payloads (inputHash, outputHash, manifestHash).
-
-    Deterministic (sorted keys, fixed separators) and C-fast; identity hashes (the
-    WorkflowVersion id) use RFC 8785 instead, in lwtool.canonical.
-    """
-    return "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
 
 
 @dataclass
@@ -59,16 +39,13 @@ class RunState:
     step_slots: asyncio.Semaphore
     step_timeout: float = DEFAULT_STEP_TIMEOUT
     harness: Any = None  # the worker harness (lwtool.harness.workflow.WorkflowHarness)
+    on_end: list[Callable[[], None]] = field(default_factory=list)  # e.g. remove scratch
+    memo: dict[str, Any] = field(default_factory=dict)  # what the roles compute once per run
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
     _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
-    _workspace_defaults: tuple[Any, ...] | None = None
-    _worker_system: str | None = None
-    _worker_skills: list[Any] | None = None
-    _worker_identity: dict[str, Any] | None = None
-    keep_scratch: bool = False  # a planner session's: its run's workers read it
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
@@ -93,10 +70,6 @@ class RunState:
         self.tool_threads.shutdown(wait=False, cancel_futures=True)
 
     def __post_init__(self) -> None:
-        if self.harness is None:
-            from lwtool.harness.workflow import WorkflowHarness
-
-            self.harness = WorkflowHarness()
         self.tools_hash = short_hash(self.tools.names())
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.
@@ -119,60 +92,6 @@ class RunState:
         if found is None:
             found = self._config_hashes[key] = short_hash(part)
         return found
-
-    def workspace_defaults(self) -> tuple[Any, ...]:
-        """What every step's workspace shares (StepWorkspace.of_run), built once."""
-        if self._workspace_defaults is None:
-            from lwtool.harness.stores import MemoryConfig
-
-            settings = self.workspace
-            self._workspace_defaults = (
-                Path(self.world.data_dir), settings.get("workflowId"),
-                MemoryConfig.from_json(settings.get("memory")),
-                tuple(settings.get("skills") or ()))
-        return self._workspace_defaults
-
-    def worker_system(self) -> str:
-        """The worker's system prompt before each ai.generate step's own (the spec's
-        "the model sees the step as"): its skills listed (a definition's worker skills
-        and the org's), then the definition's `worker.system`. Empty for LWIR run
-        without a definition. Raises StepFailure when a skill cannot be read."""
-        if self._worker_system is None:
-            from lwtool.harness.skills import skills_prompt
-
-            parts = [skills_prompt(self.worker_skills()), str(self.workspace.get("system") or "")]
-            self._worker_system = "\n\n".join(part for part in parts if part)
-        return self._worker_system
-
-    def worker_skills(self) -> list[Any]:
-        """A definition's worker skills with the org's (none for a plain LWIR run)."""
-        if self._worker_skills is None:
-            self._worker_skills = []
-            if self.workspace.get("workflowId") is not None:
-                from lwtool.harness.skills import SkillError
-                from lwtool.harness.workspace import StepWorkspace
-                from lwtool.runtime.errors import StepFailure
-
-                try:
-                    self._worker_skills = StepWorkspace.of_run(self, "").resolved_skills()[0]
-                except SkillError as exc:
-                    raise StepFailure("runtime_config_error", f"worker skills: {exc}") \
-                        from None
-        return self._worker_skills
-
-    def worker_identity(self, path: str) -> dict[str, Any]:
-        """A definition run's worker manifest fields: skills hash and memory stores (the
-        same for every step; laid out once, at the first step `path` asking)."""
-        if self.workspace.get("workflowId") is None:
-            return {}
-        if self._worker_identity is None:
-            from lwtool.harness.skills import skills_hash
-            from lwtool.harness.workspace import StepWorkspace
-
-            self._worker_identity = {
-                "skills_hash": skills_hash(self.worker_skills()),
-                "memory_store_ids": StepWorkspace.of_run(self, path).store_ids()}
-        return self._worker_identity
 
     @property
     def fsyncs(self) -> bool:
@@ -208,25 +127,12 @@ class RunState:
         if self._fault is not None:
             self._maybe_die(committed)
         if status in ("completed", "failed"):
-            self._remove_scratch()
+            for hook in self.on_end:
+                hook()
         return committed[len(notes):]
 
     def _inline_commit(self) -> bool:
         return self.active_steps <= 1 and not self._queue and not self._flushing()
-
-    def _remove_scratch(self) -> None:
-        """Run scratch is ephemeral: gone once the run has ended (memory stays). A
-        planner session's scratch stays for the run it planned (its workers read it at
-        /mnt/scratch/from-planner) and goes when that run ends."""
-        data_dir = getattr(self.world, "data_dir", None)
-        if data_dir is None or self.keep_scratch:
-            return
-        from lwtool.harness.stores import ScratchLayout
-
-        ScratchLayout(Path(data_dir), self.run_id).remove()
-        planner = self.workspace.get("plannerRunId")
-        if planner:
-            ScratchLayout(Path(data_dir), str(planner)).remove()
 
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()

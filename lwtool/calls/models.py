@@ -8,8 +8,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lwtool.harness.offline import OFFLINE_MODEL, offline_reply, offline_usage
-from lwtool.harness.scripted import ScriptedModel, ScriptExhausted
+from lwtool.calls.offline import OFFLINE_MODEL, offline_reply, offline_usage
+from lwtool.calls.scripted import ScriptedModel, ScriptExhausted
+from lwtool.record.report import LWTOOL_PROVIDER
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,9 @@ def resolve_slot(slot: str, mapping: dict[str, str]) -> str:
 
 def provider_and_id(model: str | ScriptedModel) -> tuple[str, str]:
     if isinstance(model, ScriptedModel):
-        return "lwtool", model.name
+        return LWTOOL_PROVIDER, model.name
     if model == OFFLINE_MODEL:
-        return "lwtool", OFFLINE_MODEL
+        return LWTOOL_PROVIDER, OFFLINE_MODEL
     provider, sep, model_id = model.partition("/")
     return (provider, model_id) if sep else ("openai", model)
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lwtool.calls.tool_calls import call_tool, refuse_call
 from lwtool.coderun.deno import DenoMissing
 from lwtool.coderun.policy import CodePolicy
-from lwtool.coderun.sandbox import CodeAborted, CodeOutcome, run_code
+from lwtool.coderun.runner import CodeAborted, CodeOutcome, run_code
 from lwtool.coderun.source import PinBroken, checked_files
-from lwtool.harness.tool_calls import call_tool, refuse_call
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.outputs import OutputInvalid, check_output
-from lwtool.runtime.run_state import short_hash
-from lwtool.runtime.steps.inputs import step_input
+from lwtool.record.errors import StepFailure
+from lwtool.record.ids import short_hash
+from lwtool.steps.inputs import step_input
+from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input

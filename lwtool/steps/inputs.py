@@ -8,7 +8,7 @@ from lwtool.expr.evaluate import render
 from lwtool.expr.functions import EvaluationError
 from lwtool.expr.parser import ExprSyntaxError
 from lwtool.expr.template import has_template, parse_template
-from lwtool.runtime.errors import StepFailure
+from lwtool.record.errors import StepFailure
 
 
 def resolve(value: Any, expression_scope: dict[str, Any], path: str, where: str) -> Any:

@@ -26,8 +26,8 @@ from typing import Any
 from lwtool.coderun.policy import CodePolicy
 from lwtool.harness.contract import FixStepTask, HarnessContext, HarnessResult
 from lwtool.harness.manifests import NO_BASH, SessionCapabilities, role_manifest
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.run_state import short_hash
+from lwtool.record.errors import StepFailure
+from lwtool.record.ids import short_hash
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import NewEvent
 from lwtool.world.files import NotARegularFile, write_inside
@@ -51,8 +51,8 @@ submit_fix, not in text."""
 async def fix_step(task: FixStepTask, ctx: HarnessContext,
                    code_timeout: float | None = None) -> HarnessResult:
     from lwtool.harness.agent import run_agent
-    from lwtool.runtime.steps.ai_generate import locked_model
-    from lwtool.runtime.steps.code_run import files_of
+    from lwtool.steps.ai_generate import locked_model
+    from lwtool.steps.code_run import files_of
 
     run, step, path = ctx.recorder, task.step, task.step_path
     settings = step.get("with") or {}
@@ -65,7 +65,7 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
     candidate = _Candidates(run, step, path, files, entry,
                             CodePolicy.of_step(settings, code_timeout), task.step_input)
     if ctx.workspace is not None:  # its peer-steps mount shows the other steps' outputs
-        from lwtool.runtime.peers import write_peer_outputs
+        from lwtool.harness.peers import write_peer_outputs
 
         await write_peer_outputs(run, path)
     tools, bash_hash, store_ids = _tools(candidate, ctx, files)
@@ -135,7 +135,7 @@ class _Candidates:
         self.entry, self.policy, self.step_input = entry, policy, step_input
 
     async def attempt(self, args: Any) -> dict[str, Any]:
-        from lwtool.runtime.steps.code_run import CodeRunFailed, checked_output, run_sandboxed
+        from lwtool.steps.code_run import CodeRunFailed, checked_output, run_sandboxed
 
         if not isinstance(args, dict) or not isinstance(args.get("source"), str):
             raise ValueError('call with {"source": "<the whole entrypoint source>"}')

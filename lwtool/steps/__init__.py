@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lwtool.runtime.steps import ai_generate, code_run, decision, tool_call
+from lwtool.steps import ai_generate, code_run, decision, tool_call
 
 STEP_KINDS: dict[str, ModuleType] = {
     "tool.call": tool_call,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lwtool.harness.offline import OFFLINE_MODEL
 from lwtool.world.base import Event
 
+LWTOOL_PROVIDER = "lwtool"  # models lwtool answers itself: never priced
 TOKENS = ("inputTokens", "outputTokens", "cachedInputTokens", "reasoningTokens")
 
 
@@ -23,8 +23,9 @@ def empty_totals() -> dict[str, Any]:
 
 
 def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
-    """USD for one call from litellm's price map, or None when it has no price."""
-    if model_id == OFFLINE_MODEL:
+    """USD for one call from litellm's price map, or None when it has no price (the
+    models lwtool answers itself, provider `lwtool`: offline and scripted)."""
+    if provider == LWTOOL_PROVIDER:
         return None
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:

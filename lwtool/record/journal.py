@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.canonical.digest import sha256_of_json
-from lwtool.runtime.errors import NondeterminismError
+from lwtool.record.errors import NondeterminismError
 from lwtool.world.base import Event
 
 # What a field held before lwtool recorded it: null, no stores, the hash of no skills.
@@ -75,7 +75,7 @@ class Journal:
         CapabilityDriftError, before it does anything (fields an older lwtool left null,
         empty or at the empty-skills hash, from before they were recorded, are not
         compared)."""
-        from lwtool.runtime.errors import CapabilityDriftError
+        from lwtool.record.errors import CapabilityDriftError
 
         recorded = self.open_sessions.get(path)
         if recorded is None:

@@ -31,7 +31,7 @@ from typing import Any
 from lwtool.coderun.deno import deno_binary
 from lwtool.coderun.policy import WALLED_DENO_DIR, CodePolicy
 from lwtool.coderun.source import import_map, module_urls, specifier
-from lwtool.harness.confine import die_with_parent
+from lwtool.sandbox.confine import die_with_parent
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)

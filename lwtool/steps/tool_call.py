@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from lwtool.canonical.plain_json import NotJson, to_json
-from lwtool.runtime.errors import StepFailure, TransientError
-from lwtool.runtime.outputs import OutputInvalid, check_output
-from lwtool.runtime.steps.inputs import step_input
+from lwtool.record.errors import StepFailure, TransientError
+from lwtool.steps.inputs import step_input
+from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lwtool.harness.model_calls import recorded_model_call
-from lwtool.harness.models import output_request, resolve_slot
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.outputs import OutputInvalid, parse_model_text
-from lwtool.runtime.run_state import step_timeout
-from lwtool.runtime.steps.inputs import resolve, step_input
+from lwtool.calls.model_calls import recorded_model_call
+from lwtool.calls.models import output_request, resolve_slot
+from lwtool.record.errors import StepFailure
+from lwtool.record.run_state import step_timeout
+from lwtool.steps.inputs import resolve, step_input
+from lwtool.steps.outputs import OutputInvalid, parse_model_text
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
@@ -72,7 +72,10 @@ def locked_model(run: Any, slot: Any, path: str, what: str = "model slot") -> An
 
 
 async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
-                  expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
+                  expression_scope: dict[str, Any], system: str = ""
+                  ) -> tuple[Any, list[NewEvent]]:
+    """One model call (repaired `onFailure.repair.maxAttempts` times in `self` mode);
+    `system` is the worker's system prompt, before the step's own."""
     run = scope.run
     with_ = step.get("with") or {}
     model = locked_model(run, with_.get("model"), path)
@@ -81,7 +84,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     repair = ((step.get("onFailure") or {}).get("repair") or {})
     turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") == "self" else 1
     messages = build_messages(step, value, expression_scope, path, request.native,
-                              run.worker_system())
+                              system)
     prompt_text = messages[-1]["content"]
     error = "no reply"
     for turn in range(turns):

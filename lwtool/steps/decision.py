@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lwtool.expr.evaluate import truthy
-from lwtool.runtime.steps.inputs import resolve
+from lwtool.steps.inputs import resolve
 from lwtool.world.base import NewEvent
 
 

@@ -17,8 +17,8 @@ import asyncio
 from typing import Any
 
 from lwtool.expr.functions import to_text
-from lwtool.runtime.errors import StepFailure
-from lwtool.runtime.steps.inputs import resolve
+from lwtool.record.errors import StepFailure
+from lwtool.steps.inputs import resolve
 from lwtool.world.base import Event, NewEvent
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwtool.runtime.report import (
+from lwtool.record.report import (
     add_usage,
     empty_totals,
     merge_totals,
