@@ -18,7 +18,7 @@ for _signum in (signal.SIGINT, signal.SIGTERM):
 
 def main() -> None:
     if sys.argv[1:] == ["lsp"]:  # an editor starting the server: no CLI imports (~70 ms)
-        from lwtool.lsp.early import main as lsp_main
+        from lwtool.lsp.stdio import main as lsp_main
 
         lsp_main()
         return

@@ -29,7 +29,8 @@ def export_otel(
     branches, step attempts, and model and tool calls (GenAI semantic conventions)."""
     if endpoint is not None and file is not None:
         raise fail("give --endpoint or --file, not both")
-    from lwtool.observe.otel import ExportFailed, send, spans, write
+    from lwtool.observe.otel import send, spans, write
+    from lwtool.observe.otlp_send import ExportFailed
 
     events, version = open_run(data_dir, run_id, with_version=True)
     found = spans(run_id, events, version)

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from lwtool._version import __version__
 from lwtool.lsp.analysis import TOKEN_TYPES, Analysis
-from lwtool.lsp.transport import FrameReader, error_message, stdin_chunks
+from lwtool.lsp.transport import FrameReader
 from lwtool.source.finding import Finding, Severity
 
 IDLE_SECONDS = 0.05
@@ -192,28 +191,3 @@ def frame_writer(stdout: BinaryIO) -> Any:
         stdout.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         stdout.flush()
     return write
-
-
-async def session(stdin: BinaryIO, stdout: BinaryIO) -> bool:
-    """The whole LSP session on these streams; True when it ended with `shutdown` then
-    `exit`."""
-    write = frame_writer(stdout)
-    # a frame the early reader refuses is answered at once, as the server would
-    reader = FrameReader(stdin_chunks(stdin),
-                         lambda problem: write(error_message(f"bad frame: {problem}")))
-    early = EarlySession(reader, write)
-    await early.run()
-    from lwtool.lsp.server import server
-
-    return await server.take_over(early, stdout)
-
-
-def main() -> None:
-    """Serve on stdio. The exit code follows LSP: 0 after `shutdown` then `exit`, 1 for
-    an `exit` without `shutdown` or the end of the stream."""
-    try:
-        clean = asyncio.run(session(sys.stdin.buffer, sys.stdout.buffer))
-    except (BrokenPipeError, KeyboardInterrupt):
-        clean = False
-    if not clean:
-        raise SystemExit(1)

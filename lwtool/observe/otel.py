@@ -187,10 +187,6 @@ def _call_span(span: Any, call: Call, parent: SpanContext) -> None:
 
 # -- sinks -----------------------------------------------------------------------------
 
-class ExportFailed(Exception):
-    """The spans could not be delivered; the message says where and why."""
-
-
 def traces_url(endpoint: str) -> str:
     """A collector's base URL (`http://host:4318`) gets OTLP's `/v1/traces`; a URL with
     a path is used as given."""
@@ -198,6 +194,8 @@ def traces_url(endpoint: str) -> str:
 
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:
+        from lwtool.observe.otlp_send import ExportFailed
+
         raise ExportFailed(f"--endpoint must be an http(s) URL, not {endpoint!r}")
     return endpoint.rstrip("/") + "/v1/traces" if parts.path in ("", "/") else endpoint
 

@@ -16,9 +16,11 @@ from typing import Any
 import requests
 from opentelemetry.sdk.trace import ReadableSpan
 
-from lwtool.observe.otel import ExportFailed
-
 REPLY_CAP = 64 * 1024
+
+
+class ExportFailed(Exception):
+    """The spans could not be delivered; the message says where and why."""
 
 
 class Redirected(requests.RequestException):

@@ -20,6 +20,7 @@ from lwtool.record.ids import new_run_id, short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
+from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry
@@ -235,7 +236,7 @@ async def _drive(state: RunState) -> dict[str, Any]:
             check_schema(run_input, schema, "the run input")
         except OutputInvalid as exc:
             raise StepFailure("input_schema_error", str(exc)) from None
-        top = Scope(state, lwir.get("steps") or [], "")
+        top = Scope(state, lwir.get("steps") or [], "", run_step)
         await top.execute()
         final_path, output = _final_output(top)
         try:

@@ -24,8 +24,6 @@ from lwtool.world.base import Event, NewEvent
 
 async def run_parallel(scope: Any, step: dict[str, Any], path: str,
                        visit: int) -> tuple[list[Any], list[Event]]:
-    from lwtool.runtime.scope import Scope
-
     run = scope.run
     with_ = step.get("with") or {}
     expression_scope = scope.expression_scope(step["id"], path, visit, 1)
@@ -64,8 +62,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
                 gate.release()
 
         try:
-            body = Scope(run, step.get("steps") or [], f"{path}[{key}].", item,
-                         has_item=True, on_last_execution=release)
+            body = scope.branch(step.get("steps") or [], f"{path}[{key}].", item, release)
             await body.execute()
         finally:
             release()

@@ -13,12 +13,16 @@ cancelled attempt records nothing) and the failure is the scope's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 from lwtool.record.errors import StepFailure
 from lwtool.record.run_state import RunState
 from lwtool.world.base import NewEvent
+
+# How a scope runs one visit of a step: (scope, step id, path, visit) -> (result, seq)
+# (lwtool.runtime.dispatch.run_step, given by the interpreter).
+StepRunner = Callable[["Scope", str, str, int], Coroutine[Any, Any, tuple[Any, int]]]
 
 END = "end"
 
@@ -67,9 +71,10 @@ class Scope:
     current parallel item (None at top level)."""
 
     def __init__(self, run: RunState, steps: list[dict[str, Any]], prefix: str,
-                 item: Any = None, has_item: bool = False,
+                 run_step: StepRunner, item: Any = None, has_item: bool = False,
                  on_last_execution: Callable[[], None] | None = None) -> None:
         self.run = run
+        self.run_step = run_step
         self.on_last_execution = on_last_execution
         self.prefix = prefix
         self.item = item
@@ -191,9 +196,14 @@ class Scope:
         self.dirty.clear()
         return ready
 
-    async def execute(self) -> None:
-        from lwtool.runtime.dispatch import run_step
+    def branch(self, steps: list[dict[str, Any]], prefix: str, item: Any,
+               on_last_execution: Callable[[], None]) -> Scope:
+        """A parallel branch's scope: its steps, run the way this scope runs its own."""
+        return Scope(self.run, steps, prefix, self.run_step, item, has_item=True,
+                     on_last_execution=on_last_execution)
 
+    async def execute(self) -> None:
+        run_step = self.run_step
         running: dict[asyncio.Task[Any], str] = {}
         try:
             while True:
