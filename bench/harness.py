@@ -34,7 +34,8 @@ from lwtool.harness.session_spec import SessionSpec  # noqa: E402
 from lwtool.harness.stores import ScratchLayout, role_mounts  # noqa: E402
 from lwtool.sandbox.bwrap import bwrap_problem  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
-from lwtool.world.local import LocalWorld, chain_run  # noqa: E402
+from lwtool.world.local import LocalWorld  # noqa: E402
+from lwtool.world.local_store import chain_run  # noqa: E402
 
 TURNS = 200
 

@@ -62,7 +62,7 @@ def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
     chain intact); None leaves the chain as the edit left it."""
     import sqlite3
 
-    from lwtool.world.local import chain_run
+    from lwtool.world.local_store import chain_run
 
     conn = sqlite3.connect(data_dir / "events" / "events.db", isolation_level=None)
     try:

@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from lwtool import RunFailedError, local_world, replay_run, run_workflow
 from lwtool.record.errors import NondeterminismError
 from lwtool.world.base import WorldError
-from lwtool.world.local import LocalWorld, chain_run
+from lwtool.world.local import LocalWorld
+from lwtool.world.local_store import chain_run
 from lwtool.world.verify import verify
 from tests.conftest import MINIMAL_HEADER, permitted
 

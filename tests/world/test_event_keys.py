@@ -11,7 +11,8 @@ import pytest
 
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.world.base import NewEvent, StoreDamaged, StoreUnavailable, WorldError
-from lwtool.world.local import KEY_SPAN, MAX_SEQ, LocalWorld, _chained
+from lwtool.world.local import LocalWorld
+from lwtool.world.local_events import KEY_SPAN, MAX_SEQ, chained
 
 VERSION = workflow_version_id({"kind": "Workflow"})
 REPLY = "harness.model.responded"
@@ -118,9 +119,9 @@ def test_a_damaged_run_number_is_refused(tmp_path: Path) -> None:
 
 def test_a_run_cannot_outgrow_its_key_range() -> None:
     with pytest.raises(WorldError, match="would exceed 4,294,967,295 events"):
-        _chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {}), NewEvent("B", {})], 1.0,
+        chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {}), NewEvent("B", {})], 1.0,
                  KEY_SPAN)
-    _, rows, head = _chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {})], 1.0, KEY_SPAN)
+    _, rows, head = chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {})], 1.0, KEY_SPAN)
     assert head[0] == MAX_SEQ and rows[0][0] == KEY_SPAN + MAX_SEQ
 
 

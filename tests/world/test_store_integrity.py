@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from lwtool.canonical.digest import workflow_version_id
+from lwtool.world import local as local_module
 from lwtool.world.base import NewEvent, StoreDamaged
-from lwtool.world.local import LocalWorld, _ensure_wal
+from lwtool.world.local import LocalWorld
+from lwtool.world.local_store import ensure_wal, make_layout
 from tests.conftest import edit_store
 
 VERSION = workflow_version_id({"kind": "Workflow"})
@@ -150,18 +152,16 @@ def test_first_open_waits_for_a_faster_openers_write(tmp_path: Path,
     the new store when this one starts using it. A store made in WAL mode lets this
     one wait its turn; one its openers switched to WAL refused it at once (a switch
     under another's write lock is refused without waiting, to avoid deadlock)."""
-    made = LocalWorld._make_layout
     holders: list[sqlite3.Connection] = []
 
-    def make_then_lock(self: LocalWorld) -> None:
-        made(self)
-        holder = sqlite3.connect(self._db_path, isolation_level=None,
-                                 check_same_thread=False)
+    def make_then_lock(data_dir: Path, db_path: Path) -> None:
+        make_layout(data_dir, db_path)
+        holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
         holder.execute("BEGIN IMMEDIATE")
         holders.append(holder)
         threading.Timer(0.5, holder.close).start()
 
-    monkeypatch.setattr(LocalWorld, "_make_layout", make_then_lock)
+    monkeypatch.setattr(local_module, "make_layout", make_then_lock)
     world = LocalWorld(tmp_path / "data")
     world.register_version(VERSION, {"kind": "Workflow"})
     assert holders and world.list_runs() == []
@@ -192,10 +192,10 @@ def test_a_switch_to_wal_held_off_past_its_wait_is_refused_as_locked(tmp_path: P
     opener = sqlite3.connect(db_path, isolation_level=None)
     started = time.monotonic()
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        _ensure_wal(opener, wait=0.2)
+        ensure_wal(opener, wait=0.2)
     assert 0.2 <= time.monotonic() - started < 5
     writer.rollback()
-    _ensure_wal(opener, wait=0.2)
+    ensure_wal(opener, wait=0.2)
     assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 

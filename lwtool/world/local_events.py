@@ -1,0 +1,74 @@
+"""How the local world keeps events: keyed by their run's number and seq, each one's
+payload serialized once and its hash chained on the one before."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from lwtool.canonical.compact import dumps_text, loads, loads_marked
+from lwtool.world.base import Event, NewEvent, StoreUnavailable, WorldError
+from lwtool.world.chain import FORM, event_hash
+
+# Stores made from format 3 on key each event by its run's number and its seq (run_no *
+# 2**32 + seq, the table's rowid): a run's events are one key range, appended in
+# order, so a step's commit writes ~5.5 pages instead of the ~8.4 a (run_id, seq)
+# WITHOUT ROWID key did (that index B-tree rebalanced on nearly every append). Older stores keep
+# their layout and are read and written as they are.
+KEY_SPAN = 2 ** 32
+MAX_SEQ = KEY_SPAN - 1
+
+
+def chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float,
+             base: int | None) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
+    """The events as committed, their rows (payloads serialized once, each hash chained
+    on the one before; keyed `base + seq` in a keyed store) and the run's head after."""
+    seq, prev = head
+    out, rows = [], []
+    if seq + len(events) > MAX_SEQ:
+        raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
+    for event in events:
+        seq += 1
+        text = dumps_text(event.payload)
+        prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
+        out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+        row = (run_id, seq, event.type, event.step_path, text, now, prev)
+        rows.append(row if base is None else (base + seq, *row))
+    return out, rows, (seq, prev)
+
+
+EVENT_COLUMNS = "e.seq, e.type, e.step_path, e.payload, e.at, e.hash"
+INSERT_RUN = "INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '')"
+INSERT_RUN_KEYED = "INSERT INTO runs VALUES (?, ?, 'running', ?, ?, ?, ?, 0, '', ?)"
+INSERT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)"
+INSERT_KEYED = ("INSERT INTO events (id, run_id, seq, type, step_path, payload, at, hash) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+# Rows whose values do not have the types rows_shape.CHAINED_EVENT asks for, counted by
+# SQLite (the same check as `checked`, without a Python call a value).
+MISTYPED = (
+    "NOT (typeof(e.seq) = 'integer' AND typeof(e.type) = 'text' AND "
+    "typeof(e.step_path) IN ('text', 'null') AND typeof(e.payload) = 'text' AND "
+    "typeof(e.at) IN ('real', 'integer') AND typeof(e.hash) IN ('text', 'null'))")
+
+
+def next_run_no(db: sqlite3.Connection) -> int:
+    """A number no run has used: above every run's and every event key's (the events
+    of a run row someone deleted keep their range)."""
+    top_run, top_key = db.execute("SELECT (SELECT max(run_no) FROM runs), "
+                                  "(SELECT max(id) FROM events)").fetchone()
+    number = max(int(top_run or 0), int(top_key or 0) // KEY_SPAN) + 1
+    if number >= KEY_SPAN:
+        raise StoreUnavailable("the event store has no run numbers left")
+    return number
+
+
+def payload(text: str, chain_hash: str | None) -> dict[str, Any]:
+    """A stored JSON object. Payloads of events chained in form v2 were written by
+    `dumps_text` (orjson reads them); anything older through `json` (exact for an
+    integer beyond 64 bits, which orjson would read as a float)."""
+    value = loads_marked(text) if chain_hash and chain_hash.startswith(FORM) else loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("a payload is not an object")
+    return value

@@ -1,0 +1,36 @@
+"""A run's lock file: held while a process executes the run; the OS drops it when the
+process dies, so a killed run can be replayed at once."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lwtool.world.base import RunLocked, WorldError, check_run_id
+
+
+@contextmanager
+def hold_run_lock(locks: Path, run_id: str) -> Iterator[None]:
+    """Hold the run's lock while executing it. The OS drops it when the process dies,
+    so a killed run can be replayed at once; a live holder makes this raise."""
+    path = locks / f"{check_run_id(run_id)}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:  # a symlink (ELOOP), a folder, no permission
+        raise WorldError(f"cannot open the lock file {path} of run {run_id}: "
+                         f"{exc.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise RunLocked(f"run {run_id} is being executed by another process "
+                            f"(pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
