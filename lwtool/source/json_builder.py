@@ -1,0 +1,186 @@
+"""JSON through the standard library's scanners (`json.loads` for the values, its
+string scanner for an iterative walk that finds positions), with the same limits as
+YAML; duplicate keys and non-JSON constants (NaN, Infinity) are findings."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lwtool.source.builder import MAX_DEPTH, Builder, LoadFailed, Offsets, fail, join
+from lwtool.source.finding import Finding
+from lwtool.source.position import Pos, Span
+from lwtool.source.source_map import Entry, SourceMap
+
+
+def deeper_than(value: Any, limit: int, text: str) -> bool:
+    """Whether containers nest more than `limit` deep (cheap when the text cannot)."""
+    if text.count("[") + text.count("{") <= limit or not isinstance(value, (dict, list)):
+        return False
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                todo.append((child, depth + 1))
+    return False
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"'{name}' has no JSON form (NaN and infinities are not JSON)")
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKey
+    return result
+
+
+class JsonBuilder(Builder):
+    """JSON values come from `json.loads`; positions from an iterative walk with the
+    standard library's scanners, run only when a position is asked for, or when
+    `json.loads` fails or sees a duplicate key (then the walk makes the finding)."""
+
+    def __init__(self, text: str, path: str) -> None:
+        self.lc = Offsets(text)
+        super().__init__(path, SourceMap(self.lc, build=self._walk_entries))
+        self.text = text
+        # The decoder's own C scanner, for one scalar at a time (typeshed omits it).
+        decoder: Any = json.JSONDecoder(parse_constant=_no_constant)
+        self.scan_once = decoder.scan_once
+
+    def pos(self, offset: int) -> Pos:
+        return Pos(*self.lc(offset))
+
+    def error(self, message: str, offset: int, pointer: str = "") -> LoadFailed:
+        return fail(self.path, "parse.invalid", f"invalid JSON: {message}", self.pos(offset),
+                     pointer)
+
+    def build(self) -> Any:
+        try:
+            value = json.loads(self.text, object_pairs_hook=_pairs_without_duplicates,
+                               parse_constant=_no_constant)
+            # The fast path must keep the walk's depth limit, or a finding's position
+            # (built later by the walk) would fail on a document that loaded.
+            if not deeper_than(value, MAX_DEPTH, self.text):
+                return value
+        except (ValueError, RecursionError, _DuplicateKey):
+            pass
+        entries: dict[str, Entry] = {}
+        value = self._walk(entries)
+        self.source_map = SourceMap(self.lc, build=lambda: entries)
+        return value
+
+    def _walk_entries(self) -> dict[str, Entry]:
+        entries: dict[str, Entry] = {}
+        self._walk(entries)
+        return entries
+
+    def _walk(self, entries: dict[str, Entry]) -> Any:
+        text = self.text
+        ws = _WS.match
+        i = ws(text, 0).end()  # type: ignore[union-attr]
+        no_key: tuple[int | None, int | None] = (None, None)
+        # A frame: [container, pointer, start offset, key part, pending key, state]
+        stack: list[list[Any]] = []
+        root: list[Any] = []
+        pointer, kpos = "", no_key
+        while True:
+            # Here a value starts at i, to be stored at `pointer` with key part `kpos`.
+            if i < len(text) and text[i] in "[{":
+                self.check_depth(len(stack) + 1, self.pos(i), pointer)
+                stack.append([{} if text[i] == "{" else [], pointer, i, kpos, None, "start"])
+                i += 1
+            else:
+                start = i
+                value, i = self._scalar(i, pointer)
+                entries[pointer] = (start, i, kpos[0], kpos[1],
+                                    '"' if type(value) is str else None)
+                if not stack:
+                    root.append(value)
+                else:
+                    self._store(stack[-1], value)
+            # Close finished containers, then find where the next value starts.
+            while stack:
+                frame = stack[-1]
+                container, ptr = frame[0], frame[1]
+                closer = "}" if type(container) is dict else "]"
+                i = ws(text, i).end()  # type: ignore[union-attr]
+                if i < len(text) and text[i] == closer and frame[5] != "comma":
+                    i += 1
+                    stack.pop()
+                    entries[ptr] = (frame[2], i, frame[3][0], frame[3][1], None)
+                    if stack:
+                        self._store(stack[-1], container)
+                    else:
+                        root.append(container)
+                    continue
+                if frame[5] == "value":
+                    if i >= len(text) or text[i] != ",":
+                        raise self.error(f"expected ',' or '{closer}'", i, ptr)
+                    i = ws(text, i + 1).end()  # type: ignore[union-attr]
+                    frame[5] = "comma"
+                    if i < len(text) and text[i] == closer:
+                        raise self.error("trailing comma", i, ptr)
+                if type(container) is dict:
+                    pointer, kpos, i = self._key(frame, i, entries)
+                else:
+                    pointer, kpos = f"{ptr}/{len(container)}", no_key
+                frame[5] = "value"
+                break
+            if not stack and root:
+                break
+        end = ws(text, i).end()  # type: ignore[union-attr]
+        if end != len(text):
+            raise self.error("extra data after the document", end)
+        return root[0]
+
+    def _key(self, frame: list[Any], i: int,
+             entries: dict[str, Entry]) -> tuple[str, tuple[int, int], int]:
+        text = self.text
+        if i >= len(text) or text[i] != '"':
+            raise self.error("expected a property name in double quotes", i, frame[1])
+        try:
+            key, kend = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        except json.JSONDecodeError as exc:
+            raise self.error(exc.msg, exc.pos, frame[1]) from None
+        kstart = i
+        pointer = join(frame[1], key)
+        if key in frame[0]:
+            first = entries.get(pointer)
+            where = f" (first at line {self.lc(first[2])[0]})" if first else ""
+            self.findings.append(Finding("parse.duplicate_key", f"duplicate key '{key}'{where}",
+                                         self.path, pointer, Span(self.pos(i), self.pos(kend))))
+        frame[4] = key
+        i = _WS.match(text, kend).end()  # type: ignore[union-attr]
+        if i >= len(text) or text[i] != ":":
+            raise self.error("expected ':' after a property name", i, frame[1])
+        return pointer, (kstart, kend), _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    def _scalar(self, i: int, pointer: str) -> tuple[Any, int]:
+        try:
+            return self.scan_once(self.text, i)  # type: ignore[no-any-return]
+        except StopIteration:
+            raise self.error("expected a value", i, pointer) from None
+        except json.JSONDecodeError as exc:
+            raise self.error(exc.msg, exc.pos, pointer) from None
+        except ValueError as exc:
+            raise fail(self.path, "parse.invalid", str(exc), self.pos(i), pointer) from None
+
+    @staticmethod
+    def _store(frame: list[Any], value: Any) -> None:
+        if type(frame[0]) is list:
+            frame[0].append(value)
+        else:
+            frame[0][frame[4]] = value
