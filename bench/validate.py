@@ -1,5 +1,6 @@
 """Validation speed: a generated 1,000-step LWIR file (YAML) end to end in-process
-(goal < 250 ms), and `lwtool validate` on a small file from a cold process (goal < 300 ms).
+(goal < 250 ms), `lwtool validate` on a small file from a cold process (goal < 300 ms),
+and `lwtool --help` from a cold process (start-up of the CLI itself).
 
 Run: .venv/bin/python bench/validate.py
 """
@@ -55,6 +56,18 @@ def main() -> None:
             cold.append(time.perf_counter() - started)
         print(f"lwtool validate small file, cold process wall time: {best_and_median(cold)}  "
               "(goal < 300 ms)")
+        print(f"lwtool --help, cold process wall time: {best_and_median(_cold_runs(['--help']))}")
+
+
+def _cold_runs(args: list[str], runs: int = 30) -> list[float]:
+    command = [sys.executable, "-m", "lwtool", *args]
+    subprocess.run(command, check=True, capture_output=True)  # warm the OS cache
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        samples.append(time.perf_counter() - started)
+    return samples
 
 
 if __name__ == "__main__":

@@ -4,41 +4,19 @@ are 1-based code points, like everywhere in lwtool; lsp/convert.py translates.""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from lwtool.expr import ast
-from lwtool.expr.ast import STEP_ACCESSORS
 from lwtool.expr.functions import FUNCTIONS
+from lwtool.lsp.describe import ROOT_DOCS, STEP_TYPE_DOCS, describe_step
 from lwtool.source.finding import Finding
 from lwtool.source.loader import Document, LoadFailed, load_text
 from lwtool.source.position import Pos, Span
 from lwtool.validate.context import Context, StepInfo
 from lwtool.validate.flow import decision_targets
 from lwtool.validate.run import document_kind, validate_document
-
-STEP_TYPE_DOCS = {
-    "ai.generate": "One model call on a model slot; the reply is checked against the output "
-                   "mode (text, object, array, choice, json). No tools are offered.",
-    "tool.call": "Calls one registered tool directly with the step input.",
-    "code.run": "Runs pinned TypeScript source in a sandbox enforcing the step's sandbox "
-                "policy; `tools` proxies registered tools (caller: code).",
-    "decision": "Routes to the first case whose `when` is truthy, else `default`; `end` "
-                "ends the scope. Records only `{chosen}`.",
-    "parallel": "Runs its `steps` once per item (bounded by maxBranches and "
-                "maxConcurrency) and fans the branch outputs in, in input or itemKey order.",
-}
-
-
-ROOT_DOCS = {
-    "input": "**input**: the workflow input (checked against `input.schema`).",
-    "item": "**item**: the current element of the enclosing parallel step's `items`.",
-    "workflow": "**workflow**: `name`, `version`, `runId`, `versionId` of this run.",
-    "step": "**step**: `id`, `path`, `visit` and `attempt` of the step being run.",
-    "steps": "**steps**: `steps.<id>.output`, `.lastOutput` or `.allVisits`.",
-}
 
 
 @dataclass
@@ -335,52 +313,6 @@ def rename_problem(analysis: Analysis, target: StepInfo, new_id: str) -> str | N
     return None
 
 
-def describe_input(info: StepInfo, workflow_input: Any = None) -> str:
-    """What a step receives as its input (the runtime's rule: `input`, else
-    `with.args`, else the current item inside a parallel body, else the run input)."""
-    with_ = info.step.get("with")
-    for key, value in (("input", info.step.get("input")),
-                       ("with.args", with_.get("args") if isinstance(with_, dict) else None)):
-        if value is not None:
-            text = json.dumps(value, ensure_ascii=False)
-            text = text if len(text) <= 160 else text[:157] + "..."
-            return f"input: its `{key}`, `{text}` (`{{{{ }}}}` filled in when it runs)"
-    if info.parent is not None:
-        parent_with = info.parent.step.get("with")
-        items = parent_with.get("items") if isinstance(parent_with, dict) else None
-        return (f"input: the current item of `{info.parent.id}` (one of `{items}`)"
-                if isinstance(items, str) else f"input: the current item of `{info.parent.id}`")
-    if isinstance(workflow_input, dict):
-        properties = workflow_input.get("properties")
-        props = sorted(properties) if isinstance(properties, dict) else []
-        required = [r for r in workflow_input.get("required") or [] if isinstance(r, str)]
-        shape = f"an object with {', '.join(props)}" if props else \
-            f"a {workflow_input.get('type', 'JSON value')}"
-        need = f" (required: {', '.join(required)})" if required else ""
-        return f"input: the workflow input, {shape}{need}"
-    return "input: the workflow input"
-
-
-def describe_step(info: StepInfo, workflow_input: Any = None) -> str:
-    lines = [f"**step `{info.id}`** ({info.uses or '?'})"]
-    if info.uses != "parallel":
-        lines.append(describe_input(info, workflow_input))
-    if info.needs:
-        lines.append("needs: " + ", ".join(info.needs))
-    if info.max_visits > 1:
-        lines.append(f"maxVisits: {info.max_visits} (read it with lastOutput / allVisits)")
-    output = info.step.get("output")
-    if isinstance(output, dict) and output.get("mode"):
-        lines.append(f"output: {output['mode']}")
-    targets = [t for t, _ in decision_targets(info)]
-    if targets:
-        lines.append("routes to: " + ", ".join(targets))
-    description = info.step.get("description")
-    if isinstance(description, str):
-        lines.append(description)
-    return "\n\n".join(lines)
-
-
 def _resolve(value: Any, pointer: str) -> Any:
     from lwtool.source import pointer as jp
 
@@ -388,180 +320,3 @@ def _resolve(value: Any, pointer: str) -> Any:
         return jp.resolve(value, pointer)
     except (KeyError, IndexError, ValueError):
         return None
-
-
-# -- completion ---------------------------------------------------------------------------
-
-_EXPR_STEPS = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z0-9_-]*)$")
-_EXPR_ACCESSOR = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z]*)$")
-# Keys may be quoted (JSON, or quoted YAML keys): `needs: [`, `"needs": ["a", "`.
-_NEEDS = re.compile(r"(^|[\s{,\"'])needs[\"']?\s*:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-z0-9_-]*$")
-_TARGET = re.compile(r"(^|[\s{,\"'])(to|default)[\"']?\s*:\s*[\"']?[A-Za-z0-9_-]*$")
-
-
-_TYPED = re.compile(r"[A-Za-z0-9_-]*$")
-
-
-def completions(analysis: Analysis, fallback: Analysis | None, pos: Pos,
-                line_prefix: str) -> list[tuple[str, str]]:
-    """(label, detail) items for the text before the cursor, filtered by the word typed
-    so far; a step is never offered to itself. The structure comes from the current
-    analysis, or from the last one that loaded while the text is broken."""
-    source = analysis if analysis.context is not None else fallback
-    if source is None or source.context is None:
-        return []
-    owner, scope_steps = _scope_near(source, pos)
-    typed = _TYPED.search(line_prefix)
-    prefix = typed.group(0) if typed else ""
-    if (match := _EXPR_ACCESSOR.search(line_prefix)) is not None:
-        return [(name, f"steps.{match.group(1)}.{name}") for name in STEP_ACCESSORS
-                if name.startswith(match.group(2))]
-    others = [(s.id, s.uses) for s in scope_steps
-              if s.id.startswith(prefix) and (owner is None or s.id != owner.id)]
-    if _EXPR_STEPS.search(line_prefix):
-        return others
-    if _TARGET.search(line_prefix):
-        return others + ([("end", "end this scope")] if "end".startswith(prefix) else [])
-    if _NEEDS.search(line_prefix) and ("needs" in line_prefix or _in_needs(source, pos)):
-        return others
-    return []
-
-
-def _scope_near(analysis: Analysis, pos: Pos) -> tuple[StepInfo | None, list[StepInfo]]:
-    """The step the cursor stands in (None at the top level) and the steps of its scope
-    (the top level when unsure)."""
-    assert analysis.context is not None
-    owner = None
-    for info in analysis.context.steps:
-        span = analysis.span_of(info.pointer)
-        if span.start <= pos <= span.end:
-            owner = info
-    scope = owner.scope if owner is not None else ""
-    return owner, list(analysis.context.in_scope(scope).values())
-
-
-def _in_needs(analysis: Analysis, pos: Pos) -> bool:
-    """Whether the line above the cursor opens or continues a `needs:` block list."""
-    lines = analysis.text.split("\n")
-    for index in range(pos.line - 2, -1, -1):
-        line = lines[index].strip() if index < len(lines) else ""
-        if line.startswith("- "):
-            continue
-        return line.rstrip(":").endswith("needs")
-    return False
-
-
-# -- quick fix: add a missing need ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class TextInsert:
-    """Insert `text` at a 1-based position."""
-
-    at: Pos
-    text: str
-
-
-def missing_need_fix(analysis: Analysis, finding_start: Pos) -> tuple[str, TextInsert] | None:
-    """For a `step.missing_dependency` reference at `finding_start`: the title and the
-    insertion that adds the read step to the reader's `needs` (flow or block lists, a new
-    `needs` key, YAML or JSON)."""
-    if analysis.document is None or analysis.context is None:
-        return None
-    offset = analysis.offset(finding_start)
-    reference = analysis.reference_at(offset)
-    located = analysis.owner_at(offset)
-    if reference is None or located is None:
-        return None
-    target, owner = reference[0], located[1]
-    if target.id in owner.needs or target.scope != owner.scope:
-        return None
-    title = f"Add '{target.id}' to the needs of '{owner.id}'"
-    insert = _needs_insert(analysis, owner, target.id)
-    return (title, insert) if insert is not None else None
-
-
-def _needs_insert(analysis: Analysis, owner: StepInfo, need: str) -> TextInsert | None:
-    return (_list_append(analysis, f"{owner.pointer}/needs", owner.step.get("needs") or [],
-                         need)
-            or _key_before(analysis, f"{owner.pointer}/uses", "needs", need))
-
-
-def _word(analysis: Analysis, value: str) -> str:
-    assert analysis.document is not None
-    return json.dumps(value) if analysis.document.format == "json" else value
-
-
-def _list_append(analysis: Analysis, pointer: str, items: list[Any],
-                 value: str) -> TextInsert | None:
-    """Append `value` to the list at `pointer` (flow or block); None when no list is there."""
-    assert analysis.document is not None
-    text = analysis.text
-    word = _word(analysis, value)
-    entries = analysis.document.source_map.entries
-    to_pos = analysis.document.source_map.to_pos
-    found = entries.get(pointer)
-    if found is None:
-        return None
-    start, end = found[0], found[1]
-    if text[start] == "[":  # a flow list: before its closing bracket
-        close = text.rindex("]", start, end)
-        return TextInsert(Pos(*to_pos(close)), word if not items else f", {word}")
-    last = entries.get(f"{pointer}/{len(items) - 1}")
-    if last is None:
-        return None
-    column = to_pos(last[0])[1]
-    indent = " " * max(column - 3, 0)  # the item's value stands after "- "
-    return TextInsert(Pos(*to_pos(last[1])), f"\n{indent}- {word}")
-
-
-def _key_before(analysis: Analysis, anchor: str, key: str, value: str) -> TextInsert | None:
-    """A new `key: [value]` in the mapping holding the key at `anchor`: before it in a
-    flow mapping (and in JSON), else on the line after it, at its indent."""
-    assert analysis.document is not None
-    text = analysis.text
-    json_like = analysis.document.format == "json"
-    entries = analysis.document.source_map.entries
-    to_pos = analysis.document.source_map.to_pos
-    found = entries.get(anchor)
-    if found is None or found[2] is None:
-        return None
-    key_start = found[2]
-    word = _word(analysis, value)
-    before = text[:key_start].rstrip(" \t")
-    if json_like or before.endswith(("{", ",")):  # a flow mapping: a key before the anchor
-        name = json.dumps(key) if json_like else key
-        return TextInsert(Pos(*to_pos(key_start)), f"{name}: [{word}], ")
-    line_end = text.find("\n", found[1])
-    line_end = len(text) if line_end < 0 else line_end
-    indent = " " * (to_pos(key_start)[1] - 1)
-    return TextInsert(Pos(*to_pos(line_end)), f"\n{indent}{key}: [{word}]")
-
-
-# -- quick fix: permit a tool or a model slot ------------------------------------------
-
-_UNPERMITTED = re.compile(r"^(?:tool|model slot) '(.+)' is not in permissions\.(tools|models)")
-
-
-def missing_permission_fix(analysis: Analysis, message: str) -> tuple[str, TextInsert] | None:
-    """For `permissions.unknown_tool` / `permissions.unknown_model` (the message names
-    the tool or slot): add it to `permissions.tools` / `.models`, or add that list."""
-    match = _UNPERMITTED.match(message)
-    document = analysis.document
-    if match is None or document is None or not isinstance(document.value, dict):
-        return None
-    name, kind = match.group(1), match.group(2)
-    permissions = document.value.get("permissions")
-    if not isinstance(permissions, dict):
-        return None
-    listed = permissions.get(kind)
-    if isinstance(listed, list) and name in listed:
-        return None
-    title = f"Add '{name}' to permissions.{kind}"
-    if isinstance(listed, list):
-        insert = _list_append(analysis, f"/permissions/{kind}", listed, name)
-    elif kind in permissions or not permissions:
-        return None  # a value that is not a list, or `permissions: {}`: rewrite by hand
-    else:
-        first = next(iter(permissions)).replace("~", "~0").replace("/", "~1")
-        insert = _key_before(analysis, f"/permissions/{first}", kind, name)
-    return (title, insert) if insert is not None else None

@@ -25,17 +25,12 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lwtool._version import __version__
-from lwtool.lsp.analysis import (
-    TOKEN_TYPES,
-    Analysis,
-    completions,
-    missing_need_fix,
-    missing_permission_fix,
-    rename_problem,
-)
+from lwtool.lsp.analysis import TOKEN_TYPES, Analysis, rename_problem
+from lwtool.lsp.completion import completions
 from lwtool.lsp.convert import from_position, to_position, to_range
 from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
 from lwtool.lsp.early import diagnostic as as_diagnostic
+from lwtool.lsp.quick_fix import missing_need_fix, missing_permission_fix
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
 from lwtool.source.position import Pos, Span

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from lwtool.lsp.analysis import Analysis, missing_need_fix
+from lwtool.lsp.analysis import Analysis
+from lwtool.lsp.quick_fix import missing_need_fix
 from tests.conftest import MINIMAL_HEADER
 
 HEADER = "".join(f"{k}: {json.dumps(v)}\n" for k, v in MINIMAL_HEADER.items())
@@ -54,7 +55,7 @@ def test_json(needs: list[str] | None) -> None:
 
 
 def _permit(text: str, name: str, code: str) -> str:
-    from lwtool.lsp.analysis import missing_permission_fix
+    from lwtool.lsp.quick_fix import missing_permission_fix
 
     analysis = Analysis.of(text, name)
     [finding] = [f for f in analysis.findings if f.code == code]
@@ -99,7 +100,7 @@ def test_permission_shapes_in_json(permissions: dict[str, list[str]]) -> None:
 
 
 def test_no_permission_fix_for_another_message() -> None:
-    from lwtool.lsp.analysis import missing_permission_fix
+    from lwtool.lsp.quick_fix import missing_permission_fix
 
     analysis = Analysis.of("apiVersion: x\n", "x.yaml")
     assert missing_permission_fix(analysis, "step 'a' needs 'b', which is not a step") is None
