@@ -7,7 +7,10 @@ limits on time, memory and output.
   imports refused)
 - policy.py: `sandbox` + limits -> Deno flags, rlimits, environment
 - deno.py: finding the Deno binary (the `deno` PyPI package ships it)
-- sandbox.py: one execution: the process, its frames, tool calls, reaping
+- runner.py: one execution: the process, its frames, tool calls, reaping (its walls
+  come from lwtool.sandbox: bubblewrap, parent-death, pid namespace)
 - check.py: `deno check` of code.run sources (`lwtool validate --check-code`)
-- fixer.py: `onFailure.fixer`, a fix_step harness session that heals a failed attempt
+
+`onFailure.fixer`, the fix_step session that heals a failed attempt, is a role:
+lwtool.harness.fixer.
 """

@@ -1,6 +1,8 @@
-"""Step types: each module has `resolve_input(scope, step, expr_scope, path)` and
-`execute(scope, step, path, step_input, expr_scope) -> (output, call events)`.
-`parallel` is coordinated by the scheduler (steps/parallel.py), not dispatched here."""
+"""The step executors, below the roles that run them (lwtool.harness.workflow) and the
+scheduler (lwtool.runtime): each module has `resolve_input(scope, step, expr_scope,
+path)` and `execute(scope, step, path, step_input, expr_scope) -> (output, call
+events)` (ai.generate also takes the worker's system prompt). `parallel` is
+coordinated by the scheduler (lwtool/runtime/parallel.py), not dispatched here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 // lwtool's code.run bootstrap: the main module of a sandboxed Deno process.
 //
-// Protocol (lwtool/coderun/sandbox.py is the other end):
+// Protocol (lwtool/coderun/runner.py is the other end):
 //   host -> here, stdin, one JSON document per line: first {secret, input, entry},
 //     then tool replies {id, ok, result | error}.
 //   here -> host, stderr, frames "\n<secret> <json>\n": {t: "call", id, tool, args},
