@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lwtool.validate.graph import strongly_connected
 from tests.conftest import ROOT
 
 # Top to bottom. A folder (or top-level module) may import only from rungs below its own.
@@ -107,35 +108,9 @@ def ladder_problems(package: Path) -> list[str]:
 
 
 def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(edges.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                top = stack.pop()
-                component.append(top)
-                if top == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return found
+    """The strongly connected components with more than one module."""
+    components = strongly_connected(sorted(edges), {k: sorted(v) for k, v in edges.items()})
+    return [sorted(component) for component in components if len(component) > 1]
 
 
 def test_every_import_points_down_the_ladder() -> None:
