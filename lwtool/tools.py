@@ -32,6 +32,9 @@ class Tool:
     input_schema: Any = None
     output_schema: Any = None
     blocking: bool = True
+    # Adds what a call reserves before it is logged (an orchestrator's `subRunId`),
+    # derived from the call id: a call re-dispatched after a kill reserves the same.
+    reserve: Callable[[Any, str], Any] | None = None
 
     is_async: bool = field(init=False, repr=False, compare=False)
 

@@ -23,6 +23,7 @@ LADDER: list[tuple[str, ...]] = [
     ("__main__",),  # `python -m lwtool`
     ("cli",),  # the command line
     ("lsp", "ui"),  # the language server; the web inspector
+    ("orchestrate",),  # pipelines: the orchestrator session, its tools, sub-runs
     ("planner",),  # plan -> validate -> lock sessions, the outer loop, the run API
     ("runtime",),  # the scheduler: start/resume, scopes, dispatch, parallel, drift
     ("harness",),  # the roles: workflow harness, agent loop, sessions, fixer, bash, skills

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lwtool.authoring.builders import API_VERSION, Workflow
@@ -66,7 +67,11 @@ def memory(*, workflow: str = "rw", org: str = "ro",
 
 @dataclass
 class Definition:
+    """A WorkflowDefinition document; `folder` is where its relative paths (skills, a
+    fixed plan) are read from (None: the current folder)."""
+
     value: dict[str, Any]
+    folder: Path | None = None
 
     def document(self) -> dict[str, Any]:
         return self.value

@@ -45,6 +45,8 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "resultRef" in recorded:
             return loads(await run.world.get_artifact(recorded["resultRef"]))
         return recorded.get("result")
+    if tool.reserve is not None:
+        args = tool.reserve(args, call_id)
     run.note([_started(path, call_id, caller, tool.name, args, turn)], defer=False)
     started = time.perf_counter()
     try:

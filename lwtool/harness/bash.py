@@ -51,7 +51,7 @@ from lwtool.tools import Tool
 Sandbox = Literal["bwrap", "path-check"]
 SANDBOX_ENV = "LWTOOL_BASH_SANDBOX"
 PATH_CHECK_ROLES_ENV = "LWTOOL_BASH_PATH_CHECK_ROLES"
-UNTRUSTED_ROLES = ("planner", "fixer")  # they read what a model or code wrote
+UNTRUSTED_ROLES = ("planner", "fixer", "orchestrator")  # they read what models wrote
 STORE_POLL_S = 0.1
 MAX_COMMAND_CHARS = 64 * 1024
 INPUT_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["command"],
@@ -100,6 +100,15 @@ class BashOptions:
             return (f"path-check bash is not a sandbox, and the {role} reads untrusted "
                     f"content: name it in {PATH_CHECK_ROLES_ENV} (e.g. {role}) to allow it")
         return None
+
+    @classmethod
+    def offered(cls, role: str) -> tuple[BashOptions | None, str | None]:
+        """The bash a session of `role` gets here (the environment's sandbox), or None
+        and why not (no bubblewrap; path-check for a role that reads untrusted content)."""
+        options = cls.from_env()
+        problem = options.refusal(role) if options.sandbox == "path-check" \
+            else bwrap_problem()
+        return (None, problem) if problem else (options, None)
 
     @classmethod
     def from_env(cls, **limits: Any) -> BashOptions:

@@ -20,7 +20,8 @@ async def write_peer_outputs(run: Any, current: str) -> None:
     data_dir = getattr(run.world, "data_dir", None)
     if data_dir is None:
         return
-    steps = ScratchLayout(Path(data_dir), run.run_id).steps_dir()
+    steps = ScratchLayout(Path(data_dir), run.run_id,
+                          run.workspace.get("pipelineRunId")).steps_dir()
     for event in run.world.events(run.run_id, ["StepCompleted"]):
         path = event.step_path
         if path is None or path == current or "envelope" not in event.payload:

@@ -84,7 +84,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
             world.create_run(run_id, version_id, spec.prompt, {"session": True}, [
                 NewEvent("RunStarted", {"workflowVersionId": version_id,
                                         "inputHash": short_hash(spec.prompt),
-                                        "role": spec.role, "pid": os.getpid()}),
+                                        "role": spec.role, "pid": os.getpid(),
+                                        **({"links": spec.links} if spec.links else {})}),
                 NewEvent("harness.session.started", {
                     "runId": run_id, "role": spec.role, "task": {"kind": TASKS[spec.role]},
                     "manifest": space.manifest, "manifestHash": short_hash(space.manifest),
@@ -103,7 +104,7 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
                          durability=str(getattr(world, "durability", DEFAULT_DURABILITY)))
         if not spec.keep_scratch:  # a planner's goes when the run it planned ends
-            state.on_end.extend(scratch_remover(world, run_id))
+            state.on_end.extend(scratch_remover(world, run_id, pipeline=spec.pipeline_run))
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:

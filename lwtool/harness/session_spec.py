@@ -24,7 +24,11 @@ class SessionSpec:
     """What a session is asked to do, by which model, and what it may use: the memory
     of `workflow_id` (per `memory`), `skills` (folders or `git+` URLs), the bash tool
     (`bash`; None offers none), and the role's own manifest fields (`identity`, e.g. a
-    planner's workflowDefinitionHash; see lwtool.harness.manifests)."""
+    planner's workflowDefinitionHash; see lwtool.harness.manifests). An orchestrator
+    names its `pipeline` store key and the `available_workflows` whose stores it reads;
+    a session inside a pipeline run names it (`pipeline_run`: its scratch nests there
+    and it sees the orchestrator's at /mnt/scratch/from-orchestrator). `links` go into
+    RunStarted (the runs this one belongs with); they are not part of its identity."""
 
     role: str
     model: str | ScriptedModel
@@ -37,6 +41,10 @@ class SessionSpec:
     bash: BashOptions | None = None
     identity: dict[str, Any] = field(default_factory=dict)
     keep_scratch: bool = False  # a planner's, for the run it plans: removed with that run
+    pipeline: str | None = None
+    available_workflows: tuple[str, ...] = ()
+    pipeline_run: str | None = None
+    links: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:

@@ -147,15 +147,17 @@ class ScratchLayout:
         shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
-def scratch_remover(world: Any, *run_ids: str | None) -> list[Callable[[], None]]:
+def scratch_remover(world: Any, *run_ids: str | None,
+                    pipeline: str | None = None) -> list[Callable[[], None]]:
     """What removes these runs' scratch when a run ends (a RunState's `on_end`): a
     workflow run's own, and the planner session's it was planned by (kept until then,
-    its workers read it at /mnt/scratch/from-planner). None for a world without a data
-    dir."""
+    its workers read it at /mnt/scratch/from-planner); under `pipeline` for the runs
+    of a pipeline run. None for a world without a data dir."""
     data_dir = getattr(world, "data_dir", None)
     if data_dir is None:
         return []
-    return [ScratchLayout(Path(data_dir), run_id).remove for run_id in run_ids if run_id]
+    return [ScratchLayout(Path(data_dir), run_id, pipeline).remove
+            for run_id in run_ids if run_id]
 
 
 def step_folder(step_path: str) -> str:

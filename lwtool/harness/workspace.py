@@ -58,10 +58,11 @@ def session_workspace(world: World, spec: SessionSpec, tools: ToolRegistry, run_
     """Lay out the session's scratch and memory, resolve and stage its skills, make its
     bash tool (failing closed where the sandbox cannot run) and compute its manifest."""
     data_dir = Path(world.data_dir)
-    scratch = ScratchLayout(data_dir, run_id)
+    scratch = ScratchLayout(data_dir, run_id, spec.pipeline_run)
     step = step_path if spec.role in ("worker", "fixer") else None
     placed = role_mounts(spec.role, data_dir, scratch, workflow_id=spec.workflow_id,
-                         memory=spec.memory, step_path=step)
+                         memory=spec.memory, step_path=step, pipeline=spec.pipeline,
+                         available_workflows=spec.available_workflows)
     skills, warnings = _skills(data_dir, spec.skills, spec.memory)
     mounts = _with_staged(placed, skills)
     bash = BashTool(mounts, spec.bash, scratch.run_dir / "tmp", spec.role) if spec.bash \
@@ -97,19 +98,23 @@ class StepWorkspace:
     skills: tuple[str, ...] = ()
     role: str = "worker"
     planner_run_id: str | None = None  # the planner session whose scratch is from-planner
+    pipeline_run: str | None = None  # the pipeline run this run is a sub-run of
 
     @classmethod
     def of_run(cls, run: Any, step_path: str) -> StepWorkspace:
         """The workspace of a step of `run` (a RunState) with its definition's settings."""
         data_dir, workflow_id, memory, skills = _run_defaults(run)
         planner = run.workspace.get("plannerRunId")
+        pipeline = run.workspace.get("pipelineRunId")
         return cls(data_dir, run.run_id, step_path, workflow_id, memory, skills,
-                   planner_run_id=str(planner) if planner else None)
+                   planner_run_id=str(planner) if planner else None,
+                   pipeline_run=str(pipeline) if pipeline else None)
 
     def _placed(self) -> RoleMounts:
-        planner = ScratchLayout(self.data_dir, self.planner_run_id).run_scratch() \
+        planner = ScratchLayout(self.data_dir, self.planner_run_id,
+                                self.pipeline_run).run_scratch() \
             if self.planner_run_id else None
-        return role_mounts(self.role, self.data_dir, ScratchLayout(self.data_dir, self.run_id),
+        return role_mounts(self.role, self.data_dir, self._layout(),
                            workflow_id=self.workflow_id, memory=self.memory,
                            step_path=self.step_path, planner_scratch=planner)
 
@@ -126,9 +131,11 @@ class StepWorkspace:
     def bash(self, options: BashOptions | None = None) -> BashTool:
         """Raises BashUnavailable where the sandbox cannot run (fail closed)."""
         mounts = _with_staged(self._placed(), self.resolved_skills()[0])
-        layout = ScratchLayout(self.data_dir, self.run_id)
-        return BashTool(mounts, options or BashOptions.from_env(), layout.run_dir / "tmp",
-                        self.role)
+        return BashTool(mounts, options or BashOptions.from_env(),
+                        self._layout().run_dir / "tmp", self.role)
+
+    def _layout(self) -> ScratchLayout:
+        return ScratchLayout(self.data_dir, self.run_id, self.pipeline_run)
 
 
 def _skills(data_dir: Path, sources: tuple[str, ...],

@@ -54,21 +54,18 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                           planner_run: str, step_timeout: float | None = None,
                           outer_loop: dict[str, Any] | None = None,
                           progress: Progress | None = None, planner_model: Any = None,
-                          keep_scratch: bool = False) -> Any:
+                          keep_scratch: bool = False, pipeline_run: str | None = None,
+                          links: dict[str, Any] | None = None) -> Any:
     """Plan with `planner_model`, else the definition's planner model looked up in
     `models`; bash for the planner where a sandbox can run (else none, and `progress`
     says why). `keep_scratch` when a run of the plan follows (its workers read it)."""
     from lwtool.harness.bash import BashOptions
     from lwtool.planner.compile_loop import plan_workflow
     from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
-    from lwtool.sandbox.bwrap import bwrap_problem
 
     say = progress or (lambda _: None)
     name = str((definition.get("planner") or {}).get("model"))
-    options = BashOptions.from_env()
-    problem = options.refusal("planner") if options.sandbox == "path-check" \
-        else bwrap_problem()
-    bash = None if problem else options
+    bash, problem = BashOptions.offered("planner")
     if problem:
         say(f"no bash for the planner: {problem}")
     model = planner_model if planner_model is not None else models.get(name, name)
@@ -82,7 +79,8 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                                run_id=planner_run, skills_base=base, bash=bash,
                                progress=say, outer_loop=outer_loop,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT, harness=harness,
-                               keep_scratch=keep_scratch)
+                               keep_scratch=keep_scratch, pipeline_run=pipeline_run,
+                               links=links)
 
 
 async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,
@@ -108,7 +106,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
 
-    value, folder = _load(definition, base)
+    value, folder = checked_definition(definition, base)
     world = world or local_world()
     registry = ToolRegistry.of(tools)
     model_map = {**definition_models(value), **dict(models or {})}
@@ -204,9 +202,21 @@ def is_definition(workflow: Any) -> bool:
     return False
 
 
-def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
-          ) -> tuple[dict[str, Any], Path]:
-    """A valid WorkflowDefinition and the folder its relative paths are read from."""
+def load_definition(path: str | Path) -> Any:
+    """`lwtool.load_definition`: a WorkflowDefinition file, validated, as a Definition
+    (what `define_workflow` returns, with the file's folder for its relative paths)
+    for `run_workflow`, `run_orchestration` and `create_harness`. Raises
+    WorkflowInvalid with the findings."""
+    from lwtool.authoring.definitions import Definition
+
+    value, folder = checked_definition(path, None)
+    return Definition(value, folder)
+
+
+def checked_definition(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
+                       ) -> tuple[dict[str, Any], Path]:
+    """A valid WorkflowDefinition and the folder its relative paths are read from (a
+    file's own folder, a Definition's `folder`, else `base`, else the current one)."""
     import json
 
     from lwtool.runtime.api import WorkflowInvalid
@@ -214,6 +224,7 @@ def _load(definition: str | Path | Mapping[str, Any] | Any, base: Path | None
     from lwtool.source.loader import LoadFailed, load_path, load_text
     from lwtool.validate.run import document_kind, validate_document
 
+    base = getattr(definition, "folder", None) or base
     definition = _document_of(definition)
     if isinstance(definition, (str, Path)):
         try:

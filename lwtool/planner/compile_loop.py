@@ -58,12 +58,15 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                         outer_loop: dict[str, Any] | None = None,
                         progress: Callable[[str], None] | None = None,
                         timeout: float = DEFAULT_STEP_TIMEOUT,
-                        harness: Any = None, keep_scratch: bool = False) -> PlanResult:
+                        harness: Any = None, keep_scratch: bool = False,
+                        pipeline_run: str | None = None,
+                        links: dict[str, Any] | None = None) -> PlanResult:
     """Draft, check and lock LWIR for `definition` and `run_input`. `run_id` names the
     planner session's run (an existing one resumes). `harness`: the definition's own
     planner harness (lwtool.planner.custom) instead of the built-in session.
     `keep_scratch`: the session's scratch stays for the run that follows (its workers'
-    /mnt/scratch/from-planner; removed when that run ends). Raises
+    /mnt/scratch/from-planner; removed when that run ends). `pipeline_run`: the
+    pipeline run it plans for (its scratch nests there); `links`: for RunStarted. Raises
     RunFailedError (input_schema_error, runtime_config_error,
     planner_validation_exhausted)."""
     say = progress or (lambda _: None)
@@ -109,7 +112,8 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         max_turns=2 * (max_revisions + 1) + 10, workflow_id=request.workflow_id,
         memory=MemoryConfig.from_json(definition.get("memory")),
         skills=tuple(_skill_source(s, skills_base) for s in planner.get("skills") or ()),
-        bash=bash, identity=_identity(request), keep_scratch=keep_scratch)
+        bash=bash, identity=_identity(request), keep_scratch=keep_scratch,
+        pipeline_run=pipeline_run, links=dict(links or {}))
     say(f"planning {request.workflow_id} (planner run {run_id})")
     result = await run_session(world, spec,
                                ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),

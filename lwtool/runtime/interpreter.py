@@ -220,7 +220,11 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
                      durability=check_durability(durability))
     state.workspace = dict(workspace or {})
-    state.on_end.extend(scratch_remover(world, run_id, state.workspace.get("plannerRunId")))
+    pipeline = state.workspace.get("pipelineRunId")
+    # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
+    # pipeline run's; a planned run's own planner session goes with it.
+    planner = None if pipeline else state.workspace.get("plannerRunId")
+    state.on_end.extend(scratch_remover(world, run_id, planner, pipeline=pipeline))
     try:
         return await _drive(state)
     finally:

@@ -1,0 +1,121 @@
+"""Running a pipeline: an orchestrator session (a harness session of role
+`orchestrator`, its own run) offered the pipeline's three tools (lwtool.orchestrate.
+subruns) and the global tools, with the pipeline's memory store, the available
+workflows' stores read-only and its scratch. `orchestrate(pipeline, input)` is what
+`lwtool orchestrate` runs; `run_orchestration(...)` is the spec's deprecated array
+form (LWF_DEP_ORCHESTRATOR). The same run id resumes: committed model turns and tool
+calls are replayed, a call without a result is dispatched again under the ids it
+reserved, a sub-run in flight resumes from its own log."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
+from lwtool.tools import ToolRegistry
+from lwtool.world.base import World
+
+DEPRECATION = "LWF_DEP_ORCHESTRATOR"
+ORCHESTRATOR_SYSTEM = (
+    "You orchestrate a pipeline of workflows. Plan a workflow once with plan_workflow "
+    "(for a representative input), then run the planned workflowVersionId with "
+    "run_workflow for each input; several run_workflow calls in one turn run in "
+    "parallel. start_workflow plans and runs one input at once. When the work is done, "
+    "answer with the pipeline's result.")
+_warned = False
+
+
+def orchestrator_prompt(pipeline: Pipeline, run_input: Any) -> str:
+    """What the orchestrator is asked: the pipeline, its workflows, the input."""
+    listed = json.dumps([w.listed() for w in pipeline.workflows], ensure_ascii=False,
+                        indent=1)
+    about = f"Pipeline {pipeline.id}" + (f": {pipeline.description}"
+                                         if pipeline.description else "")
+    return (f"{about}\n\nWorkflows you can plan and run:\n{listed}\n\nInput:\n"
+            f"{json.dumps(run_input, ensure_ascii=False, indent=1)}")
+
+
+async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None = None,
+                      tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
+                      models: Mapping[str, str] | None = None, run_id: str | None = None,
+                      step_timeout: float | None = None, planner_model: Any = None,
+                      on_start: Callable[[str], None] | None = None,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or, with an existing `run_id`, resume) the pipeline; returns its RunResult:
+    {runId, status, output (the orchestrator's answer), turns, toolCalls, usage,
+    subRuns}. `models` maps model slots (the orchestrator's `model`, the definitions'
+    slots) to litellm models; `planner_model` overrides every planner's model."""
+    from lwtool.harness.bash import BashOptions
+    from lwtool.harness.session import run_session
+    from lwtool.harness.session_spec import SessionSpec
+    from lwtool.orchestrate.subruns import SubRuns, sub_runs
+    from lwtool.record.ids import new_run_id
+    from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
+    from lwtool.world.local import local_world
+
+    world = world or local_world()
+    run_id = run_id or new_run_id()
+    registry = ToolRegistry.of(tools)
+    model_map = dict(models or {})
+    say = progress or (lambda _: None)
+    composed = SubRuns(world, pipeline, run_id, registry, model_map, step_timeout,
+                       planner_model, say)
+    offered = composed.registry()
+    clash = sorted(set(offered.tools) & set(registry.tools))
+    if clash:
+        raise ValueError(f"the orchestrator's own tools cannot be replaced: rename "
+                         f"{', '.join(clash)}")
+    bash, problem = BashOptions.offered("orchestrator")
+    if problem:
+        say(f"no bash for the orchestrator: {problem}")
+    model = pipeline.model
+    if isinstance(model, str):
+        model = model_map.get(model, model)
+    spec = SessionSpec(
+        "orchestrator", model, orchestrator_prompt(pipeline, run_input),
+        "\n\n".join(p for p in (ORCHESTRATOR_SYSTEM, pipeline.system) if p),
+        max_turns=50, memory=_memory(), skills=tuple(_skill(s, pipeline.base)
+                                                     for s in pipeline.skills),
+        bash=bash, pipeline=pipeline.key,
+        available_workflows=tuple(w.id for w in pipeline.workflows),
+        identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
+                  "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs})
+    result = await run_session(world, spec, ToolRegistry({**registry.tools, **offered.tools}),
+                               run_id=run_id, on_start=on_start,
+                               timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
+    return {**result.as_json(), "pipeline": pipeline.id, "subRuns": sub_runs(world, run_id)}
+
+
+async def run_orchestration(*, workflows: Sequence[Any], input: Any,  # noqa: A002 - spec
+                            orchestrator: Mapping[str, Any], world: World | None = None,
+                            tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
+                            models: Mapping[str, str] | None = None, run_id: str | None = None,
+                            base: Path | None = None, **options: Any) -> dict[str, Any]:
+    """The spec's array form (deprecated, LWF_DEP_ORCHESTRATOR; warned once per
+    process): `workflows` are definitions (files, dicts, `define_workflow` objects),
+    `orchestrator` is {model, system, skills, maxConcurrentSubRuns}."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"{DEPRECATION}: run_orchestration (the array form) is deprecated; "
+                      "compose workflows with lwtool.create_harness(workflows=[...])",
+                      DeprecationWarning, stacklevel=2)
+    pipeline = pipeline_of(workflows, orchestrator, base=base)
+    return await orchestrate(pipeline, input, world=world, tools=tools, models=models,
+                             run_id=run_id, **options)
+
+
+def _memory() -> Any:
+    from lwtool.harness.stores import MemoryConfig
+
+    return MemoryConfig()
+
+
+def _skill(source: str, base: Path) -> str:
+    from lwtool.source.skill_source import is_git
+
+    return source if is_git(source) or Path(source).is_absolute() else str(base / source)

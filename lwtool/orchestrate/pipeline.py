@@ -1,0 +1,117 @@
+"""A pipeline: the workflow definitions an orchestrator may plan and run, and its own
+settings (model, system prompt, skills, maxConcurrentSubRuns). Read from a `kind:
+Pipeline` file (definition paths relative to it) or given from Python (definitions as
+files, dicts or what `define_workflow` returns)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_CONCURRENT_SUB_RUNS = 10
+PIPELINE_KIND = "Pipeline"
+
+
+@dataclass(frozen=True)
+class Available:
+    """One workflow the orchestrator may plan: its definition, the folder its relative
+    paths are read from and its WorkflowDefinitionHash."""
+
+    definition: dict[str, Any]
+    folder: Path
+    hash: str
+
+    @property
+    def id(self) -> str:
+        return str(self.definition["id"])
+
+    def listed(self) -> dict[str, Any]:
+        """What the orchestrator is told of it: id, description, input schema."""
+        return {"workflowId": self.id, "description": self.definition.get("description", ""),
+                "inputSchema": (self.definition.get("input") or {}).get("schema")}
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    id: str
+    workflows: tuple[Available, ...]
+    model: Any  # a litellm model string (or a slot named in the models map), or scripted
+    system: str = ""
+    skills: tuple[str, ...] = ()
+    max_concurrent_sub_runs: int = DEFAULT_MAX_CONCURRENT_SUB_RUNS
+    description: str = ""
+    base: Path = field(default_factory=Path.cwd)  # where relative skill paths are read
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent_sub_runs < 1:
+            raise ValueError("maxConcurrentSubRuns must be at least 1, not "
+                             f"{self.max_concurrent_sub_runs}")
+        ids = [w.id for w in self.workflows]
+        duplicate = next((i for i in ids if ids.count(i) > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"two workflows of the pipeline have the id '{duplicate}'")
+        if not self.workflows:
+            raise ValueError("a pipeline needs at least one workflow")
+
+    def workflow(self, workflow_id: Any) -> Available | None:
+        return next((w for w in self.workflows if w.id == workflow_id), None)
+
+    @property
+    def key(self) -> str:
+        """The pipeline memory store's key: sha256 of the sorted definition hashes."""
+        from lwtool.harness.stores import pipeline_key
+
+        return pipeline_key(w.hash for w in self.workflows)
+
+
+def available(definition: Any, base: Path | None = None) -> Available:
+    """A definition (a file, a dict, what `define_workflow` returns) checked as
+    `lwtool run` checks it; raises WorkflowInvalid with its findings."""
+    from lwtool.authoring.snapshot import definition_hash
+    from lwtool.planner.api import checked_definition
+
+    value, folder = checked_definition(definition, base)
+    return Available(value, folder, definition_hash(value, folder))
+
+
+def pipeline_of(workflows: Sequence[Any], orchestrator: Mapping[str, Any],
+                pipeline_id: str = "pipeline", base: Path | None = None) -> Pipeline:
+    """The Python surface's pipeline: `workflows` and `orchestrator` settings
+    ({model, system, skills, maxConcurrentSubRuns})."""
+    if "model" not in orchestrator:
+        raise ValueError("orchestrator needs a model")
+    return Pipeline(pipeline_id, tuple(available(w, base) for w in workflows),
+                    orchestrator["model"], str(orchestrator.get("system") or ""),
+                    tuple(orchestrator.get("skills") or ()),
+                    int(orchestrator.get("maxConcurrentSubRuns",
+                                         DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
+                    base=base or Path.cwd())
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    """A `kind: Pipeline` file, validated (its definitions too); raises WorkflowInvalid
+    with the findings (file, line, column) when anything is wrong."""
+    from lwtool.runtime.api import WorkflowInvalid
+    from lwtool.source.finding import Severity
+    from lwtool.source.loader import LoadFailed, load_path
+    from lwtool.validate.run import document_kind, validate_document
+
+    try:
+        document = load_path(path)
+    except LoadFailed as exc:
+        raise WorkflowInvalid(str(path), exc.findings) from None
+    findings = validate_document(document)
+    if document_kind(document) != PIPELINE_KIND or any(
+            f.severity is Severity.ERROR for f in findings):
+        raise WorkflowInvalid(document.path, findings)
+    value = document.value
+    folder = Path(path).parent
+    settings = value.get("orchestrator") or {}
+    return Pipeline(str(value["id"]),
+                    tuple(available(folder / str(p)) for p in value["workflows"]),
+                    settings["model"], str(settings.get("system") or ""),
+                    tuple(str(s) for s in settings.get("skills") or ()),
+                    int(settings.get("maxConcurrentSubRuns", DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
+                    str(value.get("description") or ""), folder)

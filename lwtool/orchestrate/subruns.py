@@ -1,0 +1,288 @@
+"""The orchestrator's three tools over one pipeline run, with the spec's return shapes:
+
+- `plan_workflow(workflowId, input) -> {workflowVersionId, summary}`: the workflow's
+  planner in its own session (run `<pipeline run>.plan.<call>`); the same workflow
+  planned again for the same input in this pipeline run returns the version already
+  planned (content-addressed: an identical LWIR is one WorkflowVersion anyway).
+- `run_workflow(workflowVersionId, input) -> {runId, outputRef, outputPath,
+  outputSummary, status}`: a sub-run (its own event log and per-step memoization)
+  under the id the call reserved in its `harness.tool_call.started` (`args.subRunId`);
+  the model gets compact metadata, the full output is at `outputPath` (the
+  orchestrator's scratch, `/mnt/scratch/own/outputs/<subRunId>.json`) and `outputRef`.
+- `start_workflow(workflowId, input) -> {workflowVersionId, runId, output, status}`:
+  plan, then run.
+
+Sub-runs run concurrently (a model turn's calls are dispatched together) and at most
+`maxConcurrentSubRuns` at once. Ids derive from the call id, so a call re-dispatched
+after a kill reserves the same ones: its planner session and its sub-run resume from
+their own logs. An unknown workflow or version, or an input its definition's input
+schema refuses, fails the call (the model is told), never the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lwtool.orchestrate.pipeline import Available, Pipeline
+from lwtool.tools import Tool, ToolRegistry
+from lwtool.world.base import RunNotFound, World
+
+SUMMARY_CHARS = 200
+OUTPUTS = "outputs"  # in the orchestrator's own scratch
+_ID = {"type": "string"}
+PLAN_SCHEMA = {"type": "object", "required": ["workflowId", "input"],
+               "properties": {"workflowId": _ID, "input": {}}}
+RUN_SCHEMA = {"type": "object", "required": ["workflowVersionId", "input"],
+              "properties": {"workflowVersionId": _ID, "input": {}}}
+
+
+class CallRefused(Exception):
+    """A call the orchestrator got wrong; its message is what the model reads."""
+
+
+class SubRuns:
+    """The tools of the pipeline run `run_id` (the orchestrator's session run)."""
+
+    def __init__(self, world: World, pipeline: Pipeline, run_id: str, tools: ToolRegistry,
+                 models: Mapping[str, str], step_timeout: float | None = None,
+                 planner_model: Any = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.world, self.pipeline, self.run_id = world, pipeline, run_id
+        self.tools, self.models = tools, dict(models)
+        self.step_timeout, self.planner_model = step_timeout, planner_model
+        self.say = progress or (lambda _: None)
+        self.gate = asyncio.Semaphore(pipeline.max_concurrent_sub_runs)
+        self.active = self.peak = 0
+        # (workflowId, input hash) -> version; version -> (workflowId, planner run)
+        self.plans: dict[tuple[str, str], str] = {}
+        self.versions: dict[str, tuple[str, str]] = {}
+        self._recall()
+
+    def registry(self) -> ToolRegistry:
+        """The three tools (to offer with the global tools)."""
+        return ToolRegistry({tool.name: tool for tool in (
+            Tool("plan_workflow", self.plan_workflow, "Plan one workflow of the pipeline "
+                 "for a representative input; returns a workflowVersionId to run many "
+                 "times with run_workflow.", PLAN_SCHEMA, reserve=self._reserve_plan),
+            Tool("run_workflow", self.run_workflow, "Run a planned workflowVersionId on an "
+                 "input as a sub-run; returns its runId, status, a short outputSummary and "
+                 "outputPath (the whole output, readable with bash).", RUN_SCHEMA,
+                 reserve=self._reserve_run),
+            Tool("start_workflow", self.start_workflow, "Plan and run one workflow on one "
+                 "input (for batches: plan_workflow once, then run_workflow many times).",
+                 PLAN_SCHEMA, reserve=self._reserve_both))})
+
+    # -- the tools ------------------------------------------------------------------------
+
+    async def plan_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
+        workflow = self._workflow(args.get("workflowId"))
+        version_id = await self._plan(workflow, args.get("input"), str(args["plannerRunId"]))
+        return {"workflowVersionId": version_id,
+                "summary": f"{workflow.id} planned as {version_id}"}
+
+    async def run_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
+        version_id = args.get("workflowVersionId")
+        known = self.versions.get(str(version_id))
+        if known is None:
+            raise CallRefused(f"unknown workflowVersionId {version_id!r}: plan it in this "
+                              "pipeline run first (plan_workflow)")
+        workflow = self._workflow(known[0])
+        result = await self._run(workflow, str(version_id), known[1], args.get("input"),
+                                 str(args["subRunId"]), str(args.get("callId", "")))
+        return {key: result.get(key) for key in
+                ("runId", "outputRef", "outputPath", "outputSummary", "status",
+                 *(("error",) if "error" in result else ()))}
+
+    async def start_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
+        workflow = self._workflow(args.get("workflowId"))
+        planner_run = str(args["plannerRunId"])
+        version_id = await self._plan(workflow, args.get("input"), planner_run)
+        result = await self._run(workflow, version_id, self.versions[version_id][1],
+                                 args.get("input"), str(args["subRunId"]),
+                                 str(args.get("callId", "")))
+        return {"workflowVersionId": version_id, "runId": result["runId"],
+                "output": result.get("output"), "status": result["status"],
+                **({"error": result["error"]} if "error" in result else {})}
+
+    # -- reservations: ids from the call id, logged in harness.tool_call.started ----------
+
+    def _ids(self, call_id: str) -> str:
+        return call_id.rpartition("#")[2]  # `<turn>.<n>` of a model's call
+
+    def _reserve_plan(self, args: Any, call_id: str) -> Any:
+        if not isinstance(args, dict):
+            return args
+        return {**args, "plannerRunId": f"{self.run_id}.plan.{self._ids(call_id)}"}
+
+    def _reserve_run(self, args: Any, call_id: str) -> Any:
+        if not isinstance(args, dict):
+            return args
+        return {**args, "subRunId": f"{self.run_id}.sub.{self._ids(call_id)}",
+                "callId": call_id}
+
+    def _reserve_both(self, args: Any, call_id: str) -> Any:
+        return self._reserve_run(self._reserve_plan(args, call_id), call_id)
+
+    # -- planning and running -------------------------------------------------------------
+
+    def _workflow(self, workflow_id: Any) -> Available:
+        found = self.pipeline.workflow(workflow_id)
+        if found is None:
+            known = ", ".join(w.id for w in self.pipeline.workflows)
+            raise CallRefused(f"unknown workflowId {workflow_id!r} (this pipeline has: "
+                              f"{known})")
+        return found
+
+    def _check_input(self, workflow: Available, value: Any) -> None:
+        schema = (workflow.definition.get("input") or {}).get("schema")
+        if not isinstance(schema, dict):
+            return
+        import jsonschema
+
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(value))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(the input)"
+            raise CallRefused(f"the input does not fit {workflow.id}'s input schema at "
+                              f"{where}: {error.message}")
+
+    async def _plan(self, workflow: Available, value: Any, planner_run: str) -> str:
+        from lwtool.planner.api import definition_models, plan_definition
+        from lwtool.record.ids import short_hash
+
+        self._check_input(workflow, value)
+        key = (workflow.id, short_hash(value))
+        if key in self.plans:
+            return self.plans[key]
+        planner = workflow.definition.get("planner") or {}
+        if planner.get("plan"):  # a fixed plan is locked as written
+            version_id = self._lock_fixed(workflow, str(planner["plan"]))
+        else:
+            self.say(f"planning {workflow.id} (planner run {planner_run})")
+            models = {**definition_models(workflow.definition), **self.models}
+            planned = await plan_definition(
+                self.world, workflow.folder, workflow.definition, value, self.tools, models,
+                planner_run, self.step_timeout, planner_model=self.planner_model,
+                keep_scratch=True, pipeline_run=self.run_id,
+                links={"parentRunId": self.run_id})
+            version_id = planned.version_id
+        self.plans[key] = version_id
+        self.versions[version_id] = (workflow.id, planner_run)
+        return version_id
+
+    def _lock_fixed(self, workflow: Available, plan: str) -> str:
+        from lwtool.canonical.digest import workflow_version_id
+        from lwtool.runtime.api import checked_lwir, load_lwir
+
+        lwir = checked_lwir(load_lwir(workflow.folder / plan))
+        version_id = workflow_version_id(lwir)
+        self.world.register_version(version_id, lwir)
+        return version_id
+
+    async def _run(self, workflow: Available, version_id: str, planner_run: str, value: Any,
+                   sub_run: str, call_id: str) -> dict[str, Any]:
+        from lwtool.planner.api import definition_durability, definition_models, workspace_of
+        from lwtool.record.errors import RunFailedError
+        from lwtool.runtime.interpreter import start_run
+
+        self._check_input(workflow, value)
+        lwir = self.world.get_version(version_id)
+        assert lwir is not None, version_id
+        workspace = {**(workspace_of(workflow.definition, workflow.folder) or {}),
+                     "pipelineRunId": self.run_id, "plannerRunId": planner_run}
+        links = {"parentRunId": self.run_id, "parentCallId": call_id,
+                 "plannerRunId": planner_run}
+        models = {**definition_models(workflow.definition), **self.models}
+        async with self.gate:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            self.say(f"sub-run {sub_run} of {workflow.id} started")
+            try:
+                result = await start_run(self.world, lwir, value, self.tools, models, sub_run,
+                                         step_timeout=self.step_timeout, workspace=workspace,
+                                         durability=definition_durability(workflow.definition),
+                                         version_id=version_id, links=links)
+            except RunFailedError as failed:
+                self.say(f"sub-run {sub_run} failed: {failed.cause_code}")
+                return {"runId": sub_run, "status": "failed", "outputRef": None,
+                        "outputPath": None, "outputSummary": None,
+                        "error": f"{failed.cause_code}: {failed.message}"}
+            finally:
+                self.active -= 1
+        return {**result, **self._output_files(sub_run, result)}
+
+    def _output_files(self, sub_run: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The whole output in the orchestrator's scratch; a summary for the model."""
+        from lwtool.harness.stores import ScratchLayout
+
+        text = json.dumps(result.get("output"), ensure_ascii=False)
+        ref = self._output_ref(sub_run)
+        data_dir = getattr(self.world, "data_dir", None)
+        path = None
+        if data_dir is not None:
+            folder = ScratchLayout(Path(data_dir), self.run_id).run_scratch() / OUTPUTS
+            folder.mkdir(mode=0o700, exist_ok=True)
+            (folder / f"{sub_run}.json").write_text(text)
+            path = f"/mnt/scratch/own/{OUTPUTS}/{sub_run}.json"
+        summary = text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 1] + "…"
+        return {"outputRef": ref, "outputPath": path, "outputSummary": summary}
+
+    def _output_ref(self, sub_run: str) -> str | None:
+        events = self.world.events(sub_run, ["RunCompleted"])
+        envelope = events[-1].payload.get("envelope") if events else None
+        return (envelope or {}).get("outputRef")
+
+    def _recall(self) -> None:
+        """The versions this pipeline run planned before (a resumed run: its committed
+        plan calls are replayed from the log, not run again, so they are read here)."""
+        from lwtool.record.ids import short_hash
+
+        try:
+            events = self.world.events(self.run_id, ["harness.tool_call.started",
+                                                     "harness.tool_call.succeeded"])
+        except RunNotFound:
+            return
+        started = {e.payload.get("callId"): e.payload for e in events
+                   if e.type == "harness.tool_call.started"}
+        for event in events:
+            call = started.get(event.payload.get("callId")) if \
+                event.type == "harness.tool_call.succeeded" else None
+            result = event.payload.get("result")
+            if call is None or call.get("toolName") not in ("plan_workflow", "start_workflow") \
+                    or not isinstance(result, dict) or "workflowVersionId" not in result:
+                continue
+            args = call.get("args") or {}
+            version_id = str(result["workflowVersionId"])
+            self.versions[version_id] = (str(args.get("workflowId")),
+                                         str(args.get("plannerRunId")))
+            self.plans[(str(args.get("workflowId")), short_hash(args.get("input")))] = version_id
+
+
+def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
+    """The sub-runs a pipeline run started, in call order: {runId, callId, status}
+    (`running` for one whose call has no result yet)."""
+    try:
+        events = world.events(run_id, ["harness.tool_call.started",
+                                       "harness.tool_call.succeeded",
+                                       "harness.tool_call.failed"])
+    except RunNotFound:
+        return []
+    rows: dict[str, dict[str, Any]] = {}
+    for event in events:
+        payload = event.payload
+        call_id = str(payload.get("callId"))
+        args = payload.get("args")
+        if event.type == "harness.tool_call.started" and isinstance(args, dict) \
+                and "subRunId" in args:
+            rows[call_id] = {"runId": args["subRunId"], "callId": call_id,
+                             "status": "running"}
+        elif call_id in rows and event.type == "harness.tool_call.succeeded":
+            result = payload.get("result") or {}
+            rows[call_id]["status"] = result.get("status", "completed")
+        elif call_id in rows:
+            rows[call_id]["status"] = "refused"
+    return list(rows.values())
