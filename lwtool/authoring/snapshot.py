@@ -100,5 +100,8 @@ def definition_hash(definition: dict[str, Any], base: Path | None = None) -> str
 
 
 def digest_of(kind: str, value: Any, base: Path | None = None) -> str:
-    """WorkflowVersion id, or WorkflowDefinitionHash (skills read relative to `base`)."""
-    return workflow_version_id(value) if kind == "Workflow" else definition_hash(value, base)
+    """WorkflowVersion id, WorkflowDefinitionHash (skills read relative to `base`), or a
+    Pipeline's hash (its document's, RFC 8785; its definitions have locks of their own)."""
+    if kind in ("Workflow", "Pipeline"):
+        return workflow_version_id(value)
+    return definition_hash(value, base)

@@ -13,11 +13,13 @@ from lwtool.source.position import FILE_START
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__pycache__",
               ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
-_LWIR_SUFFIXES = (".lwir.yaml", ".lwir.yml", ".lwir.json")
+_LWIR_SUFFIXES = (".lwir.yaml", ".lwir.yml", ".lwir.json",
+                  ".pipeline.yaml", ".pipeline.yml", ".pipeline.json")
 
 
 def discover(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly, plus in folders: locked files and *.lwir.* files."""
+    """Files named directly, plus in folders: locked files, *.lwir.* and *.pipeline.*
+    files."""
     found: list[Path] = []
     for path in paths:
         if path.is_file():

@@ -60,11 +60,12 @@ def read_lock(path: Path) -> dict[str, Any]:
         raise LockUnreadable(f"cannot read lock {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != LOCK_KIND:
         raise LockUnreadable(f"{path} is not an lwtool lock (kind must be {LOCK_KIND})")
-    digest = data.get("workflowVersionId") or data.get("workflowDefinitionHash")
+    digest = locked_digest(data)
     if not isinstance(digest, str) or not digest.startswith("sha256:"):
         raise LockUnreadable(f"{path} has no sha256 digest")
     return data
 
 
 def locked_digest(data: dict[str, Any]) -> str:
-    return str(data.get("workflowVersionId") or data.get("workflowDefinitionHash"))
+    return str(data.get("workflowVersionId") or data.get("workflowDefinitionHash")
+               or data.get("pipelineHash") or "")

@@ -37,8 +37,8 @@ class Lock:
 
     @property
     def digest_field(self) -> str:
-        return "workflowVersionId" if self.document_kind == "Workflow" else \
-            "workflowDefinitionHash"
+        return {"Workflow": "workflowVersionId", "Pipeline": "pipelineHash"}.get(
+            self.document_kind, "workflowDefinitionHash")
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +64,10 @@ def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
         return Lock(Path(path).name, kind, workflow_version_id(value), metadata.get("name"),
                     metadata.get("version"), tuple(permissions.get("models") or ()),
                     tuple(permissions.get("tools") or ()))
+    if kind == "Pipeline":
+        model = (value.get("orchestrator") or {}).get("model")
+        return Lock(Path(path).name, kind, workflow_version_id(value), value.get("id"), None,
+                    (str(model),), ())
     models = tuple(str(m.get("model")) for m in value.get("models") or () if isinstance(m, dict))
     return Lock(Path(path).name, kind, definition_hash(value, Path(path).parent),
                 value.get("id"), None, models,

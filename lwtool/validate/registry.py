@@ -53,6 +53,7 @@ RULE_MODULES: tuple[str, ...] = (
     "lwir.not_canonicalizable",
     "definition.plan_is_itself",
     "definition.invalid_skill_source",
+    "pipeline.invalid_workflow",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

@@ -11,7 +11,7 @@ from lwtool.source.position import FILE_START
 from lwtool.validate.context import Context
 from lwtool.validate.registry import rules
 
-KINDS = ("Workflow", "WorkflowDefinition")
+KINDS = ("Workflow", "WorkflowDefinition", "Pipeline")
 
 
 def document_kind(document: Document) -> str | None:

@@ -3,7 +3,8 @@
 ## What it flags
 Anything the LWIR JSON Schema (`schemas/lwir.schema.json`) rejects: a missing required
 field, a field the format does not have, a value of the wrong type or outside its enum.
-WorkflowDefinition files are checked against `schemas/definition.schema.json`.
+WorkflowDefinition files are checked against `schemas/definition.schema.json`, Pipeline
+files against `schemas/pipeline.schema.json`.
 
 ## Why
 The runtime reads only what the format defines. A misspelt field would otherwise be
@@ -41,8 +42,9 @@ from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
 
 CODE = "lwir.invalid_field"
-APPLIES_TO = ("Workflow", "WorkflowDefinition")
-_SCHEMA_FILES = {"Workflow": "lwir.schema.json", "WorkflowDefinition": "definition.schema.json"}
+APPLIES_TO = ("Workflow", "WorkflowDefinition", "Pipeline")
+_SCHEMA_FILES = {"Workflow": "lwir.schema.json", "WorkflowDefinition": "definition.schema.json",
+                 "Pipeline": "pipeline.schema.json"}
 
 
 @cache
