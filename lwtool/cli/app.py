@@ -20,6 +20,7 @@ from lwtool.cli import (
     inspect,
     lock,
     lsp,
+    orchestrate,
     plan,
     run,
     ui,
@@ -61,6 +62,7 @@ app.command("check")(check.check)
 app.command("plan")(plan.plan)
 app.command("generate")(generate.generate)
 app.command("run")(run.run)
+app.command("orchestrate")(orchestrate.orchestrate)
 app.command("replay")(run.replay)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)

@@ -264,7 +264,7 @@ class SubRuns:
 
 def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
     """The sub-runs a pipeline run started, in call order: {runId, callId, status}
-    (`running` for one whose call has no result yet)."""
+    (`running` for one whose call has no result yet; a refused call started none)."""
     try:
         events = world.events(run_id, ["harness.tool_call.started",
                                        "harness.tool_call.succeeded",
@@ -283,6 +283,6 @@ def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
         elif call_id in rows and event.type == "harness.tool_call.succeeded":
             result = payload.get("result") or {}
             rows[call_id]["status"] = result.get("status", "completed")
-        elif call_id in rows:
-            rows[call_id]["status"] = "refused"
+        elif call_id in rows:  # refused before a sub-run started
+            del rows[call_id]
     return list(rows.values())
