@@ -120,6 +120,11 @@ def report(
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
         typer.echo(f"{'role ' + role:<40} {usage['inputTokens']:>8} {usage['outputTokens']:>8} "
                    f"{calls:>6}  {cost(usage['costUsd'])}")
+    for row in rolled["runs"] if len(rolled["runs"]) > 2 else []:  # a pipeline's runs
+        usage = row["usage"]
+        calls = usage["pricedCalls"] + usage["unpricedCalls"]
+        typer.echo(f"{row['role'] + ' ' + row['runId']:<40} {usage['inputTokens']:>8} "
+                   f"{usage['outputTokens']:>8} {calls:>6}  {cost(usage['costUsd'])}")
     total = result["run"]
     calls = total["pricedCalls"] + total["unpricedCalls"]
     typer.echo(f"{'run ' + run_id:<40} {total['inputTokens']:>8} {total['outputTokens']:>8} "
@@ -145,8 +150,33 @@ def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) 
     if as_json:
         typer.echo(json.dumps([{"runId": r.run_id, "workflowVersionId": r.version_id,
                                 "status": r.status, "createdAt": _stamp(r.created_at),
-                                "updatedAt": _stamp(r.updated_at)} for r in records]))
+                                "updatedAt": _stamp(r.updated_at),
+                                "parentRunId": _parent(r)} for r in records]))
         return
+    for r, depth in _tree(records):
+        typer.echo(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}  {r.status:<9}  "
+                   f"{_stamp(r.created_at)}  {_stamp(r.updated_at)}  {r.version_id[:19]}…")
+
+
+def _parent(record: Any) -> str | None:
+    """The run a run is part of (a pipeline's sub-runs and planner sessions)."""
+    links = record.options.get("links") if isinstance(record.options, dict) else None
+    parent = links.get("parentRunId") if isinstance(links, dict) else None
+    return parent if isinstance(parent, str) else None
+
+
+def _tree(records: list[Any]) -> list[tuple[Any, int]]:
+    """Runs in creation order, each run's sub-runs right under it, indented."""
+    known = {r.run_id for r in records}
+    children: dict[str | None, list[Any]] = {}
     for r in records:
-        typer.echo(f"{r.run_id}  {r.status:<9}  {_stamp(r.created_at)}  {_stamp(r.updated_at)}  "
-                   f"{r.version_id[:19]}…")
+        parent = _parent(r)
+        children.setdefault(parent if parent in known else None, []).append(r)
+    ordered: list[tuple[Any, int]] = []
+    todo = [(r, 0) for r in reversed(children.get(None, []))]
+    while todo:
+        record, depth = todo.pop()
+        ordered.append((record, depth))
+        todo += [(c, depth + 1) for c in reversed(children.get(record.run_id, []))]
+    placed = {id(r) for r, _ in ordered}  # runs in a circle of links (a damaged store)
+    return ordered + [(r, 0) for r in records if id(r) not in placed]

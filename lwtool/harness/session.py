@@ -81,7 +81,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                 from None
         if journal is None:
             journal = Journal()
-            world.create_run(run_id, version_id, spec.prompt, {"session": True}, [
+            options = {"session": True, **({"links": spec.links} if spec.links else {})}
+            world.create_run(run_id, version_id, spec.prompt, options, [
                 NewEvent("RunStarted", {"workflowVersionId": version_id,
                                         "inputHash": short_hash(spec.prompt),
                                         "role": spec.role, "pid": os.getpid(),

@@ -1,7 +1,9 @@
 """A run's usage and cost with the runs it stands on, per role: a planned run counts
 its planner session (RunStarted `links.plannerRunId`), an outer loop its cycles (each a
-planned run) and its supervising model's calls (recorded in OuterLoopCycleCompleted).
-Roles: `worker` (the steps' model calls), `planner`, `supervisor`."""
+planned run) and its supervising model's calls (recorded in OuterLoopCycleCompleted),
+a pipeline run its sub-runs and their planner sessions (the ids its tool calls
+reserved). Roles: `worker` (the steps' model calls), `planner`, `supervisor`,
+`orchestrator`, `agent` (a standalone session)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from lwtool.record.report import (
 )
 from lwtool.world.base import RunNotFound, World
 
-ROLES = ("worker", "planner", "supervisor")
+ROLES = ("worker", "planner", "supervisor", "orchestrator", "agent")
+_TOOL_STARTED = "harness.tool_call.started"
 
 
 def linked(world: World, run_id: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
@@ -38,10 +41,35 @@ def linked(world: World, run_id: str) -> tuple[list[tuple[str, str]], list[dict[
             if isinstance(cycle.get("supervisorCall"), dict):
                 calls.append(cycle["supervisorCall"])
         return runs, calls
-    runs.append(("worker", run_id))
+    role = started.payload.get("role") if started is not None else None
+    if role == "orchestrator":
+        return _pipeline(world, run_id), calls
+    runs.append((role if role in ROLES else "worker", run_id))
     if isinstance(links.get("plannerRunId"), str):
         runs.append(("planner", links["plannerRunId"]))
     return runs, calls
+
+
+def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
+    """A pipeline run, the planner sessions and sub-runs its calls reserved, in order."""
+    runs = [("orchestrator", run_id)]
+    for event in world.events(run_id, [_TOOL_STARTED]):
+        args = event.payload.get("args")
+        if not isinstance(args, dict):
+            continue
+        for key, role in (("plannerRunId", "planner"), ("subRunId", "worker")):
+            found = args.get(key)
+            if isinstance(found, str) and (role, found) not in runs and _exists(world, found):
+                runs.append((role, found))  # a fixed plan reserved a planner run it never made
+    return runs
+
+
+def _exists(world: World, run_id: str) -> bool:
+    try:
+        world.get_run(run_id)
+    except (RunNotFound, ValueError):
+        return False
+    return True
 
 
 def rolled_usage(world: World, run_id: str) -> dict[str, Any]:

@@ -104,7 +104,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
         options = {"models": models, "stepTimeoutS": timeout, "durability": durability,
-                   **({"workspace": workspace} if workspace else {})}
+                   **({"workspace": workspace} if workspace else {}),
+                   **({"links": links} if links else {})}
         world.create_run(run_id, version_id, run_input, options, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,

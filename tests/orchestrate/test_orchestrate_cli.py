@@ -50,6 +50,17 @@ def test_the_example_pipeline_runs_through_litellm(tmp_path: Path) -> None:
     assert again.returncode == 0 and again.stdout.strip() == "2, 4, 6"
     assert len(server.requests) == 3  # the finished run was not asked again
     assert "3 of 3 sub-runs completed" in again.stderr
+    tree = run_cli("runs", "--data-dir", "data", cwd=folder).stdout.splitlines()
+    assert [line.split()[0:2] for line in tree] == [
+        ["p1", "completed"], ["└", "p1.sub.1.0"], ["└", "p1.sub.1.1"], ["└", "p1.sub.1.2"]]
+    rows = json.loads(run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout)
+    assert [r["parentRunId"] for r in rows] == [None, "p1", "p1", "p1"]
+    report = json.loads(run_cli("report", "p1", "--data-dir", "data", "--json",
+                                cwd=folder).stdout)
+    assert [(r["role"], r["runId"]) for r in report["runs"]] == [
+        ("orchestrator", "p1"), ("worker", "p1.sub.1.0"), ("worker", "p1.sub.1.1"),
+        ("worker", "p1.sub.1.2")]
+    assert report["run"]["inputTokens"] == 3 * 11  # the fixture's usage per answer
 
 
 def test_a_broken_pipeline_is_refused_at_its_position(tmp_path: Path) -> None:
