@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lwtool.cli.inspect import open_run
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, say
+from lwtool.cli.runtime_options import fail, open_world, say
 
 
 def export_otel(
@@ -33,7 +33,19 @@ def export_otel(
     from lwtool.observe.otlp_send import ExportFailed
 
     events, version = open_run(data_dir, run_id, with_version=True)
-    found = spans(run_id, events, version)
+    world = open_world(data_dir, must_exist=True)
+
+    def sub_run(child: str) -> tuple[list[Any], dict[str, Any] | None]:
+        """A sub-run's events and version ([] for one its call reserved but never made)."""
+        from lwtool.world.base import RunNotFound
+
+        try:
+            record = world.get_run(child)
+        except (RunNotFound, ValueError):
+            return [], None
+        return world.events(child), world.get_version(record.version_id)
+
+    found = spans(run_id, events, version, sub_run)
     try:
         if file is not None:
             try:

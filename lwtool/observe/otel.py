@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,13 @@ SCOPE = InstrumentationScope("lwtool", __version__)
 
 
 class _Ids:
-    """Deterministic trace and span ids of one run."""
+    """Deterministic trace and span ids of one run (in the trace of `trace_run`: a
+    sub-run's spans belong to its pipeline run's trace)."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, trace_run: str | None = None) -> None:
         self.run_id = run_id
-        self.trace_id = int(hashlib.sha256(f"trace:{run_id}".encode()).hexdigest()[:32], 16)
+        self.trace_id = int(hashlib.sha256(f"trace:{trace_run or run_id}".encode())
+                            .hexdigest()[:32], 16)
 
     def context(self, key: str) -> SpanContext:
         digest = hashlib.sha256(f"span:{self.run_id}:{key}".encode()).hexdigest()
@@ -49,11 +51,17 @@ def _ns(at: float) -> int:
     return int(round(at * 1_000_000_000))
 
 
-def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = None
-          ) -> list[ReadableSpan]:
-    """The spans of one run, parents before children."""
+SubRunReader = Callable[[str], tuple[list[Event], dict[str, Any] | None]]
+
+
+def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = None,
+          sub_runs: SubRunReader | None = None, parent: SpanContext | None = None,
+          trace_run: str | None = None) -> list[ReadableSpan]:
+    """The spans of one run, parents before children. With `sub_runs` (run id -> its
+    events and version), a pipeline run's sub-runs follow, each in the same trace under
+    the span of the tool call that started it."""
     timeline = Timeline.of(run_id, events)
-    ids = _Ids(run_id)
+    ids = _Ids(run_id, trace_run)
     last = events[-1].at if events else 0.0
     name = str(((version or {}).get("metadata") or {}).get("name") or "workflow")
     resource = Resource.create({"service.name": "lwtool", "service.version": __version__})
@@ -73,7 +81,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
         return context
 
     failure = timeline.failure
-    root = span("run", f"{gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value} {name}", None,
+    root = span("run", f"{gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value} {name}", parent,
                 timeline.started if timeline.started is not None else last, timeline.ended, {
                     gen_ai.GEN_AI_OPERATION_NAME:
                         gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value,
@@ -112,7 +120,12 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
         for call in attempt.calls:
             _call_span(span, call, context)
     for call in timeline.loose_calls():  # outside any step attempt (a session's turns)
-        _call_span(span, call, root)
+        context = _call_span(span, call, root)
+        if call.sub_run and sub_runs is not None:
+            sub_events, sub_version = sub_runs(call.sub_run)
+            if sub_events:
+                out += spans(call.sub_run, sub_events, sub_version, sub_runs, context,
+                             trace_run or run_id)
     return out
 
 
@@ -158,31 +171,34 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
             "lwtool.step.output_ref": attempt.output_ref}
 
 
-def _call_span(span: Any, call: Call, parent: SpanContext) -> None:
+def _call_span(span: Callable[..., SpanContext], call: Call,
+               parent: SpanContext) -> SpanContext:
     failed = call.error if call.status == "failed" else ""
     if call.kind == "tool":
         operation = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
-        span(f"call:{call.call_id}", f"{operation} {call.name}", parent, call.started,
-             call.ended, {gen_ai.GEN_AI_OPERATION_NAME: operation,
-                          gen_ai.GEN_AI_TOOL_NAME: call.name,
-                          gen_ai.GEN_AI_TOOL_CALL_ID: call.call_id,
-                          "lwtool.tool.caller": call.caller, "lwtool.status": call.status},
-             failed=failed)
-        return
+        return span(f"call:{call.call_id}", f"{operation} {call.name}", parent,
+                    call.started, call.ended, {
+                        gen_ai.GEN_AI_OPERATION_NAME: operation,
+                        gen_ai.GEN_AI_TOOL_NAME: call.name,
+                        gen_ai.GEN_AI_TOOL_CALL_ID: call.call_id,
+                        "lwtool.tool.caller": call.caller, "lwtool.status": call.status,
+                        "lwtool.sub_run.id": call.sub_run}, failed=failed)
     operation = gen_ai.GenAiOperationNameValues.CHAT.value
-    span(f"call:{call.call_id}", f"{operation} {call.model_id or call.request_model}", parent,
-         call.started, call.ended, {
-             gen_ai.GEN_AI_OPERATION_NAME: operation,
-             gen_ai.GEN_AI_PROVIDER_NAME: call.provider,
-             gen_ai.GEN_AI_REQUEST_MODEL: call.request_model,
-             gen_ai.GEN_AI_RESPONSE_MODEL: call.model_id,
-             gen_ai.GEN_AI_USAGE_INPUT_TOKENS: call.usage.get("inputTokens"),
-             gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: call.usage.get("outputTokens"),
-             gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: call.usage.get("cachedInputTokens"),
-             gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: call.usage.get("reasoningTokens"),
-             "lwtool.cost_usd": call.cost_usd, "lwtool.call.id": call.call_id,
-             "lwtool.status": call.status},
-         failed=failed, kind=SpanKind.CLIENT)
+    return span(f"call:{call.call_id}", f"{operation} {call.model_id or call.request_model}",
+                parent, call.started, call.ended, {
+                    gen_ai.GEN_AI_OPERATION_NAME: operation,
+                    gen_ai.GEN_AI_PROVIDER_NAME: call.provider,
+                    gen_ai.GEN_AI_REQUEST_MODEL: call.request_model,
+                    gen_ai.GEN_AI_RESPONSE_MODEL: call.model_id,
+                    gen_ai.GEN_AI_USAGE_INPUT_TOKENS: call.usage.get("inputTokens"),
+                    gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: call.usage.get("outputTokens"),
+                    gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS:
+                        call.usage.get("cachedInputTokens"),
+                    gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS:
+                        call.usage.get("reasoningTokens"),
+                    "lwtool.cost_usd": call.cost_usd, "lwtool.call.id": call.call_id,
+                    "lwtool.status": call.status},
+                failed=failed, kind=SpanKind.CLIENT)
 
 
 # -- sinks -----------------------------------------------------------------------------

@@ -33,6 +33,7 @@ class Call:
     model_id: str = ""
     request_model: str = ""  # the litellm model string the call asked for
     seq: int = 0  # of its first event
+    sub_run: str = ""  # the sub-run an orchestrator's call reserved (args.subRunId)
 
 
 @dataclass
@@ -220,9 +221,12 @@ class Timeline:
         call = self.calls.get(call_id)
         if call is None:
             tool = kind.startswith("harness.tool_call.")
+            args = payload.get("args")
+            sub_run = args.get("subRunId") if isinstance(args, dict) else None
             call = Call(call_id, "tool" if tool else "model",
                         str(payload.get("toolName", "")), event.at,
-                        caller=str(payload.get("caller", "")), seq=event.seq)
+                        caller=str(payload.get("caller", "")), seq=event.seq,
+                        sub_run=sub_run if isinstance(sub_run, str) else "")
             self.calls[call_id] = call
             owner = self._open.get(path)
             if owner is not None:

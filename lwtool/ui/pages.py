@@ -120,7 +120,8 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "output_tokens": timeline.usage["outputTokens"],
                 "cost": money(timeline.cost_usd, timeline.priced_calls
                               + timeline.unpriced_calls),
-                "failure": failure, "input": preview(record.input, 400)},
+                "failure": failure, "input": preview(record.input, 400),
+                "parent": _parent_of(record)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
         "calls": [_call_row(call) for call in timeline.loose_calls()],
@@ -178,8 +179,15 @@ def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, end: f
             "lane": f"{where[0]}[{where[1]}]" if where else "run"}
 
 
+def _parent_of(record: RunRecord) -> str:
+    """The pipeline run this run is a sub-run (or planner session) of; "" for none."""
+    links = record.options.get("links") if isinstance(record.options, dict) else None
+    parent = links.get("parentRunId") if isinstance(links, dict) else None
+    return parent if isinstance(parent, str) else ""
+
+
 def _call_row(call: Call) -> dict[str, Any]:
-    return {"seq": call.seq, "id": call.call_id, "kind": call.kind,
+    return {"seq": call.seq, "id": call.call_id, "kind": call.kind, "sub_run": call.sub_run,
             "name": call.name or call.request_model, "status": call.status,
             "error": call.error, "duration": span((call.ended or call.started) - call.started),
             "tokens": call.usage.get("inputTokens", 0) + call.usage.get("outputTokens", 0),

@@ -205,3 +205,32 @@ def test_the_array_form_warns_once_and_runs(folder: Path) -> None:
             workflows=[folder / "double.definition.yaml"], input={},
             orchestrator={"model": ScriptedModel(["nothing"])},
             world=local_world(folder / "data"), tools=Doubler().registry()))
+
+
+def test_the_inspector_and_the_trace_link_a_pipeline_run_with_its_sub_runs(
+        folder: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from lwtool.observe.otel import spans
+    from lwtool.ui.app import create_app
+    from lwtool.world.local import LocalWorld
+
+    _run(folder, [{"toolCalls": [{"name": "start_workflow", "arguments": {
+        "workflowId": "double", "input": {"n": 2}}}]}, "done"])
+    world = LocalWorld(folder / "data", read_only=True)
+    with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+        pipeline = client.get("/runs/pipe").text
+        sub = client.get("/runs/pipe.sub.0.0").text
+    assert 'start_workflow → <a class="sub-run" href="/runs/pipe.sub.0.0">' in pipeline
+    assert '<a class="mono" id="parent-run" href="/runs/pipe">pipe</a>' in sub
+
+    def read(run_id: str) -> tuple[list[Any], dict[str, Any] | None]:
+        return world.events(run_id), world.get_version(world.get_run(run_id).version_id)
+
+    found = spans("pipe", *read("pipe"), read)
+    by_id = {s.context.span_id: s for s in found}
+    sub_root = next(s for s in found if s.attributes.get("lwtool.run.id") == "pipe.sub.0.0")
+    assert sub_root.parent is not None
+    assert by_id[sub_root.parent.span_id].name == "execute_tool start_workflow"
+    assert len({s.context.trace_id for s in found}) == 1  # one trace for the pipeline
+    world.close()
