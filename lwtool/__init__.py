@@ -24,6 +24,11 @@ _EXPORTS = {
     "run_definition": "lwtool.planner.api",
     "run_workflow": "lwtool.planner.api",  # LWIR, or a definition planned first
     "define_workflow": "lwtool.authoring.definitions",
+    "load_definition": "lwtool.planner.api",
+    "run_orchestration": "lwtool.orchestrate.api",
+    "as_harness_workflow": "lwtool.orchestrate.compose",
+    "create_harness": "lwtool.orchestrate.compose",
+    "ScriptedModel": "lwtool.calls.scripted",
     "skill": "lwtool.authoring.definitions",
 }
 

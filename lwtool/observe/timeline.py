@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.record.ids import reserved_ids
 from lwtool.record.report import TOKENS, add_usage, empty_totals, reply_usage
 from lwtool.world.base import Event
 
@@ -221,12 +222,10 @@ class Timeline:
         call = self.calls.get(call_id)
         if call is None:
             tool = kind.startswith("harness.tool_call.")
-            args = payload.get("args")
-            sub_run = args.get("subRunId") if isinstance(args, dict) else None
             call = Call(call_id, "tool" if tool else "model",
                         str(payload.get("toolName", "")), event.at,
                         caller=str(payload.get("caller", "")), seq=event.seq,
-                        sub_run=sub_run if isinstance(sub_run, str) else "")
+                        sub_run=reserved_ids(payload.get("args")).get("subRunId", ""))
             self.calls[call_id] = call
             owner = self._open.get(path)
             if owner is not None:

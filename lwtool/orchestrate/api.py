@@ -44,11 +44,17 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
                       models: Mapping[str, str] | None = None, run_id: str | None = None,
                       step_timeout: float | None = None, planner_model: Any = None,
                       on_start: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                      progress: Callable[[str], None] | None = None,
+                      typed: bool = False,
+                      session_tools: ToolRegistry | None = None) -> dict[str, Any]:
     """Run (or, with an existing `run_id`, resume) the pipeline; returns its RunResult:
     {runId, status, output (the orchestrator's answer), turns, toolCalls, usage,
     subRuns}. `models` maps model slots (the orchestrator's `model`, the definitions'
-    slots) to litellm models; `planner_model` overrides every planner's model."""
+    slots) to litellm models; `planner_model` overrides every planner's model. `typed`:
+    each workflow is a tool of its own (create_harness) instead of the three tools, and
+    the session is asked the input itself under the pipeline's system prompt only.
+    `tools` are what the workflows' steps call; the session's model is offered them too
+    unless `session_tools` names what it is offered instead."""
     from lwtool.harness.bash import BashOptions
     from lwtool.harness.session import run_session
     from lwtool.harness.session_spec import SessionSpec
@@ -64,27 +70,32 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     say = progress or (lambda _: None)
     composed = SubRuns(world, pipeline, run_id, registry, model_map, step_timeout,
                        planner_model, say)
-    offered = composed.registry()
-    clash = sorted(set(offered.tools) & set(registry.tools))
+    offered = composed.workflow_tools() if typed else composed.registry()
+    own = registry if session_tools is None else session_tools
+    clash = sorted(set(offered.tools) & set(own.tools))
     if clash:
-        raise ValueError(f"the orchestrator's own tools cannot be replaced: rename "
-                         f"{', '.join(clash)}")
+        raise ValueError(f"the orchestrator's own tools (the workflows') cannot be "
+                         f"replaced: rename {', '.join(clash)}")
     bash, problem = BashOptions.offered("orchestrator")
     if problem:
         say(f"no bash for the orchestrator: {problem}")
     model = pipeline.model
     if isinstance(model, str):
         model = model_map.get(model, model)
+    prompt = (run_input if isinstance(run_input, str) else json.dumps(
+        run_input, ensure_ascii=False, indent=1)) if typed else orchestrator_prompt(
+        pipeline, run_input)
     spec = SessionSpec(
-        "orchestrator", model, orchestrator_prompt(pipeline, run_input),
-        "\n\n".join(p for p in (ORCHESTRATOR_SYSTEM, pipeline.system) if p),
+        "orchestrator", model, prompt,
+        "\n\n".join(p for p in ((() if typed else (ORCHESTRATOR_SYSTEM,))
+                                 + (pipeline.system,)) if p),
         max_turns=50, memory=_memory(), skills=tuple(_skill(s, pipeline.base)
                                                      for s in pipeline.skills),
         bash=bash, pipeline=pipeline.key,
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
                   "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs})
-    result = await run_session(world, spec, ToolRegistry({**registry.tools, **offered.tools}),
+    result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
     return {**result.as_json(), "pipeline": pipeline.id, "subRuns": sub_runs(world, run_id)}

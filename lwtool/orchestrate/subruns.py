@@ -22,12 +22,15 @@ schema refuses, fails the call (the model is told), never the session.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lwtool.orchestrate.pipeline import Available, Pipeline
+from lwtool.record.ids import RESERVED, reserved_ids
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import RunNotFound, World
 
@@ -38,6 +41,11 @@ PLAN_SCHEMA = {"type": "object", "required": ["workflowId", "input"],
                "properties": {"workflowId": _ID, "input": {}}}
 RUN_SCHEMA = {"type": "object", "required": ["workflowVersionId", "input"],
               "properties": {"workflowVersionId": _ID, "input": {}}}
+
+
+def tool_name(workflow_id: str) -> str:
+    """A workflow id as a tool name (letters, digits, `_` and `-`; at most 64)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", workflow_id)[:64]
 
 
 class CallRefused(Exception):
@@ -75,6 +83,35 @@ class SubRuns:
             Tool("start_workflow", self.start_workflow, "Plan and run one workflow on one "
                  "input (for batches: plan_workflow once, then run_workflow many times).",
                  PLAN_SCHEMA, reserve=self._reserve_both))})
+
+    def workflow_tools(self) -> ToolRegistry:
+        """Each workflow as a tool of its own (create_harness): named by its id, its
+        description, its input schema as parameters; a call plans the workflow once per
+        session (the first call's input) and runs it as a sub-run, its ids reserved
+        under RESERVED in the logged arguments."""
+        registry = ToolRegistry()
+        for workflow in self.pipeline.workflows:
+            schema = (workflow.definition.get("input") or {}).get("schema")
+            registry.tools[tool_name(workflow.id)] = Tool(
+                tool_name(workflow.id), functools.partial(self.call_workflow, workflow),
+                str(workflow.definition.get("description") or f"Run {workflow.id}."),
+                schema if isinstance(schema, dict) else {"type": "object"},
+                reserve=self._reserve_typed)
+        return registry
+
+    async def call_workflow(self, workflow: Available, args: dict[str, Any]) -> dict[str, Any]:
+        ids = args.get(RESERVED) or {}
+        value = {k: v for k, v in args.items() if k != RESERVED}
+        key = (workflow.id, "")  # planned once per session, for the first call's input
+        version_id = self.plans.get(key)
+        if version_id is None:
+            version_id = await self._plan(workflow, value, str(ids["plannerRunId"]))
+            self.plans[key] = version_id
+        result = await self._run(workflow, version_id, self.versions[version_id][1], value,
+                                 str(ids["subRunId"]), str(ids.get("callId", "")))
+        return {"runId": result["runId"], "status": result["status"],
+                "output": result.get("output"),
+                **({"error": result["error"]} if "error" in result else {})}
 
     # -- the tools ------------------------------------------------------------------------
 
@@ -126,6 +163,14 @@ class SubRuns:
 
     def _reserve_both(self, args: Any, call_id: str) -> Any:
         return self._reserve_run(self._reserve_plan(args, call_id), call_id)
+
+    def _reserve_typed(self, args: Any, call_id: str) -> Any:
+        if not isinstance(args, dict):
+            return args
+        suffix = self._ids(call_id)
+        return {**args, RESERVED: {"plannerRunId": f"{self.run_id}.plan.{suffix}",
+                                   "subRunId": f"{self.run_id}.sub.{suffix}",
+                                   "callId": call_id}}
 
     # -- planning and running -------------------------------------------------------------
 
@@ -275,11 +320,9 @@ def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
     for event in events:
         payload = event.payload
         call_id = str(payload.get("callId"))
-        args = payload.get("args")
-        if event.type == "harness.tool_call.started" and isinstance(args, dict) \
-                and "subRunId" in args:
-            rows[call_id] = {"runId": args["subRunId"], "callId": call_id,
-                             "status": "running"}
+        sub_run = reserved_ids(payload.get("args")).get("subRunId")
+        if event.type == "harness.tool_call.started" and sub_run is not None:
+            rows[call_id] = {"runId": sub_run, "callId": call_id, "status": "running"}
         elif call_id in rows and event.type == "harness.tool_call.succeeded":
             result = payload.get("result") or {}
             rows[call_id]["status"] = result.get("status", "completed")

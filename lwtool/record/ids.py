@@ -32,3 +32,18 @@ def short_hash(value: Any) -> str:
     WorkflowVersion id) use RFC 8785 instead, in lwtool.canonical.
     """
     return "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
+
+
+RESERVED = "$lwtool"  # where a typed workflow tool's call logs the ids it reserved
+
+
+def reserved_ids(args: Any) -> dict[str, str]:
+    """The run ids a tool call reserved in its logged arguments (`subRunId`,
+    `plannerRunId`): at the top for the orchestrator's tools, under RESERVED for a
+    workflow offered as a tool of its own."""
+    if not isinstance(args, dict):
+        return {}
+    nested = args.get(RESERVED)
+    found = {**args, **nested} if isinstance(nested, dict) else args
+    return {key: found[key] for key in ("subRunId", "plannerRunId")
+            if isinstance(found.get(key), str)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwtool.record.ids import reserved_ids
 from lwtool.record.report import (
     add_usage,
     empty_totals,
@@ -54,11 +55,9 @@ def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
     """A pipeline run, the planner sessions and sub-runs its calls reserved, in order."""
     runs = [("orchestrator", run_id)]
     for event in world.events(run_id, [_TOOL_STARTED]):
-        args = event.payload.get("args")
-        if not isinstance(args, dict):
-            continue
+        ids = reserved_ids(event.payload.get("args"))
         for key, role in (("plannerRunId", "planner"), ("subRunId", "worker")):
-            found = args.get(key)
+            found = ids.get(key)
             if isinstance(found, str) and (role, found) not in runs and _exists(world, found):
                 runs.append((role, found))  # a fixed plan reserved a planner run it never made
     return runs

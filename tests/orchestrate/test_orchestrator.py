@@ -234,3 +234,42 @@ def test_the_inspector_and_the_trace_link_a_pipeline_run_with_its_sub_runs(
     assert by_id[sub_root.parent.span_id].name == "execute_tool start_workflow"
     assert len({s.context.trace_id for s in found}) == 1  # one trace for the pipeline
     world.close()
+
+
+def test_create_harness_offers_each_workflow_as_a_typed_tool(folder: Path) -> None:
+    import lwtool
+
+    square = lwtool.define_workflow(
+        "square", description="Squares n.", input={"type": "object", "required": ["n"],
+                                                   "properties": {"n": {"type": "integer"}}},
+        tools=["double"], planner={"plan": str(folder / "double.lwir.yaml")})
+    double = lwtool.as_harness_workflow(lwtool.load_definition(folder / "double.definition.yaml"))
+    assert (double.name, double.description) == ("double", "Doubles a number.")
+    assert double.parameters["required"] == ["n"]
+    seen: list[Any] = []
+
+    def answer(messages: list[dict[str, Any]]) -> str:
+        seen.extend(json.loads(m["content"]) for m in messages[-3:])
+        return "ok"
+
+    model = lwtool.ScriptedModel([{"toolCalls": [
+        {"name": "double", "arguments": {"n": 2}}, {"name": "double", "arguments": {"n": 5}},
+        {"name": "square", "arguments": {"n": 3}}]}, answer])
+    agent = lwtool.create_harness(workflows=[double, square], model=model,
+                                  system="Use the workflows.", max_concurrent_sub_runs=2)
+    world = local_world(folder / "data")
+    result = asyncio.run(agent.run({"task": "numbers"}, world=world,
+                                   tools=Doubler().registry(), run_id="agent"))
+    assert result["status"] == "completed" and result["output"] == "ok"
+    assert [s["output"] for s in seen] == [{"value": 4}, {"value": 10}, {"value": 6}]
+    assert [s["runId"] for s in result["subRuns"]] == ["agent.sub.0.0", "agent.sub.0.1",
+                                                       "agent.sub.0.2"]
+    request = json.loads(world.events("agent", ["harness.model.called"])[0].payload[
+        "request"]["messages"][-1]["content"])
+    assert request == {"task": "numbers"}
+    tools = world.events("agent", ["harness.model.called"])[0].payload["request"]["tools"]
+    offered = {t["function"]["name"]: t["function"] for t in tools}
+    assert offered["double"]["parameters"]["required"] == ["n"]
+    assert "plan_workflow" not in offered
+    started = world.events("agent", ["harness.tool_call.started"])[0].payload["args"]
+    assert started["n"] == 2 and started["$lwtool"]["subRunId"] == "agent.sub.0.0"
