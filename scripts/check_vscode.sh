@@ -25,11 +25,12 @@ names = set(vsix.namelist())
 manifest = json.loads(vsix.read("extension/package.json"))
 main = "extension/" + manifest["main"].removeprefix("./")
 wanted = {main, "extension/package.json", "extension/LICENSE.txt",
-          "extension/schemas/lwir.schema.json", "extension/schemas/definition.schema.json"}
+          "extension/schemas/lwir.schema.json", "extension/schemas/definition.schema.json",
+          "extension/schemas/pipeline.schema.json"}
 problems = [f"missing {name}" for name in sorted(wanted - names)]
 problems += [f"should not be packed: {name}" for name in sorted(names)
              if "/node_modules/" in name or name.startswith("extension/src/")]
-for schema in ("lwir", "definition"):
+for schema in ("lwir", "definition", "pipeline"):
     packed = f"extension/schemas/{schema}.schema.json"
     if packed in names and vsix.read(packed) != Path(f"schemas/{schema}.schema.json").read_bytes():
         problems.append(f"{packed} differs from schemas/{schema}.schema.json")

@@ -273,3 +273,17 @@ def test_create_harness_offers_each_workflow_as_a_typed_tool(folder: Path) -> No
     assert "plan_workflow" not in offered
     started = world.events("agent", ["harness.tool_call.started"])[0].payload["args"]
     assert started["n"] == 2 and started["$lwtool"]["subRunId"] == "agent.sub.0.0"
+
+
+def test_a_sub_runs_roles_see_the_orchestrators_scratch(tmp_path: Path) -> None:
+    from lwtool.harness.workspace import StepWorkspace
+
+    space = StepWorkspace(tmp_path, "pipe.sub.1.0", "twice", planner_run_id="pipe.plan.0.0",
+                          pipeline_run="pipe")
+    mounts = {m.target: (m.source.relative_to(tmp_path).as_posix(), m.writable)
+              for m in space.mounts()}
+    assert mounts["/mnt/scratch/own"] == ("runs/pipe/sub-runs/pipe.sub.1.0/steps/twice/"
+                                          "scratch", True)
+    assert mounts["/mnt/scratch/from-orchestrator"] == ("runs/pipe/scratch", False)
+    assert mounts["/mnt/scratch/from-planner"] == (
+        "runs/pipe/sub-runs/pipe.plan.0.0/scratch", False)

@@ -24,7 +24,8 @@ def _properties(node: Any, defs: dict[str, Any], path: str = "#") -> Iterator[tu
             yield from _properties(value, defs, f"{path}/{index}")
 
 
-@pytest.mark.parametrize("name", ["lwir.schema.json", "definition.schema.json"])
+@pytest.mark.parametrize("name", ["lwir.schema.json", "definition.schema.json",
+                                  "pipeline.schema.json"])
 def test_every_property_has_a_description(name: str) -> None:
     schema = load_schema(name)
     defs = schema.get("$defs", {})

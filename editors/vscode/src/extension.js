@@ -13,10 +13,10 @@ function activate(context) {
   const clientOptions = {
     // The files stay YAML and JSON documents (their highlighting, and the schemas
     // contributed through yamlValidation/jsonValidation, keep working); the server
-    // attaches to LWIR, workflow and definition files among them.
+    // attaches to LWIR, workflow, definition and pipeline files among them.
     documentSelector: [
-      { scheme: "file", language: "yaml", pattern: "**/*.{lwir,workflow,definition}.{yaml,yml}" },
-      { scheme: "file", language: "json", pattern: "**/*.{lwir,workflow,definition}.json" },
+      { scheme: "file", language: "yaml", pattern: "**/*.{lwir,workflow,definition,pipeline}.{yaml,yml}" },
+      { scheme: "file", language: "json", pattern: "**/*.{lwir,workflow,definition,pipeline}.json" },
     ],
   };
   client = new LanguageClient("lwtool", "lwtool", serverOptions, clientOptions);
