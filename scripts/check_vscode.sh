@@ -43,5 +43,5 @@ for contribution in ("yamlValidation", "jsonValidation"):
 if problems:
     sys.exit("check_vscode: " + "; ".join(problems))
 print(f"check_vscode: {sys.argv[1].rsplit('/', 1)[1]} holds {len(names)} files: the bundled "
-      "client, both schemas, the manifest and the license")
+      "client, the schemas, the manifest and the license")
 PY
