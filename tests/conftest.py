@@ -89,6 +89,63 @@ def durability(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The PostgreSQL server of the session (tests/fixtures/postgres.py)."""
+    from tests.fixtures.postgres import postgres_server as server
+
+    with server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A database of the test's own (dropped after it)."""
+    from tests.fixtures.postgres import database
+
+    with database(postgres_server) as url:
+        yield url
+
+
+class Worlds:
+    """Where the `lwtool` commands a test starts keep their runs: the local data dir
+    they are given, or (PostgreSQL) a database of their own per data dir, so a test
+    that uses several data dirs keeps them apart as it does locally."""
+
+    def __init__(self, kind: str, server: str | None) -> None:
+        self.kind, self.server = kind, server
+        self._open: dict[str, Any] = {}
+
+    def env(self, data_dir: Path) -> dict[str, str]:
+        """LWTOOL_WORLD for commands on `data_dir` (nothing for the local world)."""
+        if self.server is None:
+            return {}
+        key = str(data_dir)
+        if key not in self._open:
+            from tests.fixtures.postgres import database
+
+            manager = database(self.server)
+            self._open[key] = (manager, manager.__enter__())
+        return {"LWTOOL_WORLD": self._open[key][1]}
+
+    def close(self) -> None:
+        for manager, _ in self._open.values():
+            manager.__exit__(None, None, None)
+
+
+@pytest.fixture(params=["local", "postgres"])
+def world_kind(request: pytest.FixtureRequest,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[Worlds]:
+    """Run the test once per world; its commands take LWTOOL_WORLD from
+    `world_kind.env(data_dir)` (tests/runtime/test_kill_and_replay.py)."""
+    monkeypatch.delenv("LWTOOL_WORLD", raising=False)
+    server = request.getfixturevalue("postgres_server") if request.param == "postgres" \
+        else None
+    worlds = Worlds(str(request.param), server)
+    yield worlds
+    worlds.close()
+
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.inspect import open_run
+from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, open_world, say
+from lwtool.cli.runtime_options import fail, open_world, say, use_world
 
 
 def export_otel(
@@ -24,9 +25,11 @@ def export_otel(
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait "
                                            "for the collector.")] = 10.0,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
 ) -> None:
     """Export a run as OpenTelemetry traces: spans for the run, parallel groups and
     branches, step attempts, and model and tool calls (GenAI semantic conventions)."""
+    use_world(world_url)
     if endpoint is not None and file is not None:
         raise fail("give --endpoint or --file, not both")
     from lwtool.observe.otel import send, spans, write

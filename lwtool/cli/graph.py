@@ -11,9 +11,10 @@ import typer
 from lwtool.cli import exit_codes
 from lwtool.cli.canon import compiled_or_exit
 from lwtool.cli.inspect import run_events
-from lwtool.cli.options import GraphFormat
+from lwtool.cli.options import GraphFormat, WorldOption
 from lwtool.cli.render import error
 from lwtool.cli.run import DataDir
+from lwtool.cli.runtime_options import use_world
 
 
 def graph(
@@ -24,8 +25,10 @@ def graph(
     run: Annotated[str | None, typer.Option("--run", help="Colour each step by its status "
                                             "in this run, with visit counts.")] = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
 ) -> None:
     """Print the workflow as a graph: needs and decision edges, loops, parallel groups."""
+    use_world(world_url)
     from lwtool import graph as workflow_graph
     from lwtool.validate.context import Context
 

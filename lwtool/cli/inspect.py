@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
+from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import AsJson, DataDir
-from lwtool.cli.runtime_options import fail, has_store, open_world
+from lwtool.cli.runtime_options import fail, has_store, open_world, use_world
 
 
 def _stamp(at: float) -> str:
@@ -48,9 +49,11 @@ def events(
     caller: Annotated[str | None, typer.Option("--caller", help="Tool calls by 'model' "
                                                "or 'code'.")] = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Print a run's events in commit order, one a line."""
+    use_world(world_url)
     if caller is not None and caller not in ("model", "code"):
         raise fail(f"--caller takes model or code, not '{caller}'")
     selected = []
@@ -83,11 +86,13 @@ def events(
 def report(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Tokens and costUsd per step, per role (worker steps, planner sessions, an outer
     loop's supervisor) and per run with the runs it stands on (costUsd null = unpriced,
     not free)."""
+    use_world(world_url)
     from lwtool.record.report import failed_branches, usage_report
     from lwtool.record.rollup import rolled_usage
     from lwtool.world.base import WorldError
@@ -136,8 +141,10 @@ def report(
                                  f"{branch['failedStepPath']}: {branch['message']}"))
 
 
-def runs(data_dir: DataDir = Path(".little-workflow"), as_json: AsJson = False) -> None:
+def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = None,
+         as_json: AsJson = False) -> None:
     """List the runs in the data dir with status and timestamps."""
+    use_world(world_url)
     if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
         return

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
+
+import typer
 
 
 class Format(StrEnum):
@@ -19,3 +22,10 @@ class Durability(StrEnum):
 class GraphFormat(StrEnum):
     mermaid = "mermaid"
     dot = "dot"
+
+
+WorldOption = Annotated[str | None, typer.Option(
+    "--world", envvar="LWTOOL_WORLD",
+    help="Where runs live: postgresql://USER@HOST/DB (the PostgreSQL world, `pip install "
+    "'lwtool[postgres]'`; memory and scratch stay in --data-dir), or a local data dir "
+    "(a path or file:PATH). Default: the local world in --data-dir.")]

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from lwtool.cli import exit_codes
+from lwtool.cli.options import WorldOption
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.run import AsJson, DataDir, Models, Quiet, StepTimeout, Tools, execute
 from lwtool.cli.runtime_options import (
@@ -21,6 +22,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     read_json_or_yaml,
     say,
+    use_world,
 )
 
 
@@ -31,6 +33,7 @@ def orchestrate(
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the pipeline run's "
                                                 "id (an existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
@@ -38,6 +41,7 @@ def orchestrate(
     quiet: Quiet = False,
 ) -> None:
     """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs."""
+    use_world(world_url)
     from lwtool.orchestrate.api import orchestrate as run_pipeline
     from lwtool.orchestrate.pipeline import load_pipeline
     from lwtool.record.ids import new_run_id

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lwtool.cli.options import WorldOption
 from lwtool.cli.run import (
     AsJson,
     DataDir,
@@ -27,6 +28,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     read_json_or_yaml,
     say,
+    use_world,
 )
 
 
@@ -38,12 +40,14 @@ def plan(
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="The planner session's run "
                                                 "id (an existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
     as_json: AsJson = False,
 ) -> None:
     """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
+    use_world(world_url)
     from lwtool.planner.api import definition_models, plan_definition
     from lwtool.record.ids import new_run_id
     from lwtool.world.base import check_run_id

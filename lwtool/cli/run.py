@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import Durability
+from lwtool.cli.options import Durability, WorldOption
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.runtime_options import (
     fail,
@@ -24,6 +24,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     read_json_or_yaml,
     say,
+    use_world,
     with_code_timeout,
 )
 from lwtool.planner.api import definition_durability, definition_models, workspace_of
@@ -65,6 +66,7 @@ def run(
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the run id (an "
                                                 "existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
@@ -76,6 +78,7 @@ def run(
     quiet: Quiet = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
+    use_world(world_url)
     if run_id is not None:
         from lwtool.world.base import check_run_id
 
@@ -148,6 +151,7 @@ def replay(
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -159,6 +163,7 @@ def replay(
         "since it started (recorded as a CapabilityDriftAccepted event).")] = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
+    use_world(world_url)
     registry = load_tool_registry(tools)
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None

@@ -113,26 +113,63 @@ def load_callable(spec: str, relative_to: Path | None, what: str) -> Any:
     return value
 
 
+_world_url: str | None = None  # this command's --world (one command per process)
+
+
+def use_world(url: str | None) -> None:
+    """Where this command's runs live (its --world / LWTOOL_WORLD)."""
+    global _world_url
+    _world_url = url or None
+
+
+def postgres_url() -> str | None:
+    """The PostgreSQL URL this command was pointed at, if it was."""
+    url = _world_url
+    return url if url and url.startswith(("postgresql://", "postgres://")) else None
+
+
+def _local_dir(data_dir: Path) -> Path:
+    """The local data dir: --world as a path or file:PATH, else --data-dir."""
+    url = _world_url
+    if url and postgres_url() is None:
+        return Path(url.removeprefix("file://").removeprefix("file:"))
+    return data_dir
+
+
 def has_store(data_dir: Path) -> bool:
     """Whether `data_dir` holds an event store; True when that cannot be told (another
-    user's folder): opening it then says exactly why it cannot be used."""
+    user's folder, a PostgreSQL world): opening it then says exactly why it cannot be
+    used."""
+    if postgres_url() is not None:
+        return True
     try:
-        return (data_dir / "events" / "events.db").exists()
+        return (_local_dir(data_dir) / "events" / "events.db").exists()
     except OSError:
         return True
 
 
 def open_world(data_dir: Path, must_exist: bool = False, durability: str = "strict",
-               max_concurrent_steps: int | None = None) -> Any:
-    """The local world at `data_dir`; `durability` is the default of what it starts."""
+               max_concurrent_steps: int | None = None, read_only: bool = False) -> Any:
+    """The world this command was pointed at (--world), else the local world at
+    `data_dir`; `durability` is the default of what it starts."""
     from lwtool.world.base import WorldError
     from lwtool.world.local import DEFAULT_MAX_CONCURRENT_STEPS, LocalWorld
 
-    if must_exist and not has_store(data_dir):
-        raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
+    url = postgres_url()
     try:
+        if url is not None:
+            try:
+                from lwtool.world.postgres import PostgresWorld
+            except ImportError:
+                raise fail("the PostgreSQL world needs the postgres extra: pip install "
+                           "'lwtool[postgres]'") from None
+            return PostgresWorld(url, data_dir, max_concurrent_steps
+                                 or DEFAULT_MAX_CONCURRENT_STEPS, durability)
+        data_dir = _local_dir(data_dir)
+        if must_exist and not has_store(data_dir):
+            raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
         return LocalWorld(data_dir, max_concurrent_steps or DEFAULT_MAX_CONCURRENT_STEPS,
-                          durability)
+                          durability, read_only=read_only)
     except WorldError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:

@@ -8,28 +8,30 @@ from typing import Annotated
 
 import typer
 
+from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, has_store, say
+from lwtool.cli.runtime_options import fail, has_store, open_world, say, use_world
 
 HOST = "127.0.0.1"  # never another interface: the runs hold inputs, prompts and outputs
 
 
 def ui(
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port on "
                                       "127.0.0.1 (0: any free one).")] = 8765,
 ) -> None:
     """Serve a read-only web inspector of the data dir's runs on 127.0.0.1."""
+    use_world(world_url)
     if not has_store(data_dir):
         raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")
     import uvicorn
 
     from lwtool.ui.app import create_app
     from lwtool.world.base import WorldError
-    from lwtool.world.local import LocalWorld
 
     try:
-        world = LocalWorld(data_dir, read_only=True)
+        world = open_world(data_dir, must_exist=True, read_only=True)
     except WorldError as exc:
         raise fail(str(exc)) from None
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

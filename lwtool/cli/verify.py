@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from lwtool.cli import exit_codes
+from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import AsJson, DataDir
-from lwtool.cli.runtime_options import fail, open_world
+from lwtool.cli.runtime_options import fail, open_world, use_world
 
 
 def verify(
@@ -19,10 +20,12 @@ def verify(
     clean: Annotated[bool, typer.Option("--clean", help="Delete orphan temp files left "
                                         "by killed writers.")] = False,
     data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Verify event hash chains, WorkflowVersion ids and artifact hashes; exit 1 when
     anything is damaged (orphan temp files are only warnings)."""
+    use_world(world_url)
     from lwtool.world import verify as check
     from lwtool.world.base import RunNotFound, WorldError
 

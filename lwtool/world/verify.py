@@ -1,4 +1,5 @@
-"""`lwtool verify`: check a local data dir end to end, without changing it.
+"""`lwtool verify`: check a data dir (or a PostgreSQL world) end to end, without
+changing it.
 
 For each run: its event log's hash chain and head, its stored input, its WorkflowVersion
 against its id, every artifact its events name against its content hash. For the whole
@@ -52,8 +53,9 @@ class Verification:
                 "problems": [asdict(p) for p in self.problems], "removed": self.removed}
 
 
-def verify(world: LocalWorld, run_id: str | None = None, clean: bool = False) -> Verification:
-    """Check one run (raises RunNotFound) or, with no `run_id`, the whole data dir."""
+def verify(world: Any, run_id: str | None = None, clean: bool = False) -> Verification:
+    """Check one run (raises RunNotFound) or, with no `run_id`, the whole data dir (a
+    local world's, or a PostgreSQL world's tables)."""
     result = Verification()
     records = [world.get_run(run_id)] if run_id else _records(world, result)
     checked: set[str] = set()  # artifact refs and version ids, each checked once
@@ -63,7 +65,8 @@ def verify(world: LocalWorld, run_id: str | None = None, clean: bool = False) ->
     if run_id is None:
         _check_versions(world, result, checked)
         _check_inline_artifacts(world, result, checked)
-        _check_files(world, result, checked, clean)
+        if isinstance(world, LocalWorld):  # a PostgreSQL world keeps no files
+            _check_files(world, result, checked, clean)
     result.artifacts = sum(ref.startswith("artifact://") for ref in checked)
     result.versions = len(checked) - result.artifacts
     return result

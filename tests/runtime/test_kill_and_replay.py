@@ -11,20 +11,31 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, Worlds, run_cli
 
 HERE = Path(__file__).parent
 TOOLS = f"{HERE / 'side_effects.py'}:tools"
-# Every kill here runs in both durability modes (tests/conftest.py: durability).
+# Every kill here runs in both durability modes and in both worlds, local and
+# PostgreSQL (tests/conftest.py: durability, world_kind).
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("durability")]
+_WORLDS: list[Worlds] = []
+
+
+@pytest.fixture(autouse=True)
+def _each_world(world_kind: Worlds) -> Iterator[None]:
+    _WORLDS.append(world_kind)
+    yield
+    _WORLDS.remove(world_kind)
 
 
 def _env(work: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **extra}
+    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **_WORLDS[-1].env(work / "data"),
+            **extra}
 
 
 def _calls(work: Path) -> Counter[str]:
@@ -85,7 +96,7 @@ def test_kill_during_a_step(tmp_path: Path, durability: str) -> None:
     result = _replay(work, "run_chain", LWTOOL_DURABILITY="strict" if durability == "process"
                      else "process")  # replay keeps the run's own mode whatever it is told
     started = run_cli("events", "run_chain", "--data-dir", str(work / "data"), "--json",
-                      "--type", "RunStarted").stdout
+                      "--type", "RunStarted", env=_env(work)).stdout
     assert json.loads(started)["payload"]["durability"] == durability
     assert result["output"] == _uninterrupted(tmp_path, "chain.lwir.yaml", {"seed": "s"})
     assert result["output"] == {"key": "d", "value": "s-b-c-d"}
@@ -117,7 +128,7 @@ def test_kill_in_the_middle_of_a_parallel_group(tmp_path: Path) -> None:
     before = _calls(work)
     committed = {json.loads(line)["stepPath"] for line in run_cli(
         "events", "run_fan", "--data-dir", str(work / "data"), "--json", "--type",
-        "StepCompleted").stdout.splitlines()}
+        "StepCompleted", env=_env(work)).stdout.splitlines()}
     assert {"each[i0].work", "each[i1].work", "each[i2].work"} <= committed
     assert "each[i3].work" not in committed
     result = _replay(work, "run_fan")
@@ -149,7 +160,7 @@ def test_kill_during_visit_2_of_a_loop(tmp_path: Path) -> None:
                                     "publish:publish": 1})
     paths = [json.loads(line)["stepPath"] for line in run_cli(
         "events", "run_loop", "--data-dir", str(work / "data"), "--json", "--type",
-        "StepCompleted").stdout.splitlines()]
+        "StepCompleted", env=_env(work)).stdout.splitlines()]
     assert paths == ["improve.visit[0]", "check.visit[0]", "again.visit[0]",
                      "improve.visit[1]", "check.visit[1]", "again.visit[1]",
                      "improve.visit[2]", "check.visit[2]", "again.visit[2]", "publish"]
@@ -191,10 +202,10 @@ def test_kill_after_a_model_reply_does_not_pay_for_it_again(tmp_path: Path) -> N
     replay = run_cli("replay", "run_ask", *common, "--json", env=_env(work))
     assert replay.returncode == 0, replay.stderr
     called = run_cli("events", "run_ask", "--data-dir", data, "--type", "harness.model.called",
-                     "--json").stdout.splitlines()
+                     "--json", env=_env(work)).stdout.splitlines()
     assert [json.loads(line)["stepPath"] for line in called] == ["first", "second"]
     completed = run_cli("events", "run_ask", "--data-dir", data, "--type", "StepCompleted",
-                        "--json").stdout.splitlines()
+                        "--json", env=_env(work)).stdout.splitlines()
     assert len(completed) == 2
     assert json.loads(replay.stdout)["usage"]["unpricedCalls"] == 2
 
@@ -202,7 +213,7 @@ def test_kill_after_a_model_reply_does_not_pay_for_it_again(tmp_path: Path) -> N
 def _completed_paths(work: Path, run_id: str) -> list[str]:
     return [json.loads(line)["stepPath"] for line in run_cli(
         "events", run_id, "--data-dir", str(work / "data"), "--json", "--type",
-        "StepCompleted").stdout.splitlines()]
+        "StepCompleted", env=_env(work)).stdout.splitlines()]
 
 
 def test_kill_with_multi_step_branches_keeps_each_branch_contribution(tmp_path: Path) -> None:
@@ -299,7 +310,8 @@ def test_ctrl_c_and_sigterm_print_one_line_and_leave_the_run_resumable(
     assert json.loads(out) == {"runId": "run_stop", "status": "interrupted",  # --json
                                "causeCode": "cancelled",
                                "resume": "resume it with `lwtool replay run_stop`"}
-    events = run_cli("events", "run_stop", "--data-dir", str(work / "data"), "--json")
+    events = run_cli("events", "run_stop", "--data-dir", str(work / "data"), "--json",
+                     env=_env(work))
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     assert "RunFailed" not in types and "RunCompleted" not in types  # nothing false
     result = _replay(work, "run_stop")

@@ -1,0 +1,386 @@
+"""The PostgreSQL world: the World and InspectedWorld protocols over one database, for
+runs that outgrow one machine (`lwtool.postgres_world(url)`, `--world postgresql://`).
+
+Versions, runs, events (keyed by run and seq, hash-chained as in the local world: the
+same `lwtool.world.chain`) and artifacts (in 1 MiB `bytea` chunks) are tables of the
+schema `lwtool` (lwtool/world/postgres_schema.py). A commit is one transaction; strict
+durability commits with `synchronous_commit = on`, process durability with `off` (a
+killed lwtool process loses nothing either way: the server holds the commit; only a
+crash of the server may lose the last `off` commits). A run's lock is a session-level
+advisory lock held on a connection of its own: the server drops it when the holding
+process dies, so a killed run can be resumed at once from any machine. Memory stores,
+scratch and skills stay files in `data_dir` on the machine that runs a session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from lwtool.canonical.compact import dumps_text, loads
+from lwtool.world.base import (
+    DEFAULT_DURABILITY,
+    ArtifactMissing,
+    Event,
+    NewEvent,
+    RunLocked,
+    RunNotFound,
+    RunRecord,
+    StoreDamaged,
+    StoreUnavailable,
+    WorldError,
+    check_durability,
+    check_run_id,
+)
+from lwtool.world.chain import GENESIS, chain_break, event_hash
+from lwtool.world.local_artifacts import ARTIFACT_REF
+from lwtool.world.local_events import MAX_SEQ, payload
+
+CHUNK = 1024 * 1024
+DEFAULT_DATA_DIR = ".little-workflow"
+DEFAULT_MAX_CONCURRENT_STEPS = 32
+_RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
+
+
+def where(url: str) -> str:
+    """The server a URL names, for messages (never its password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "the local socket"
+    return f"{host}:{parts.port or 5432}{parts.path or ''}"
+
+
+class PostgresWorld:
+    """The World over PostgreSQL; `data_dir` holds what stays per machine (memory,
+    scratch, skills cache)."""
+
+    def __init__(self, url: str, data_dir: str | Path = DEFAULT_DATA_DIR,
+                 max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
+                 durability: str = DEFAULT_DURABILITY, pool_size: int = 8) -> None:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        from lwtool.world.postgres_schema import migrate
+
+        if max_concurrent_steps < 1:
+            raise ValueError("max_concurrent_steps must be at least 1")
+        self.url = url
+        self.data_dir = Path(data_dir)
+        self.max_concurrent_steps = max_concurrent_steps
+        self.durability = check_durability(durability)
+        self.read_only = False
+        self._where = where(url)
+        try:
+            first = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
+                                   f"{_reason(exc)}") from None
+        try:
+            migrate(first)
+        except RuntimeError as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: {exc}") from None
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._where} refused lwtool's schema: "
+                                   f"{_reason(exc)}") from None
+        finally:
+            first.close()
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
+                                    kwargs={"autocommit": True}, timeout=30)
+        self._lock_conns: dict[str, Any] = {}
+        self._guard = threading.Lock()
+
+    # -- connections ------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, durable: bool = True) -> Iterator[Any]:
+        import psycopg
+
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                if not durable:
+                    conn.execute("SET LOCAL synchronous_commit = off")
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        import psycopg
+
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql, args).fetchall()
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
+
+    # -- versions ---------------------------------------------------------------------
+
+    def register_version(self, version_id: str, lwir: dict[str, Any],
+                         durable: bool = True, canonical: str | None = None) -> None:
+        from lwtool.canonical.jcs import canonical_text
+
+        if self._read("SELECT 1 FROM lwtool.versions WHERE version_id = %s", (version_id,)):
+            return
+        text = canonical if canonical is not None else canonical_text(lwir)
+        with self._tx(durable) as conn:
+            conn.execute("INSERT INTO lwtool.versions VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (version_id, text))
+
+    def get_version(self, version_id: str) -> dict[str, Any] | None:
+        from lwtool.canonical.digest import sha256_of_bytes, workflow_version_id
+
+        rows = self._read("SELECT lwir FROM lwtool.versions WHERE version_id = %s",
+                          (version_id,))
+        if not rows:
+            return None
+        text = rows[0][0]
+        try:
+            lwir: dict[str, Any] = loads(text)
+            intact = (sha256_of_bytes(text.encode("utf-8")) == version_id
+                      or workflow_version_id(lwir) == version_id)
+        except (ValueError, TypeError):
+            intact = False
+        if not intact:
+            raise StoreDamaged(f"WorkflowVersion {version_id} in {self._where} is damaged "
+                               "(its LWIR no longer hashes to its id)")
+        return lwir
+
+    def version_ids(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT version_id FROM lwtool.versions "
+                                         "ORDER BY version_id")]
+
+    # -- runs and events --------------------------------------------------------------
+
+    def create_run(self, run_id: str, version_id: str, run_input: Any, options: dict[str, Any],
+                   first_events: Sequence[NewEvent], durable: bool = True) -> list[Event]:
+        import psycopg
+
+        now = time.time()
+        check_run_id(run_id)
+        try:
+            with self._tx(durable) as conn:
+                conn.execute(f"INSERT INTO lwtool.runs ({_RUN_COLUMNS}) VALUES "
+                             "(%s, %s, 'running', %s, %s, %s, %s)",
+                             (run_id, version_id, now, now, dumps_text(run_input),
+                              dumps_text(options)))
+                return self._insert(conn, run_id, (0, GENESIS), first_events, None, now)
+        except psycopg.errors.UniqueViolation:
+            raise WorldError(f"run {run_id} already exists") from None
+
+    def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
+               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
+        with self._tx(durable) as conn:
+            for ref, data in artifacts:
+                self._put(conn, ref, data)
+            row = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE run_id = %s "
+                               "FOR UPDATE", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(f"no run {run_id}")
+            return self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
+                                time.time())
+
+    @staticmethod
+    def _insert(conn: Any, run_id: str, head: tuple[int, str], events: Sequence[NewEvent],
+                status: str | None, now: float) -> list[Event]:
+        seq, prev = head
+        if seq + len(events) > MAX_SEQ:
+            raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
+        out, rows = [], []
+        for event in events:
+            seq += 1
+            text = dumps_text(event.payload)
+            prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
+            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+            rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+        if rows:
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO lwtool.events VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                                rows)
+        conn.execute("UPDATE lwtool.runs SET last_seq = %s, last_hash = %s, updated_at = %s, "
+                     "status = coalesce(%s, status) WHERE run_id = %s",
+                     (seq, prev, now, status, run_id))
+        return out
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self._read(f"SELECT {_RUN_COLUMNS} FROM lwtool.runs WHERE run_id = %s",
+                          (run_id,))
+        if not rows:
+            raise RunNotFound(f"no run {run_id} in {self._where}")
+        return _record(rows[0])
+
+    def list_runs(self) -> list[RunRecord]:
+        return [_record(r) for r in self._read(f"SELECT {_RUN_COLUMNS} FROM lwtool.runs "
+                                               "ORDER BY created_at, run_id")]
+
+    def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
+        """A run's events in commit order (only those of `types`); the whole log is
+        verified against its hash chain first, as the local world does."""
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            head = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE "
+                                "run_id = %s", (run_id,)).fetchone()
+            rows = conn.execute("SELECT seq, type, step_path, payload, at, hash FROM "
+                                "lwtool.events WHERE run_id = %s ORDER BY seq",
+                                (run_id,)).fetchall()
+        if head is None:
+            return []
+        broken = chain_break(run_id, rows, int(head[0]), str(head[1]))
+        if broken:
+            raise StoreDamaged(f"run {run_id}: the event log is damaged: {broken}")
+        wanted = set(types) if types else None
+        try:
+            return [Event(r[0], run_id, r[1], payload(r[3], r[5]), r[2], r[4]) for r in rows
+                    if wanted is None or r[1] in wanted]
+        except ValueError as exc:
+            raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
+
+    # -- artifacts --------------------------------------------------------------------
+
+    @staticmethod
+    def _put(conn: Any, ref: str, data: bytes) -> None:
+        """Store `data` under `ref` (nothing when it is there already)."""
+        added = conn.execute("INSERT INTO lwtool.artifacts VALUES (%s, %s) ON CONFLICT DO "
+                             "NOTHING RETURNING ref", (ref, len(data))).fetchone()
+        if added is None:
+            return
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO lwtool.artifact_chunks VALUES (%s, %s, %s)",
+                            [(ref, n, data[start:start + CHUNK]) for n, start in
+                             enumerate(range(0, max(len(data), 1), CHUNK))])
+
+    async def put_artifact(self, data: bytes, durable: bool = True) -> str:
+        ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+        with self._tx(durable) as conn:
+            self._put(conn, ref, data)
+        return ref
+
+    async def get_artifact(self, ref: str) -> bytes:
+        if not ARTIFACT_REF.fullmatch(ref):
+            raise StoreDamaged(f"{ref!r} is not an artifact address of this store")
+        rows = self._read("SELECT data FROM lwtool.artifact_chunks WHERE ref = %s ORDER BY n",
+                          (ref,))
+        if not rows:
+            raise ArtifactMissing(f"artifact {ref} is missing from {self._where}")
+        data = b"".join(bytes(r[0]) for r in rows)
+        if hashlib.sha256(data).hexdigest() != ref.removeprefix("artifact://sha256:"):
+            raise StoreDamaged(f"artifact {ref} in {self._where} is damaged (its content "
+                               "does not match its hash)")
+        return data
+
+    def inline_artifact_refs(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT ref FROM lwtool.artifacts ORDER BY ref")]
+
+    # -- locks ------------------------------------------------------------------------
+
+    @contextmanager
+    def lock_run(self, run_id: str) -> Iterator[None]:
+        """Hold the run's advisory lock on a connection of its own while executing it;
+        the server releases it when this process dies."""
+        import psycopg
+
+        check_run_id(run_id)
+        key = _lock_key(run_id)
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
+                                   f"{_reason(exc)}") from None
+        try:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if not (got and got[0]):
+                raise RunLocked(f"run {run_id} is being executed by another process")
+            conn.execute("SELECT set_config('application_name', %s, false)",
+                         (f"lwtool run {run_id} pid {os.getpid()}",))
+            yield
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- what the inspector reads -----------------------------------------------------
+
+    def runs_page(self, status: str | None, text: str | None, offset: int, limit: int
+                  ) -> tuple[int, list[RunRecord]]:
+        clauses, args = [], []
+        if status:
+            clauses.append("status = %s")
+            args.append(status)
+        if text:
+            clauses.append("(strpos(run_id, %s) > 0 OR strpos(version_id, %s) > 0)")
+            args += [text, text]
+        condition = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        total = self._read(f"SELECT count(*) FROM lwtool.runs {condition}", args)[0][0]
+        rows = self._read("SELECT run_id, version_id, status, created_at, updated_at FROM "
+                          f"lwtool.runs {condition} ORDER BY created_at DESC, run_id DESC "
+                          "LIMIT %s OFFSET %s", (*args, limit, offset))
+        return int(total), [RunRecord(r[0], r[1], r[2], r[3], r[4], None, {}) for r in rows]
+
+    def status_counts(self) -> dict[str, int]:
+        return {str(s): int(n) for s, n in
+                self._read("SELECT status, count(*) FROM lwtool.runs GROUP BY status")}
+
+    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not run_ids:
+            return {}
+        out: dict[str, list[str]] = {}
+        for run_id, text in self._read(
+                "SELECT run_id, payload FROM lwtool.events WHERE run_id = ANY(%s) AND "
+                "type = 'harness.model.responded'", (list(run_ids),)):
+            out.setdefault(str(run_id), []).append(str(text))
+        return out
+
+    def run_head(self, run_id: str) -> tuple[int, str] | None:
+        rows = self._read("SELECT last_seq, status FROM lwtool.runs WHERE run_id = %s",
+                          (run_id,))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def artifact_slice(self, ref: str, offset: int, length: int) -> tuple[bytes, int, bool]:
+        size_rows = self._read("SELECT size FROM lwtool.artifacts WHERE ref = %s", (ref,))
+        if not size_rows:
+            raise ArtifactMissing(f"artifact {ref} is missing from {self._where}")
+        size = int(size_rows[0][0])
+        first, last = offset // CHUNK, (offset + max(length, 1) - 1) // CHUNK
+        rows = self._read("SELECT data FROM lwtool.artifact_chunks WHERE ref = %s AND n "
+                          "BETWEEN %s AND %s ORDER BY n", (ref, first, last))
+        joined = b"".join(bytes(r[0]) for r in rows)
+        part = joined[offset - first * CHUNK:][:length]
+        whole = offset == 0 and len(part) == size
+        if whole and hashlib.sha256(part).hexdigest() != ref.removeprefix("artifact://sha256:"):
+            raise StoreDamaged(f"artifact {ref} is damaged (its content does not match its "
+                               "hash)")
+        return part, size, whole
+
+
+def postgres_world(url: str, data_dir: str | Path = DEFAULT_DATA_DIR,
+                   max_concurrent_steps: int = DEFAULT_MAX_CONCURRENT_STEPS,
+                   durability: str = DEFAULT_DURABILITY) -> PostgresWorld:
+    """`lwtool.postgres_world("postgresql://host/db")`: runs in PostgreSQL; memory,
+    scratch and skills stay in `data_dir` on each machine."""
+    return PostgresWorld(url, data_dir, max_concurrent_steps, durability)
+
+
+def _record(row: Any) -> RunRecord:
+    try:
+        return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
+                         payload(row[6], None))
+    except (ValueError, TypeError) as exc:
+        raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
+                           f"({exc})") from None
+
+
+def _lock_key(run_id: str) -> int:
+    """A run id as a signed 64-bit advisory lock key."""
+    return int.from_bytes(hashlib.sha256(f"lwtool-run:{run_id}".encode()).digest()[:8],
+                          "big", signed=True)
+
+
+def _reason(exc: Exception) -> str:
+    """A driver error as one line (the server's own words, without the DETAIL/HINT)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

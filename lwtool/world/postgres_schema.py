@@ -1,0 +1,76 @@
+"""The PostgreSQL world's schema and its migrations (docs/postgres.md describes it).
+
+Tables live in the schema `lwtool` of the database the URL names. `lwtool.meta` holds
+the schema version: migrations run in order on first use, in one transaction under an
+advisory lock (two processes starting at once migrate once); a database whose version
+is newer than this lwtool knows is refused, never written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION = 1
+MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+CREATE SCHEMA IF NOT EXISTS lwtool;
+CREATE TABLE lwtool.versions (
+  version_id text PRIMARY KEY,
+  lwir text NOT NULL
+);
+CREATE TABLE lwtool.runs (
+  run_id text PRIMARY KEY,
+  version_id text NOT NULL REFERENCES lwtool.versions (version_id),
+  status text NOT NULL,
+  created_at double precision NOT NULL,
+  updated_at double precision NOT NULL,
+  input text NOT NULL,
+  options text NOT NULL,
+  last_seq bigint NOT NULL DEFAULT 0,
+  last_hash text NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_created ON lwtool.runs (created_at, run_id);
+CREATE TABLE lwtool.events (
+  run_id text NOT NULL REFERENCES lwtool.runs (run_id),
+  seq bigint NOT NULL,
+  type text NOT NULL,
+  step_path text,
+  payload text NOT NULL,
+  at double precision NOT NULL,
+  hash text NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE lwtool.artifacts (
+  ref text PRIMARY KEY,
+  size bigint NOT NULL
+);
+CREATE TABLE lwtool.artifact_chunks (
+  ref text NOT NULL REFERENCES lwtool.artifacts (ref),
+  n integer NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (ref, n)
+);
+""",
+}
+
+
+def migrate(conn: Any) -> int:
+    """Bring the database to SCHEMA_VERSION; returns the version found before. Raises
+    RuntimeError for a database a newer lwtool migrated."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute("CREATE SCHEMA IF NOT EXISTS lwtool")
+        conn.execute("CREATE TABLE IF NOT EXISTS lwtool.meta (key text PRIMARY KEY, "
+                     "value text NOT NULL)")
+        row = conn.execute("SELECT value FROM lwtool.meta WHERE key = 'schema_version'"
+                           ).fetchone()
+        found = int(row[0]) if row else 0
+        if found > SCHEMA_VERSION:
+            raise RuntimeError(f"the database holds lwtool schema {found}, newer than this "
+                               f"lwtool knows ({SCHEMA_VERSION}): upgrade lwtool")
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            conn.execute(MIGRATIONS[version])
+            conn.execute("INSERT INTO lwtool.meta VALUES ('schema_version', %s) ON CONFLICT "
+                         "(key) DO UPDATE SET value = excluded.value", (str(version),))
+    return found
