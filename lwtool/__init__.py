@@ -19,6 +19,7 @@ _EXPORTS = {
     "LockedWorkflow": "lwtool.runtime.api",
     "WorkflowInvalid": "lwtool.runtime.api",
     "local_world": "lwtool.world.local",
+    "postgres_world": "lwtool.world.postgres",
     "lock_workflow": "lwtool.runtime.api",
     "replay_run": "lwtool.runtime.api",
     "run_definition": "lwtool.planner.api",

@@ -1,0 +1,117 @@
+"""The PostgreSQL world on a real server: a run through the CLI reads back like a local
+one (events, report, runs, verify, graph, export-otel, the inspector); a second process
+cannot take a run that is executing; an edited event is damage; a database a newer
+lwtool migrated is refused; an unreachable server is one line naming it, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lwtool.world.base import RunLocked, StoreDamaged, StoreUnavailable
+from lwtool.world.postgres import PostgresWorld
+from tests.conftest import ROOT, run_cli
+
+EXAMPLE = ["examples/refine-loop.lwir.yaml", "--input", "examples/inputs/refine-loop.json",
+           "--tools", "examples/tools.py:tools"]
+
+
+def test_a_run_in_postgres_reads_back_like_a_local_one(postgres_url: str,
+                                                       tmp_path: Path) -> None:
+    env = {"LWTOOL_WORLD": postgres_url}
+    local = run_cli("run", *EXAMPLE, "--data-dir", str(tmp_path / "data"), "--run-id", "r1",
+                    "--json")
+    ran = run_cli("run", *EXAMPLE, "--data-dir", str(tmp_path / "pg"), "--run-id", "r1",
+                  "--json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["output"] == json.loads(local.stdout)["output"]
+    assert not (tmp_path / "pg" / "events").exists()  # the runs live in the database
+    events = run_cli("events", "r1", "--json", env=env).stdout.splitlines()
+    local_events = run_cli("events", "r1", "--json", "--data-dir",
+                           str(tmp_path / "data")).stdout.splitlines()
+    assert [json.loads(e)["type"] for e in events] == \
+        [json.loads(e)["type"] for e in local_events]
+    assert run_cli("runs", env=env).stdout.startswith("r1  completed")
+    assert "intact" in run_cli("verify", env=env).stdout
+    assert run_cli("replay", "r1", "--json", "--tools", "examples/tools.py:tools",
+                   env=env).returncode == 0
+    otel = run_cli("export-otel", "r1", "--file", str(tmp_path / "spans.json"), env=env)
+    assert otel.returncode == 0, otel.stderr
+    assert "done ×3" in run_cli("graph", "examples/refine-loop.lwir.yaml", "--run", "r1",
+                                env=env).stdout
+
+
+def test_the_inspector_reads_a_postgres_run(postgres_url: str, tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from lwtool.ui.app import create_app
+
+    assert run_cli("run", *EXAMPLE, "--run-id", "r1", env={
+        "LWTOOL_WORLD": postgres_url}).returncode == 0
+    world = PostgresWorld(postgres_url, tmp_path)
+    with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+        assert "r1" in client.get("/").text
+        page = client.get("/runs/r1").text
+    assert "completed" in page and "improve" in page
+    world.close()
+
+
+def test_a_second_process_cannot_take_an_executing_run(postgres_url: str,
+                                                       tmp_path: Path) -> None:
+    world = PostgresWorld(postgres_url, tmp_path)
+    with world.lock_run("busy"):
+        probe = subprocess.run([sys.executable, "-c", (
+            "from lwtool.world.postgres import PostgresWorld\n"
+            "from lwtool.world.base import RunLocked\n"
+            f"w = PostgresWorld({postgres_url!r}, {str(tmp_path)!r})\n"
+            "try:\n    w.lock_run('busy').__enter__()\n"
+            "except RunLocked as e:\n    print('locked:', e)\n")],
+            cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert "locked: run busy is being executed by another process" in probe.stdout
+        with pytest.raises(RunLocked):
+            world.lock_run("busy").__enter__()
+    with world.lock_run("busy"):  # released: taken again
+        pass
+    world.close()
+
+
+def test_an_edited_event_is_damage(postgres_url: str, tmp_path: Path) -> None:
+    import psycopg
+
+    assert run_cli("run", *EXAMPLE, "--run-id", "r1", env={
+        "LWTOOL_WORLD": postgres_url}).returncode == 0
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE lwtool.events SET payload = replace(payload, 'improve', "
+                     "'lmprove') WHERE run_id = 'r1' AND seq = 2")
+    world = PostgresWorld(postgres_url, tmp_path)
+    with pytest.raises(StoreDamaged, match="event 2 .* does not match its hash"):
+        world.events("r1")
+    replay = run_cli("replay", "r1", "--tools", "examples/tools.py:tools", "--world",
+                     postgres_url)
+    assert replay.returncode == 2 and "the event log is damaged" in replay.stderr
+    world.close()
+
+
+def test_a_database_a_newer_lwtool_migrated_is_refused(postgres_url: str,
+                                                        tmp_path: Path) -> None:
+    import psycopg
+
+    PostgresWorld(postgres_url, tmp_path).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE lwtool.meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreUnavailable, match="schema 99, newer than this lwtool knows"):
+        PostgresWorld(postgres_url, tmp_path)
+
+
+def test_an_unreachable_server_is_one_line_naming_it(tmp_path: Path) -> None:
+    done = run_cli("run", *EXAMPLE, "--data-dir", str(tmp_path / "data"), "--world",
+                   "postgresql://nobody@127.0.0.1:1/none")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "lwtool: cannot reach PostgreSQL at 127.0.0.1:1/none: ")
+    assert "Connection refused" in lines[0] and not (tmp_path / "data").exists()
