@@ -1,0 +1,128 @@
+"""The PostgreSQL world against PostgreSQL itself, on the loopback server, in one run:
+
+1. raw: one transaction per step boundary holding the rows lwtool writes for a
+   tool.call step (six events of the spec's vocabulary, the output's artifact and its
+   chunk, the run's head moved), straight through psycopg, synchronous_commit on;
+2. lwtool: a 200-step chain of trivial tool.call steps in `lwtool.postgres_world`,
+   strict durability, per step, start to RunCompleted.
+
+Goal: (2) within 2x of (1). Each round uses a database of its own, dropped after.
+Run: .venv/bin/python bench/postgres.py [--url postgresql://postgres@127.0.0.1:5432]
+[--reps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import psycopg  # noqa: E402
+from _generate import chain_lwir  # noqa: E402
+
+from lwtool.runtime.interpreter import start_run  # noqa: E402
+from lwtool.tools import ToolRegistry  # noqa: E402
+from lwtool.world.postgres import PostgresWorld  # noqa: E402
+from lwtool.world.postgres_schema import migrate  # noqa: E402
+
+STEPS = 200
+EVENT = json.dumps({"stepId": "s", "uses": "tool.call", "visit": 0, "attempt": 1,
+                    "inputHash": "sha256:" + "0" * 64, "input": {"value": "x"},
+                    "manifest": {"harnessId": "lwtool/workflow-harness@1",
+                                 "stepConfigHash": "sha256:" + "1" * 64}})
+
+
+@contextmanager
+def database(server: str) -> Iterator[str]:
+    name = f"lwtool_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def raw_step_boundary(url: str, n: int = STEPS) -> float:
+    """Microseconds per transaction of one step boundary's rows, no lwtool code."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        conn.execute("INSERT INTO lwtool.versions VALUES ('v', '{}')")
+        conn.execute("INSERT INTO lwtool.runs (run_id, version_id, status, created_at, "
+                     "updated_at, input, options) VALUES ('r', 'v', 'running', 0, 0, '{}', "
+                     "'{}')")
+        started = time.perf_counter()
+        seq = 0
+        for i in range(n):
+            data = f'{{"value": "x{i}"}}'.encode()
+            ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+            with conn.transaction():
+                conn.execute("SELECT last_seq FROM lwtool.runs WHERE run_id = 'r' FOR UPDATE")
+                conn.execute("INSERT INTO lwtool.artifacts VALUES (%s, %s) ON CONFLICT DO "
+                             "NOTHING", (ref, len(data)))
+                conn.execute("INSERT INTO lwtool.artifact_chunks VALUES (%s, 0, %s) ON "
+                             "CONFLICT DO NOTHING", (ref, data))
+                rows = [("r", seq + k + 1, "E", "s", EVENT, 0.0, "h") for k in range(6)]
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO lwtool.events VALUES (%s, %s, %s, %s, %s, "
+                                    "%s, %s)", rows)
+                seq += 6
+                conn.execute("UPDATE lwtool.runs SET last_seq = %s, last_hash = 'h', "
+                             "updated_at = 0 WHERE run_id = 'r'", (seq,))
+        return (time.perf_counter() - started) / n * 1e6
+
+
+async def echo(args: Any) -> Any:
+    return {"value": str(args.get("value"))}
+
+
+def lwtool_chain(url: str, folder: Path) -> float:
+    """Microseconds per step of a 200-step tool.call chain in the PostgreSQL world."""
+    tools = ToolRegistry()
+    tools.register("echo", echo)
+    world = PostgresWorld(url, folder, durability="strict")
+    started = time.perf_counter()
+    result = asyncio.run(start_run(world, chain_lwir(STEPS, uses="tool.call"), {"seed": "x"},
+                                   tools, {}))
+    elapsed = time.perf_counter() - started
+    world.close()
+    assert result["status"] == "completed"
+    return elapsed / STEPS * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    raws, chains = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.reps):  # alternate, so both see the same disk weather
+            with database(args.url) as url:
+                raws.append(raw_step_boundary(url))
+            with database(args.url) as url:
+                chains.append(lwtool_chain(url, Path(tmp)))
+    raw, chain = statistics.median(raws), statistics.median(chains)
+    print(f"PostgreSQL on {args.url.split('@')[-1]} (median of {args.reps}):")
+    print(f"  raw step boundary (6 events, artifact, head; one transaction): {raw:.0f} µs")
+    print(f"  lwtool 200-step tool.call chain, strict: {chain:.0f} µs a step = "
+          f"{chain / raw:.2f}x raw  (goal <= 2x)")
+
+
+if __name__ == "__main__":
+    main()
