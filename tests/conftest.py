@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# A developer's own world must not capture the tests' commands: each test that wants the
+# PostgreSQL world says so (the world_kind and postgres_url fixtures).
+os.environ.pop("LWTOOL_WORLD", None)
 
 MINIMAL_HEADER = {
     "apiVersion": "littleworkflow.dev/v0.1",
