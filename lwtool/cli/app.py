@@ -26,6 +26,7 @@ from lwtool.cli import (
     ui,
     validate,
     verify,
+    worker,
 )
 from lwtool.cli.signals import Terminated
 
@@ -63,6 +64,7 @@ app.command("plan")(plan.plan)
 app.command("generate")(generate.generate)
 app.command("run")(run.run)
 app.command("orchestrate")(orchestrate.orchestrate)
+app.command("worker")(worker.worker)
 app.command("replay")(run.replay)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)

@@ -151,18 +151,47 @@ def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = 
     from lwtool.world.base import WorldError
 
     try:
-        records = open_world(data_dir).list_runs()
+        world = open_world(data_dir)
+        records = world.list_runs()
+        queued = _queue(world)
     except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
         raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
+    known = {r.run_id for r in records}
+    waiting = sorted((run_id, held) for run_id, held in queued.items() if run_id not in known)
     if as_json:
-        typer.echo(json.dumps([{"runId": r.run_id, "workflowVersionId": r.version_id,
-                                "status": r.status, "createdAt": _stamp(r.created_at),
-                                "updatedAt": _stamp(r.updated_at),
-                                "parentRunId": _parent(r)} for r in records]))
+        typer.echo(json.dumps([*({"runId": r.run_id, "workflowVersionId": r.version_id,
+                                  "status": r.status, "createdAt": _stamp(r.created_at),
+                                  "updatedAt": _stamp(r.updated_at),
+                                  "parentRunId": _parent(r), **_held(queued.get(r.run_id))}
+                                 for r in records),
+                               *({"runId": run_id, "status": "queued", **_held(held)}
+                                 for run_id, held in waiting)]))
         return
     for r, depth in _tree(records):
+        held = queued.get(r.run_id)
+        by = f"  held by {held[1]} since {_stamp(held[2])}" if held and held[1] \
+            and r.status == "running" else ""
         typer.echo(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}  {r.status:<9}  "
-                   f"{_stamp(r.created_at)}  {_stamp(r.updated_at)}  {r.version_id[:19]}…")
+                   f"{_stamp(r.created_at)}  {_stamp(r.updated_at)}  {r.version_id[:19]}…{by}")
+    for run_id, held in waiting:
+        typer.echo((f"{run_id}  {held[0]:<9}" + (f"  held by {held[1]} since "
+                                                 f"{_stamp(held[2])}" if held[1] else ""))
+                   .rstrip())
+
+
+def _queue(world: Any) -> dict[str, tuple[str, str, float]]:
+    """A PostgreSQL world's queue: run id -> (state, worker, since); {} elsewhere."""
+    if not hasattr(world, "url"):
+        return {}
+    from lwtool.world.postgres_queue import RunQueue
+
+    return RunQueue(world).holders()
+
+
+def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
+    if not held or not held[1]:
+        return {}
+    return {"worker": held[1], "claimedAt": _stamp(held[2])}
 
 
 def _parent(record: Any) -> str | None:

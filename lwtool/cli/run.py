@@ -76,6 +76,9 @@ def run(
     max_concurrent_steps: MaxSteps = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    enqueue: Annotated[bool, typer.Option(
+        "--enqueue", help="PostgreSQL world: record the run for `lwtool worker` processes "
+        "and print its id at once (no tools needed here: the workers bring them).")] = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -88,6 +91,10 @@ def run(
             raise fail(str(exc)) from None
     lwir, definition = _lwir_for(path)
     run_input = read_json_or_yaml(input, "input")
+    if enqueue:
+        _enqueue(path, lwir, definition, run_input, data_dir, run_id, models, durability,
+                 step_timeout, as_json)
+        return
     registry = load_tool_registry(tools)
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
@@ -121,6 +128,60 @@ def run(
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
                              announce, step_timeout, worker_harness, workspace),
            as_json, lambda: started[0] if started else run_id, shown)
+
+
+def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
+             run_input: Any, data_dir: Path, run_id: str | None, models: Path | None,
+             durability: Any, step_timeout: float | None, as_json: bool) -> None:
+    """Record the run in the PostgreSQL world's queue; print its id."""
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.canonical.plain_json import NotJson, to_json
+    from lwtool.cli.runtime_options import postgres_url
+    from lwtool.record.ids import new_run_id
+    from lwtool.world.base import WorldError
+    from lwtool.world.postgres_queue import RunQueue
+
+    if postgres_url() is None:
+        raise fail("--enqueue needs a PostgreSQL world (--world postgresql://... or "
+                   "LWTOOL_WORLD): workers on other machines take the run from there")
+    if lwir is None:
+        raise fail(f"{path} has no fixed plan: plan it first (`lwtool plan`) and enqueue "
+                   "the LWIR")
+    try:
+        run_input = to_json(run_input)
+    except NotJson as exc:
+        raise fail(f"the run input is not JSON {exc}", exit_codes.INVALID) from None
+    run_id = run_id or new_run_id()
+    mode = str(durability or definition_durability(definition) or Durability.strict)
+    options = {"models": {**definition_models(definition), **load_models(models)},
+               "durability": mode, "stepTimeoutS": step_timeout,
+               "workspace": workspace_of(definition, path.parent)}
+    world = open_world(data_dir, durability=mode)
+    version_id = workflow_version_id(lwir)
+    try:
+        world.register_version(version_id, lwir)
+        if _exists(world, run_id):
+            raise fail(f"run {run_id} exists already (choose a new run id)")
+        RunQueue(world).enqueue(run_id, version_id, run_input, options)
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    finally:
+        world.close()
+    if as_json:
+        typer.echo(json.dumps({"runId": run_id, "status": "queued"}))
+    else:
+        typer.echo(run_id)
+        say(f"run {run_id} queued; `lwtool worker` processes execute it")
+
+
+def _exists(world: Any, run_id: str) -> bool:
+    from lwtool.world.base import RunNotFound
+
+    try:
+        world.get_run(run_id)
+    except RunNotFound:
+        return False
+    return True
 
 
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,

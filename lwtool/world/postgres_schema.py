@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -51,6 +51,21 @@ CREATE TABLE lwtool.artifact_chunks (
   data bytea NOT NULL,
   PRIMARY KEY (ref, n)
 );
+""",
+    2: """
+CREATE TABLE lwtool.queue (
+  run_id text PRIMARY KEY,
+  version_id text NOT NULL REFERENCES lwtool.versions (version_id),
+  input text NOT NULL,
+  options text NOT NULL,
+  state text NOT NULL,
+  worker text,
+  lease_until double precision,
+  claimed_at double precision,
+  enqueued_at double precision NOT NULL,
+  claims integer NOT NULL DEFAULT 0
+);
+CREATE INDEX queue_runnable ON lwtool.queue (state, enqueued_at);
 """,
 }
 

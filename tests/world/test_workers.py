@@ -1,0 +1,105 @@
+"""Workers on a real PostgreSQL: `lwtool run --enqueue` queues runs, `lwtool worker`
+processes share them with each step executed exactly once; a worker SIGKILLed mid-step
+leaves its run to a replacement once its lease runs out, and the run completes with no
+committed step run again (only the one in flight) and an uninterrupted run's output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+TOOLS = f"{Path(__file__).parent / 'worker_tools.py'}:tools"
+STEPS = 15
+pytestmark = pytest.mark.slow
+
+
+def _chain(path: Path) -> None:
+    steps = [{"id": f"s{i}", "uses": "tool.call", **({"needs": [f"s{i - 1}"]} if i else {}),
+              "with": {"tool": "mark", "args": {
+                  "run": "{{ input.run }}", "step": f"s{i}",
+                  "value": f"{{{{ steps.s{i - 1}.output.value }}}}" if i else "v"}}}
+             for i in range(STEPS)]
+    path.write_text(json.dumps({"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+                                "metadata": {"name": "marks"},
+                                "permissions": {"tools": ["mark"]}, "steps": steps}))
+
+
+def _enqueue(work: Path, url: str, runs: int) -> None:
+    _chain(work / "marks.lwir.json")
+    for n in range(runs):
+        (work / "in.json").write_text(json.dumps({"run": f"r{n:02d}"}))
+        done = run_cli("run", str(work / "marks.lwir.json"), "-i", str(work / "in.json"),
+                       "--enqueue", "--run-id", f"r{n:02d}", "--world", url)
+        assert done.returncode == 0 and done.stdout.strip() == f"r{n:02d}", done.stderr
+
+
+def _worker(work: Path, url: str, *extra: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "worker", "--world", url, "--tools", TOOLS,
+         "--data-dir", str(work / "data"), "--drain", "-v", *extra], cwd=ROOT,
+        env={**os.environ, "LWTOOL_TEST_DIR": str(work), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _marks(work: Path) -> Counter[str]:
+    return Counter((work / "marks.log").read_text().split())
+
+
+def _outputs(url: str, runs: int) -> dict[str, Any]:
+    rows = json.loads(run_cli("runs", "--world", url, "--json").stdout)
+    assert [r["status"] for r in rows] == ["completed"] * runs, rows
+    return {r["runId"]: json.loads(run_cli("replay", r["runId"], "--world", url, "--json",
+                                           "--tools", TOOLS).stdout)["output"]
+            for r in rows}
+
+
+EXPECTED = {"value": "v-" + "-".join(f"s{i}" for i in range(STEPS))}
+
+
+def test_three_workers_share_three_hundred_steps_each_once(tmp_path: Path,
+                                                            postgres_url: str) -> None:
+    _enqueue(tmp_path, postgres_url, 20)
+    workers = [_worker(tmp_path, postgres_url, "--concurrency", "3") for _ in range(3)]
+    logs = [w.communicate(timeout=240) for w in workers]
+    assert all(w.returncode == 0 for w in workers), [err for _, err in logs]
+    marks = _marks(tmp_path)
+    assert len(marks) == 300 and set(marks.values()) == {1}  # every step exactly once
+    claimed = [err.count("claimed run") for _, err in logs]
+    assert sum(claimed) == 20 and sum(1 for c in claimed if c) >= 2  # shared out
+    assert all(out == EXPECTED for out in _outputs(postgres_url, 20).values())
+
+
+def test_a_killed_workers_run_is_finished_by_another(tmp_path: Path,
+                                                     postgres_url: str) -> None:
+    _enqueue(tmp_path, postgres_url, 6)
+    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "2",
+                     LWTOOL_TEST_BLOCK="r03:s7")
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "blocked").exists():
+        assert doomed.poll() is None, doomed.stderr.read() if doomed.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    held = run_cli("runs", "--world", postgres_url).stdout
+    assert any(line.startswith("r03  running") and "held by" in line
+               for line in held.splitlines()), held
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=30)
+    replacements = [_worker(tmp_path, postgres_url, "--lease-seconds", "2")
+                    for _ in range(2)]
+    logs = [w.communicate(timeout=240) for w in replacements]
+    assert all(w.returncode == 0 for w in replacements), [err for _, err in logs]
+    marks = _marks(tmp_path)
+    assert len(marks) == 6 * STEPS
+    assert {k: v for k, v in marks.items() if v != 1} == {"r03:s7": 2}  # in flight only
+    assert all(out == EXPECTED for out in _outputs(postgres_url, 6).values())
