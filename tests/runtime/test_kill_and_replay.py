@@ -34,8 +34,10 @@ def _each_world(world_kind: Worlds) -> Iterator[None]:
 
 
 def _env(work: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **_WORLDS[-1].env(work / "data"),
-            **extra}
+    """The environment of a command on `work`: its world when this module's tests run
+    (other modules borrow these helpers for the local world)."""
+    world = _WORLDS[-1].env(work / "data") if _WORLDS else {}
+    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **world, **extra}
 
 
 def _calls(work: Path) -> Counter[str]:
