@@ -17,13 +17,10 @@ import argparse
 import asyncio
 import hashlib
 import json
-import secrets
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,24 +35,13 @@ from lwtool.runtime.interpreter import start_run  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
 from lwtool.world.postgres import PostgresWorld  # noqa: E402
 from lwtool.world.postgres_schema import migrate  # noqa: E402
+from tests.fixtures.postgres import database  # noqa: E402
 
 STEPS = 200
 EVENT = json.dumps({"stepId": "s", "uses": "tool.call", "visit": 0, "attempt": 1,
                     "inputHash": "sha256:" + "0" * 64, "input": {"value": "x"},
                     "manifest": {"harnessId": "lwtool/workflow-harness@1",
                                  "stepConfigHash": "sha256:" + "1" * 64}})
-
-
-@contextmanager
-def database(server: str) -> Iterator[str]:
-    name = f"lwtool_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
-    try:
-        yield f"{server}/{name}"
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def raw_step_boundary(url: str, n: int = STEPS) -> float:
