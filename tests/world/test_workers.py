@@ -83,7 +83,8 @@ def test_three_workers_share_three_hundred_steps_each_once(tmp_path: Path,
 def test_a_killed_workers_run_is_finished_by_another(tmp_path: Path,
                                                      postgres_url: str) -> None:
     _enqueue(tmp_path, postgres_url, 6)
-    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "2",
+    # one run at a time: r03's s7 is the only step in flight when the worker dies
+    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "2", "--concurrency", "1",
                      LWTOOL_TEST_BLOCK="r03:s7")
     deadline = time.monotonic() + 120
     while not (tmp_path / "blocked").exists():
