@@ -131,6 +131,17 @@ class Worlds:
             self._open[key] = (manager, manager.__enter__())
         return {"LWTOOL_WORLD": self._open[key][1]}
 
+    def world(self, data_dir: Path, **options: Any) -> Any:
+        """A world object for in-process tests: the local one at `data_dir`, or a
+        PostgreSQL world on that data dir's own database."""
+        if self.server is None:
+            from lwtool.world.local import local_world
+
+            return local_world(data_dir, **options)
+        from lwtool.world.postgres import postgres_world
+
+        return postgres_world(self.env(data_dir)["LWTOOL_WORLD"], data_dir, **options)
+
     def close(self) -> None:
         for manager, _ in self._open.values():
             manager.__exit__(None, None, None)
