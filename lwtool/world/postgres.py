@@ -92,7 +92,7 @@ class PostgresWorld:
             first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
                                     kwargs={"autocommit": True}, timeout=30)
-        self._lock_conns: dict[str, Any] = {}
+        self._lock_idle: list[Any] = []  # lock connections between runs
         self._guard = threading.Lock()
 
     # -- connections ------------------------------------------------------------------
@@ -280,27 +280,61 @@ class PostgresWorld:
     @contextmanager
     def lock_run(self, run_id: str) -> Iterator[None]:
         """Hold the run's advisory lock on a connection of its own while executing it;
-        the server releases it when this process dies."""
+        the server releases it when this process dies. Lock connections are kept for
+        the next run (a new connection costs more than the run's first step)."""
         import psycopg
 
         check_run_id(run_id)
         key = _lock_key(run_id)
+        conn = self._lock_connection()
+        held = False
         try:
-            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            held = bool(got and got[0])
+            if not held:
+                raise RunLocked(f"run {run_id} is being executed by another process")
+            yield
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
+        finally:
+            self._release_lock(conn, key, held)
+
+    def _lock_connection(self) -> Any:
+        import psycopg
+
+        with self._guard:
+            while self._lock_idle:
+                conn = self._lock_idle.pop()
+                if not conn.closed:
+                    return conn
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                                   application_name=f"lwtool run lock pid {os.getpid()}")
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
                                    f"{_reason(exc)}") from None
+
+    def _release_lock(self, conn: Any, key: int, held: bool) -> None:
+        """Unlock and keep the connection; one that fails is closed (which unlocks)."""
+        import psycopg
+
+        if conn.closed:
+            return
         try:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            if not (got and got[0]):
-                raise RunLocked(f"run {run_id} is being executed by another process")
-            conn.execute("SELECT set_config('application_name', %s, false)",
-                         (f"lwtool run {run_id} pid {os.getpid()}",))
-            yield
-        finally:
+            if held:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.Error:
             conn.close()
+            return
+        with self._guard:
+            self._lock_idle.append(conn)
 
     def close(self) -> None:
+        with self._guard:
+            idle, self._lock_idle = self._lock_idle, []
+        for conn in idle:
+            conn.close()
         self._pool.close()
 
     # -- what the inspector reads -----------------------------------------------------
