@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.inspect import open_run
+from lwtool.cli.inspect import read_run
 from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, say, use_world
@@ -35,16 +35,15 @@ def export_otel(
     from lwtool.observe.otel import send, spans, write
     from lwtool.observe.otlp_send import ExportFailed
 
-    events, version = open_run(data_dir, run_id, with_version=True)
     world = open_world(data_dir, must_exist=True)
+    events, version = read_run(world, run_id, with_version=True)
 
     def sub_run(child: str) -> tuple[list[Any], dict[str, Any] | None]:
         """A sub-run's events and version ([] for one its call reserved but never made)."""
-        from lwtool.world.base import RunNotFound
+        from lwtool.world.base import find_run
 
-        try:
-            record = world.get_run(child)
-        except (RunNotFound, ValueError):
+        record = find_run(world, child)
+        if record is None:
             return [], None
         return world.events(child), world.get_version(record.version_id)
 

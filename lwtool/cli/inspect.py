@@ -25,9 +25,14 @@ def open_run(data_dir: Path, run_id: str, with_version: bool = False
     """A run's events, and with `with_version` the version it ran (None when the world
     does not hold it), read from one opening of the world; a missing run or a damaged
     store ends the command with its message."""
+    return read_run(open_world(data_dir, must_exist=True), run_id, with_version)
+
+
+def read_run(world: Any, run_id: str, with_version: bool = False
+             ) -> tuple[list[Any], dict[str, Any] | None]:
+    """`open_run` on a world already open."""
     from lwtool.world.base import RunNotFound, WorldError
 
-    world = open_world(data_dir, must_exist=True)
     try:
         record = world.get_run(run_id)
         events = world.events(run_id)

@@ -138,7 +138,7 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     from lwtool.canonical.plain_json import NotJson, to_json
     from lwtool.cli.runtime_options import postgres_url
     from lwtool.record.ids import new_run_id
-    from lwtool.world.base import WorldError
+    from lwtool.world.base import WorldError, find_run
     from lwtool.world.postgres_queue import RunQueue
 
     if postgres_url() is None:
@@ -160,7 +160,7 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     version_id = workflow_version_id(lwir)
     try:
         world.register_version(version_id, lwir)
-        if _exists(world, run_id):
+        if find_run(world, run_id) is not None:
             raise fail(f"run {run_id} exists already (choose a new run id)")
         RunQueue(world).enqueue(run_id, version_id, run_input, options)
     except WorldError as exc:
@@ -172,16 +172,6 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     else:
         typer.echo(run_id)
         say(f"run {run_id} queued; `lwtool worker` processes execute it")
-
-
-def _exists(world: Any, run_id: str) -> bool:
-    from lwtool.world.base import RunNotFound
-
-    try:
-        world.get_run(run_id)
-    except RunNotFound:
-        return False
-    return True
 
 
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,

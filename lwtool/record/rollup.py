@@ -17,7 +17,7 @@ from lwtool.record.report import (
     price,
     usage_report,
 )
-from lwtool.world.base import RunNotFound, World
+from lwtool.world.base import RunNotFound, World, find_run
 
 ROLES = ("worker", "planner", "supervisor", "orchestrator", "agent")
 _TOOL_STARTED = "harness.tool_call.started"
@@ -58,17 +58,10 @@ def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
         ids = reserved_ids(event.payload.get("args"))
         for key, role in (("plannerRunId", "planner"), ("subRunId", "worker")):
             found = ids.get(key)
-            if isinstance(found, str) and (role, found) not in runs and _exists(world, found):
+            if isinstance(found, str) and (role, found) not in runs \
+                    and find_run(world, found) is not None:
                 runs.append((role, found))  # a fixed plan reserved a planner run it never made
     return runs
-
-
-def _exists(world: World, run_id: str) -> bool:
-    try:
-        world.get_run(run_id)
-    except (RunNotFound, ValueError):
-        return False
-    return True
 
 
 def rolled_usage(world: World, run_id: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from lwtool.world.base import (
     RunConflict,
     World,
     check_durability,
+    find_run,
     fsyncs,
 )
 
@@ -91,7 +92,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                              f"the run input is not JSON {exc}") from None
     world.register_version(version_id, lwir, fsyncs(durability), canonical)
     run_id = run_id or new_run_id()
-    existing = _existing(world, run_id)
+    existing = find_run(world, run_id)
     if existing is not None:
         if existing.version_id != version_id:
             raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
@@ -119,15 +120,6 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
                               Journal(), timeout, harness, workspace, durability)
-
-
-def _existing(world: World, run_id: str) -> Any:
-    from lwtool.world.base import RunNotFound
-
-    try:
-        return world.get_run(run_id)
-    except RunNotFound:
-        return None
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:

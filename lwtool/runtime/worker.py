@@ -19,7 +19,7 @@ from typing import Any
 
 from lwtool.record.errors import RunFailedError
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import RunLocked, RunNotFound, StoreUnavailable, WorldError
+from lwtool.world.base import RunLocked, StoreUnavailable, WorldError
 
 POLL_SECONDS = 0.2
 
@@ -68,26 +68,21 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                    models: dict[str, str], name: str, lease: float,
                    log: Callable[[str], None]) -> bool:
     """Execute one claimed run; True when it ended (completed or failed)."""
-    from lwtool.runtime.interpreter import resume_run, start_run
+    from lwtool.runtime.interpreter import start_run
 
     heartbeat = asyncio.create_task(_renew(queue, claim.run_id, name, lease, log))
     try:
-        try:
-            world.get_run(claim.run_id)
-            result = await resume_run(world, claim.run_id, tools, models or None)
-        except RunNotFound:
-            lwir = world.get_version(claim.version_id)
-            if lwir is None:
-                raise RunFailedError(claim.run_id, claim.version_id, "runtime_config_error",
-                                     f"the world has no WorkflowVersion "
-                                     f"{claim.version_id}") from None
-            options = claim.options
-            result = await start_run(world, lwir, claim.run_input, tools,
-                                     {**dict(options.get("models") or {}), **models},
-                                     claim.run_id, step_timeout=options.get("stepTimeoutS"),
-                                     workspace=options.get("workspace"),
-                                     durability=options.get("durability"),
-                                     version_id=claim.version_id)
+        lwir = world.get_version(claim.version_id)
+        if lwir is None:
+            raise RunFailedError(claim.run_id, claim.version_id, "runtime_config_error",
+                                 f"the world has no WorkflowVersion {claim.version_id}")
+        options = claim.options  # start_run resumes a run that exists (a dead worker's)
+        result = await start_run(world, lwir, claim.run_input, tools,
+                                 {**dict(options.get("models") or {}), **models},
+                                 claim.run_id, step_timeout=options.get("stepTimeoutS"),
+                                 workspace=options.get("workspace"),
+                                 durability=options.get("durability"),
+                                 version_id=claim.version_id)
     except RunLocked:
         log(f"run {claim.run_id} is being executed elsewhere: handed back")
         queue.finish(claim.run_id, name, "queued")

@@ -167,3 +167,11 @@ class InspectedWorld(World, Protocol):
 
     def artifact_slice(self, ref: str, offset: int, length: int
                        ) -> tuple[bytes, int, bool]: ...
+
+
+def find_run(world: World, run_id: str) -> RunRecord | None:
+    """The run's record, or None when the world has no such run."""
+    try:
+        return world.get_run(run_id)
+    except RunNotFound:
+        return None
