@@ -167,7 +167,7 @@ def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = 
         typer.echo(json.dumps([*({"runId": r.run_id, "workflowVersionId": r.version_id,
                                   "status": r.status, "createdAt": _stamp(r.created_at),
                                   "updatedAt": _stamp(r.updated_at),
-                                  "parentRunId": _parent(r), **_held(queued.get(r.run_id))}
+                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id))}
                                  for r in records),
                                *({"runId": run_id, "status": "queued", **_held(held)}
                                  for run_id, held in waiting)]))
@@ -199,19 +199,12 @@ def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
     return {"worker": held[1], "claimedAt": _stamp(held[2])}
 
 
-def _parent(record: Any) -> str | None:
-    """The run a run is part of (a pipeline's sub-runs and planner sessions)."""
-    links = record.options.get("links") if isinstance(record.options, dict) else None
-    parent = links.get("parentRunId") if isinstance(links, dict) else None
-    return parent if isinstance(parent, str) else None
-
-
 def _tree(records: list[Any]) -> list[tuple[Any, int]]:
     """Runs in creation order, each run's sub-runs right under it, indented."""
     known = {r.run_id for r in records}
     children: dict[str | None, list[Any]] = {}
     for r in records:
-        parent = _parent(r)
+        parent = r.parent_run_id
         children.setdefault(parent if parent in known else None, []).append(r)
     ordered: list[tuple[Any, int]] = []
     todo = [(r, 0) for r in reversed(children.get(None, []))]

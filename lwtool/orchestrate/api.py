@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
+from lwtool.source.skill_source import located
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import World
 
@@ -89,8 +90,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         "orchestrator", model, prompt,
         "\n\n".join(p for p in ((() if typed else (ORCHESTRATOR_SYSTEM,))
                                  + (pipeline.system,)) if p),
-        max_turns=50, memory=_memory(), skills=tuple(_skill(s, pipeline.base)
-                                                     for s in pipeline.skills),
+        max_turns=50, skills=tuple(located(s, pipeline.base) for s in pipeline.skills),
         bash=bash, pipeline=pipeline.key,
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
@@ -118,15 +118,3 @@ async def run_orchestration(*, workflows: Sequence[Any], input: Any,  # noqa: A0
     pipeline = pipeline_of(workflows, orchestrator, base=base)
     return await orchestrate(pipeline, input, world=world, tools=tools, models=models,
                              run_id=run_id, **options)
-
-
-def _memory() -> Any:
-    from lwtool.harness.stores import MemoryConfig
-
-    return MemoryConfig()
-
-
-def _skill(source: str, base: Path) -> str:
-    from lwtool.source.skill_source import is_git
-
-    return source if is_git(source) or Path(source).is_absolute() else str(base / source)

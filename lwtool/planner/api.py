@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from lwtool.source.skill_source import is_git
+from lwtool.source.skill_source import located
 from lwtool.tools import ToolRegistry, relative_spec
 from lwtool.world.base import World
 
@@ -40,8 +40,7 @@ def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, 
     if definition is None:
         return None
     worker = definition.get("worker") or {}
-    skills = [s if is_git(s) or Path(s).is_absolute() else str((base / s).resolve())
-              for s in worker.get("skills") or []]
+    skills = [located(s, base) for s in worker.get("skills") or []]
     from lwtool.authoring.snapshot import definition_hash
 
     return {"workflowId": definition["id"], "memory": definition.get("memory"),

@@ -34,7 +34,7 @@ from lwtool.planner.request import OrchestrationRequest, RequestInvalid, build_r
 from lwtool.record.errors import RunFailedError, StepFailure
 from lwtool.record.ids import short_hash
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
-from lwtool.source.skill_source import is_git
+from lwtool.source.skill_source import located
 from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import World
 
@@ -111,7 +111,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         "planner", model, request_message(request), planner_system(planner.get("system")),
         max_turns=2 * (max_revisions + 1) + 10, workflow_id=request.workflow_id,
         memory=MemoryConfig.from_json(definition.get("memory")),
-        skills=tuple(_skill_source(s, skills_base) for s in planner.get("skills") or ()),
+        skills=tuple(located(s, skills_base) for s in planner.get("skills") or ()),
         bash=bash, identity=_identity(request), keep_scratch=keep_scratch,
         pipeline_run=pipeline_run, links=dict(links or {}))
     say(f"planning {request.workflow_id} (planner run {run_id})")
@@ -165,9 +165,3 @@ def _identity(request: OrchestrationRequest) -> dict[str, Any]:
     if request.outer_loop is not None:
         identity["outerLoopContextHash"] = short_hash(request.outer_loop)
     return identity
-
-
-def _skill_source(source: str, base: Path | None) -> str:
-    if is_git(source) or base is None or Path(source).is_absolute():
-        return source
-    return str((base / source).resolve())

@@ -8,6 +8,7 @@ control characters. Kept free of heavy imports: the validator uses it too.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import parse_qs
 
@@ -71,3 +72,11 @@ def source_problem(source: str) -> str | None:
         except SkillSourceInvalid as exc:
             return str(exc)
     return None
+
+
+def located(source: str, base: Path | None) -> str:
+    """A skill source as a session reads it: a git URL or an absolute path as given, a
+    relative path resolved against `base` (the definition's or pipeline's folder)."""
+    if is_git(source) or base is None or Path(source).is_absolute():
+        return source
+    return str((base / source).resolve())

@@ -121,7 +121,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "cost": money(timeline.cost_usd, timeline.priced_calls
                               + timeline.unpriced_calls),
                 "failure": failure, "input": preview(record.input, 400),
-                "parent": _parent_of(record)},
+                "parent": record.parent_run_id or ""},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
         "calls": [_call_row(call) for call in timeline.loose_calls()],
@@ -177,13 +177,6 @@ def _attempt_row(run_id: str, index: int, attempt: Attempt, start: float, end: f
             "cost": money(sum(priced) if priced else None, models),
             "calls": len(attempt.calls),
             "lane": f"{where[0]}[{where[1]}]" if where else "run"}
-
-
-def _parent_of(record: RunRecord) -> str:
-    """The pipeline run this run is a sub-run (or planner session) of; "" for none."""
-    links = record.options.get("links") if isinstance(record.options, dict) else None
-    parent = links.get("parentRunId") if isinstance(links, dict) else None
-    return parent if isinstance(parent, str) else ""
 
 
 def _call_row(call: Call) -> dict[str, Any]:

@@ -73,6 +73,14 @@ class RunRecord:
     input: Any
     options: dict[str, Any]
 
+    @property
+    def parent_run_id(self) -> str | None:
+        """The run this one is part of (its `links.parentRunId`: a pipeline's sub-runs
+        and planner sessions); None for a run of its own."""
+        links = self.options.get("links") if isinstance(self.options, dict) else None
+        parent = links.get("parentRunId") if isinstance(links, dict) else None
+        return parent if isinstance(parent, str) else None
+
 
 RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
