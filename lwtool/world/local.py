@@ -69,6 +69,7 @@ from lwtool.world.local_events import (
     chained,
     next_run_no,
     payload,
+    run_record,
 )
 from lwtool.world.local_store import (
     WAL_CHECKPOINT_PAGES,
@@ -322,22 +323,13 @@ class LocalWorld(InspectorViews):
                           "options FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             raise RunNotFound(f"no run {run_id} in {self.data_dir}")
-        return self._record(checked(rows, rows_shape.RUN, f"run {run_id}")[0])
+        return run_record(checked(rows, rows_shape.RUN, f"run {run_id}")[0])
 
     def list_runs(self) -> list[RunRecord]:
         rows = self._read("SELECT run_id, version_id, status, created_at, updated_at, input, "
                           "options FROM runs ORDER BY created_at, run_id")
-        return [self._record(checked([r], rows_shape.RUN, f"the run row of {r[0]!r}")[0])
+        return [run_record(checked([r], rows_shape.RUN, f"the run row of {r[0]!r}")[0])
                 for r in rows]
-
-    @staticmethod
-    def _record(row: Any) -> RunRecord:
-        try:
-            return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
-                             payload(row[6], None))
-        except (ValueError, TypeError) as exc:
-            raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
-                               f"({exc})") from None
 
     def version_ids(self) -> list[str]:
         rows = self._read("SELECT version_id FROM versions ORDER BY version_id")

@@ -1,5 +1,7 @@
 """How the local world keeps events: keyed by their run's number and seq, each one's
-payload serialized once and its hash chained on the one before."""
+payload serialized once and its hash chained on the one before. Reading a payload or a
+run row back is the same in the PostgreSQL world, which uses `payload` and
+`run_record` too."""
 
 from __future__ import annotations
 
@@ -8,7 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads, loads_marked
-from lwtool.world.base import Event, NewEvent, StoreUnavailable, WorldError
+from lwtool.world.base import (
+    Event,
+    NewEvent,
+    RunRecord,
+    StoreDamaged,
+    StoreUnavailable,
+    WorldError,
+)
 from lwtool.world.chain import FORM, event_hash
 
 # Stores made from format 3 on key each event by its run's number and its seq (run_no *
@@ -72,3 +81,14 @@ def payload(text: str, chain_hash: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a payload is not an object")
     return value
+
+
+def run_record(row: Any) -> RunRecord:
+    """A run row (run_id, version_id, status, created_at, updated_at, input, options)
+    as a RunRecord; StoreDamaged when its input or options do not read back."""
+    try:
+        return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
+                         payload(row[6], None))
+    except (ValueError, TypeError) as exc:
+        raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
+                           f"({exc})") from None

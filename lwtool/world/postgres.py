@@ -41,7 +41,7 @@ from lwtool.world.base import (
 )
 from lwtool.world.chain import GENESIS, chain_break, event_hash
 from lwtool.world.local_artifacts import ARTIFACT_REF
-from lwtool.world.local_events import MAX_SEQ, payload
+from lwtool.world.local_events import MAX_SEQ, payload, run_record
 
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -211,10 +211,10 @@ class PostgresWorld:
                           (run_id,))
         if not rows:
             raise RunNotFound(f"no run {run_id} in {self._where}")
-        return _record(rows[0])
+        return run_record(rows[0])
 
     def list_runs(self) -> list[RunRecord]:
-        return [_record(r) for r in self._read(f"SELECT {_RUN_COLUMNS} FROM lwtool.runs "
+        return [run_record(r) for r in self._read(f"SELECT {_RUN_COLUMNS} FROM lwtool.runs "
                                                "ORDER BY created_at, run_id")]
 
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
@@ -397,15 +397,6 @@ def postgres_world(url: str, data_dir: str | Path = DEFAULT_DATA_DIR,
     """`lwtool.postgres_world("postgresql://host/db")`: runs in PostgreSQL; memory,
     scratch and skills stay in `data_dir` on each machine."""
     return PostgresWorld(url, data_dir, max_concurrent_steps, durability)
-
-
-def _record(row: Any) -> RunRecord:
-    try:
-        return RunRecord(row[0], row[1], row[2], row[3], row[4], loads(row[5]),
-                         payload(row[6], None))
-    except (ValueError, TypeError) as exc:
-        raise StoreDamaged(f"run {row[0]}: its stored input or options are damaged "
-                           f"({exc})") from None
 
 
 def _lock_key(run_id: str) -> int:
