@@ -39,9 +39,9 @@ from lwtool.world.base import (
     check_durability,
     check_run_id,
 )
-from lwtool.world.chain import GENESIS, chain_break, event_hash
+from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
-from lwtool.world.local_events import MAX_SEQ, payload, run_record
+from lwtool.world.local_events import chained, payload, run_record
 
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -187,16 +187,7 @@ class PostgresWorld:
     @staticmethod
     def _insert(conn: Any, run_id: str, head: tuple[int, str], events: Sequence[NewEvent],
                 status: str | None, now: float) -> list[Event]:
-        seq, prev = head
-        if seq + len(events) > MAX_SEQ:
-            raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
-        out, rows = [], []
-        for event in events:
-            seq += 1
-            text = dumps_text(event.payload)
-            prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
-            out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
-            rows.append((run_id, seq, event.type, event.step_path, text, now, prev))
+        out, rows, (seq, prev) = chained(run_id, head, events, now, None)
         if rows:
             with conn.cursor() as cur:
                 cur.executemany("INSERT INTO lwtool.events VALUES (%s, %s, %s, %s, %s, %s, %s)",
