@@ -115,9 +115,17 @@ class Worlds:
     they are given, or (PostgreSQL) a database of their own per data dir, so a test
     that uses several data dirs keeps them apart as it does locally."""
 
+    _active: list[Worlds] = []  # the world_kind fixtures of the tests now running
+
     def __init__(self, kind: str, server: str | None) -> None:
         self.kind, self.server = kind, server
         self._open: dict[str, Any] = {}
+
+    @classmethod
+    def current(cls) -> Worlds:
+        """The running test's worlds (its world_kind), else the local world: helpers
+        other modules borrow run as they always did."""
+        return cls._active[-1] if cls._active else LOCAL
 
     def env(self, data_dir: Path) -> dict[str, str]:
         """LWTOOL_WORLD for commands on `data_dir` (nothing for the local world)."""
@@ -147,16 +155,21 @@ class Worlds:
             manager.__exit__(None, None, None)
 
 
+LOCAL = Worlds("local", None)
+
+
 @pytest.fixture(params=["local", "postgres"])
 def world_kind(request: pytest.FixtureRequest,
                monkeypatch: pytest.MonkeyPatch) -> Iterator[Worlds]:
-    """Run the test once per world; its commands take LWTOOL_WORLD from
-    `world_kind.env(data_dir)` (tests/runtime/test_kill_and_replay.py)."""
+    """Run the test once per world; its helpers find it as `Worlds.current()` (commands
+    take LWTOOL_WORLD from `.env(data_dir)`, in-process tests a world from `.world()`)."""
     monkeypatch.delenv("LWTOOL_WORLD", raising=False)
     server = request.getfixturevalue("postgres_server") if request.param == "postgres" \
         else None
     worlds = Worlds(str(request.param), server)
+    Worlds._active.append(worlds)
     yield worlds
+    Worlds._active.remove(worlds)
     worlds.close()
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,22 +21,14 @@ HERE = Path(__file__).parent
 TOOLS = f"{HERE / 'side_effects.py'}:tools"
 # Every kill here runs in both durability modes and in both worlds, local and
 # PostgreSQL (tests/conftest.py: durability, world_kind).
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("durability")]
-_WORLDS: list[Worlds] = []
-
-
-@pytest.fixture(autouse=True)
-def _each_world(world_kind: Worlds) -> Iterator[None]:
-    _WORLDS.append(world_kind)
-    yield
-    _WORLDS.remove(world_kind)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("durability", "world_kind")]
 
 
 def _env(work: Path, **extra: str) -> dict[str, str]:
     """The environment of a command on `work`: its world when this module's tests run
     (other modules borrow these helpers for the local world)."""
-    world = _WORLDS[-1].env(work / "data") if _WORLDS else {}
-    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **world, **extra}
+    return {**os.environ, "LWTOOL_TEST_DIR": str(work), **Worlds.current().env(work / "data"),
+            **extra}
 
 
 def _calls(work: Path) -> Counter[str]:

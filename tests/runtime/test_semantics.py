@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,11 @@ from lwtool.runtime.api import replay_run
 from tests.conftest import MINIMAL_HEADER, Worlds, permitted
 
 # Every test here runs in both worlds, local and PostgreSQL (tests/conftest.py).
-_WORLDS: list[Worlds] = []
-
-
-@pytest.fixture(autouse=True)
-def _each_world(world_kind: Worlds) -> Iterator[None]:
-    _WORLDS.append(world_kind)
-    yield
-    _WORLDS.remove(world_kind)
+pytestmark = pytest.mark.usefixtures("world_kind")
 
 
 def _world(data_dir: Path, **options: Any) -> Any:
-    return _WORLDS[-1].world(data_dir, **options)
+    return Worlds.current().world(data_dir, **options)
 
 HERE = Path(__file__).parent
 
@@ -356,7 +348,7 @@ def test_large_outputs_live_only_behind_output_ref(tmp_path: Path) -> None:
                      and e.type == "StepCompleted")
     envelope = completed.payload["envelope"]
     assert "output" not in envelope and envelope["outputRef"].startswith("artifact://sha256:")
-    if _WORLDS[-1].kind == "local":  # the local world keeps a large one as a file
+    if Worlds.current().kind == "local":  # the local world keeps a large one as a file
         files = list((tmp_path / "data" / "artifacts").rglob("*"))
         assert any(f.is_file() and f.stat().st_size > 300 * 1024 for f in files)
     # replay reads the output back from the artifact
