@@ -61,6 +61,12 @@ def orchestrate(
         raise fail(f"{pipeline} is not valid; nothing was run", exit_codes.INVALID) from None
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
+    from lwtool.orchestrate.api import tool_clash
+    from lwtool.orchestrate.subruns import TOOL_NAMES
+
+    problem = tool_clash(registry, TOOL_NAMES)
+    if problem:
+        raise fail(problem)
     model_map = load_models(models)
     world = open_world(data_dir)
     run_id = run_id or new_run_id()

@@ -40,6 +40,15 @@ def orchestrator_prompt(pipeline: Pipeline, run_input: Any) -> str:
             f"{json.dumps(run_input, ensure_ascii=False, indent=1)}")
 
 
+def tool_clash(tools: ToolRegistry, own: Sequence[str]) -> str | None:
+    """Why `tools` cannot be offered beside the orchestrator's `own` (None: they can)."""
+    clash = sorted(set(own) & set(tools.tools))
+    if not clash:
+        return None
+    return (f"the orchestrator's own tools (the workflows') cannot be replaced: rename "
+            f"{', '.join(clash)}")
+
+
 async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None = None,
                       tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                       models: Mapping[str, str] | None = None, run_id: str | None = None,
@@ -73,10 +82,9 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
                        planner_model, say)
     offered = composed.workflow_tools() if typed else composed.registry()
     own = registry if session_tools is None else session_tools
-    clash = sorted(set(offered.tools) & set(own.tools))
-    if clash:
-        raise ValueError(f"the orchestrator's own tools (the workflows') cannot be "
-                         f"replaced: rename {', '.join(clash)}")
+    problem = tool_clash(own, offered.names())
+    if problem:
+        raise ValueError(problem)
     bash, problem = BashOptions.offered("orchestrator")
     if problem:
         say(f"no bash for the orchestrator: {problem}")

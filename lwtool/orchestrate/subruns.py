@@ -35,6 +35,7 @@ from lwtool.tools import Tool, ToolRegistry
 from lwtool.world.base import RunNotFound, World
 
 SUMMARY_CHARS = 200
+TOOL_NAMES = PLAN, RUN, START = ("plan_workflow", "run_workflow", "start_workflow")
 OUTPUTS = "outputs"  # in the orchestrator's own scratch
 _ID = {"type": "string"}
 PLAN_SCHEMA = {"type": "object", "required": ["workflowId", "input"],
@@ -73,14 +74,14 @@ class SubRuns:
     def registry(self) -> ToolRegistry:
         """The three tools (to offer with the global tools)."""
         return ToolRegistry({tool.name: tool for tool in (
-            Tool("plan_workflow", self.plan_workflow, "Plan one workflow of the pipeline "
+            Tool(PLAN, self.plan_workflow, "Plan one workflow of the pipeline "
                  "for a representative input; returns a workflowVersionId to run many "
                  "times with run_workflow.", PLAN_SCHEMA, reserve=self._reserve_plan),
-            Tool("run_workflow", self.run_workflow, "Run a planned workflowVersionId on an "
+            Tool(RUN, self.run_workflow, "Run a planned workflowVersionId on an "
                  "input as a sub-run; returns its runId, status, a short outputSummary and "
                  "outputPath (the whole output, readable with bash).", RUN_SCHEMA,
                  reserve=self._reserve_run),
-            Tool("start_workflow", self.start_workflow, "Plan and run one workflow on one "
+            Tool(START, self.start_workflow, "Plan and run one workflow on one "
                  "input (for batches: plan_workflow once, then run_workflow many times).",
                  PLAN_SCHEMA, reserve=self._reserve_both))})
 
@@ -297,7 +298,7 @@ class SubRuns:
             call = started.get(event.payload.get("callId")) if \
                 event.type == "harness.tool_call.succeeded" else None
             result = event.payload.get("result")
-            if call is None or call.get("toolName") not in ("plan_workflow", "start_workflow") \
+            if call is None or call.get("toolName") not in (PLAN, START) \
                     or not isinstance(result, dict) or "workflowVersionId" not in result:
                 continue
             args = call.get("args") or {}

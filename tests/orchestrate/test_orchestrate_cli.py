@@ -76,3 +76,17 @@ def test_a_broken_pipeline_is_refused_at_its_position(tmp_path: Path) -> None:
     assert "numbers.pipeline.yaml:5:37: error pipeline.invalid_workflow workflow " \
         "'gone.yaml' does not exist" in done.stderr
     assert server.requests == [] and not (folder / "data").exists()
+
+
+def test_a_tool_named_like_the_orchestrators_own_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "pipeline"
+    shutil.copytree(EXAMPLE, folder)
+    (folder / "tools.py").write_text("def plan_workflow(args):\n    return args\n\n"
+                                     "tools = {'plan_workflow': plan_workflow}\n")
+    (folder / "models.yaml").write_text("orchestrator: openai/x\n")
+    with fixture_server([]) as server:
+        done = _orchestrate(folder, server)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("lwtool: the orchestrator's own tools (the workflows') "
+                                   "cannot be replaced: rename plan_workflow")
+    assert server.requests == []
