@@ -104,3 +104,24 @@ def test_a_killed_workers_run_is_finished_by_another(tmp_path: Path,
     assert len(marks) == 6 * STEPS
     assert {k: v for k, v in marks.items() if v != 1} == {"r03:s7": 2}  # in flight only
     assert all(out == EXPECTED for out in _outputs(postgres_url, 6).values())
+
+
+def test_enqueue_and_worker_say_what_they_need(tmp_path: Path, postgres_url: str) -> None:
+    _chain(tmp_path / "marks.lwir.json")
+    (tmp_path / "in.json").write_text('{"run": "x"}')
+    local = run_cli("run", str(tmp_path / "marks.lwir.json"), "-i", str(tmp_path / "in.json"),
+                    "--enqueue", "--data-dir", str(tmp_path / "data"))
+    assert local.returncode == 2 and "--enqueue needs a PostgreSQL world" in local.stderr
+    idle = run_cli("worker", "--data-dir", str(tmp_path / "data"), "--drain")
+    assert idle.returncode == 2 and "lwtool worker needs a PostgreSQL world" in idle.stderr
+    definition = tmp_path / "d.definition.yaml"
+    definition.write_text("apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\n"
+                          "id: d\nmodels: [{id: m, model: offline}]\nplanner: {model: m}\n")
+    unplanned = run_cli("run", str(definition), "-i", str(tmp_path / "in.json"), "--enqueue",
+                        "--world", postgres_url)
+    assert unplanned.returncode == 2 and "has no fixed plan: plan it first" in unplanned.stderr
+    args = ["run", str(tmp_path / "marks.lwir.json"), "-i", str(tmp_path / "in.json"),
+            "--enqueue", "--run-id", "twice", "--world", postgres_url]
+    assert run_cli(*args).returncode == 0
+    again = run_cli(*args)
+    assert again.returncode == 2 and "run twice is queued already" in again.stderr
