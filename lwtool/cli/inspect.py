@@ -158,7 +158,7 @@ def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = 
     try:
         world = open_world(data_dir)
         records = world.list_runs()
-        queued = _queue(world)
+        queued, branches = _queue(world)
     except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
         raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
     known = {r.run_id for r in records}
@@ -167,7 +167,8 @@ def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = 
         typer.echo(json.dumps([*({"runId": r.run_id, "workflowVersionId": r.version_id,
                                   "status": r.status, "createdAt": _stamp(r.created_at),
                                   "updatedAt": _stamp(r.updated_at),
-                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id))}
+                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
+                                  **_branches(branches.get(r.run_id))}
                                  for r in records),
                                *({"runId": run_id, "status": "queued", **_held(held)}
                                  for run_id, held in waiting)]))
@@ -178,19 +179,32 @@ def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = 
             and r.status == "running" else ""
         typer.echo(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}  {r.status:<9}  "
                    f"{_stamp(r.created_at)}  {_stamp(r.updated_at)}  {r.version_id[:19]}…{by}")
+        for prefix, worker, since in branches.get(r.run_id, []):
+            typer.echo(f"{'  ' * (depth + 1)}branch {prefix} held by {worker} since "
+                       f"{_stamp(since)}")
     for run_id, held in waiting:
         typer.echo((f"{run_id}  {held[0]:<9}" + (f"  held by {held[1]} since "
                                                  f"{_stamp(held[2])}" if held[1] else ""))
                    .rstrip())
 
 
-def _queue(world: Any) -> dict[str, tuple[str, str, float]]:
-    """A PostgreSQL world's queue: run id -> (state, worker, since); {} elsewhere."""
+def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
+                                 dict[str, list[tuple[str, str, float]]]]:
+    """A PostgreSQL world's queues: run id -> (state, worker, since), and run id ->
+    the branches being executed [(prefix, worker, since)]; nothing elsewhere."""
     if not hasattr(world, "url"):
-        return {}
+        return {}, {}
+    from lwtool.world.postgres_branches import BranchQueue
     from lwtool.world.postgres_queue import RunQueue
 
-    return RunQueue(world).holders()
+    return RunQueue(world).holders(), BranchQueue(world).holders()
+
+
+def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:
+    if not held:
+        return {}
+    return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": _stamp(since)}
+                         for prefix, worker, since in held]}
 
 
 def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:

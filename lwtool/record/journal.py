@@ -38,12 +38,15 @@ class Journal:
     # that started and did not end: what a resumed session is compared against
     open_sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     terminal: Event | None = None  # RunCompleted or RunFailed
+    paths: set[str] = field(default_factory=set)  # every step path the log names
 
     @classmethod
     def from_events(cls, events: list[Event]) -> Journal:
         journal = cls()
         for event in events:
             path = event.step_path
+            if path is not None:
+                journal.paths.add(path)
             if event.type == "StepCompleted" and path is not None:
                 journal.completed[path] = event.payload
                 journal.completed_seq[path] = event.seq

@@ -41,6 +41,10 @@ class RunState:
     harness: Any = None  # the worker harness (lwtool.harness.workflow.WorkflowHarness)
     on_end: list[Callable[[], None]] = field(default_factory=list)  # e.g. remove scratch
     memo: dict[str, Any] = field(default_factory=dict)  # what the roles compute once per run
+    # Where parallel branches execute: None, in this process; else an object whose
+    # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
+    # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).
+    branches: Any = None
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None

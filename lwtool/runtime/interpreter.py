@@ -69,7 +69,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     durability: str | None = None,
                     version_id: str | None = None,
                     canonical: str | None = None,
-                    links: dict[str, Any] | None = None) -> dict[str, Any]:
+                    links: dict[str, Any] | None = None,
+                    branches: Any = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
@@ -78,7 +79,9 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     when the caller has it already (lwtool.runtime.api.LockedWorkflow): not hashed
     again; `canonical`, the RFC 8785 text it was taken over, spares the world
     canonicalizing the LWIR again to store it. `links` (plannerRunId, outerLoopId,
-    cycleNumber) name the runs this one belongs with, in RunStarted."""
+    cycleNumber) name the runs this one belongs with, in RunStarted. `branches`
+    executes parallel branches elsewhere (RunState.branches; `lwtool worker` passes
+    its queue)."""
     harness = harness or WorkflowHarness()
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
@@ -100,7 +103,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if short_hash(existing.input) != short_hash(run_input):
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
-        return await resume_run(world, run_id, tools, models, on_start, step_timeout, harness)
+        return await resume_run(world, run_id, tools, models, on_start, step_timeout, harness,
+                                branches=branches)
     capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
@@ -119,7 +123,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout, harness, workspace, durability)
+                              Journal(), timeout, harness, workspace, durability, branches)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
@@ -162,7 +166,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      models: dict[str, str] | None = None,
                      on_start: Callable[[str], None] | None = None,
                      step_timeout: float | None = None, harness: Any = None,
-                     accept_drift: bool = False) -> dict[str, Any]:
+                     accept_drift: bool = False, branches: Any = None) -> dict[str, Any]:
     """Finish a run from its event log (a finished run just reports its result). The
     step timeout is the one the run started with unless `step_timeout` is given. A
     change of its tools' code, models or harness is capability_drift, unless
@@ -201,17 +205,19 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
-                              str(record.options.get("durability", DEFAULT_DURABILITY)))
+                              str(record.options.get("durability", DEFAULT_DURABILITY)),
+                              branches)
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
                    run_input: Any, tools: ToolRegistry, models: dict[str, str],
                    journal: Journal, step_timeout: float, harness: Any,
                    workspace: dict[str, Any] | None = None,
-                   durability: str = DEFAULT_DURABILITY) -> dict[str, Any]:
+                   durability: str = DEFAULT_DURABILITY,
+                   branches: Any = None) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
-                     durability=check_durability(durability))
+                     durability=check_durability(durability), branches=branches)
     state.workspace = dict(workspace or {})
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the

@@ -3,7 +3,10 @@
 Each branch runs the body as its own scope, with step paths `<parallel>[<key>].<step>`.
 Concurrency is bounded by `maxConcurrency` here and by the world's
 `max_concurrent_steps` across the run (leaf steps hold a world slot; the coordinating
-parallel step does not, so nesting cannot deadlock). `fail_fast` cancels the other
+parallel step does not, so nesting cannot deadlock). When the run has somewhere else to
+execute branches (`RunState.branches`: `lwtool worker` in a PostgreSQL world) and the
+group may run more than one at once, each branch is handed there and its output read
+back; the fan-in is the same either way. `fail_fast` cancels the other
 branches at the first failure, and the group fails with that branch's cause.
 `all_settled` never cancels: once every branch has settled, the group's output is the
 fan-in of the branches that succeeded (declared order), its StepCompleted lists
@@ -47,12 +50,18 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise StepFailure("step_failed", f"itemKey gives '{duplicate}' to more than one item "
                           "(keys must be unique in the group)", path)
-    gate = asyncio.Semaphore(int(with_.get("maxConcurrency", 1)))
+    width = int(with_.get("maxConcurrency", 1))
+    gate = asyncio.Semaphore(width)
     fan_in = with_.get("fanIn") or {}
-    output_step = fan_in.get("outputStep")
+    remote = run.branches if width > 1 else None  # one at a time gains nothing elsewhere
 
     async def branch(item: Any, key: str) -> Any:
         await gate.acquire()
+        if remote is not None:
+            try:
+                return await remote.run(scope, step, path, key, item)
+            finally:
+                gate.release()
         held = True
 
         def release() -> None:  # once: at the last step's execution, or at the end
@@ -66,10 +75,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
             await body.execute()
         finally:
             release()
-        if output_step:
-            outputs = body.outputs.get(output_step) or []
-            return outputs[-1] if outputs else None
-        return body.outputs[body.last_step][-1] if body.last_step else None
+        return branch_output(body, step)
 
     tasks = [asyncio.create_task(branch(item, key)) for item, key in zip(items, keys,
                                                                           strict=True)]
@@ -105,3 +111,13 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
         "branches": [keys[i] for i in order], **({"failedBranches": failed} if failed else {}),
         "envelope": envelope}, path)], artifacts=inline)
     return output, committed
+
+
+def branch_output(body: Any, step: dict[str, Any]) -> Any:
+    """What a finished branch gives the fan-in: its `fanIn.outputStep`'s last output,
+    else that of the body's last step to complete."""
+    output_step = ((step.get("with") or {}).get("fanIn") or {}).get("outputStep")
+    if output_step:
+        outputs = body.outputs.get(output_step) or []
+        return outputs[-1] if outputs else None
+    return body.outputs[body.last_step][-1] if body.last_step else None

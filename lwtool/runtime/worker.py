@@ -1,7 +1,11 @@
-"""`lwtool worker`: execute queued runs of a PostgreSQL world, `concurrency` at a time.
+"""`lwtool worker`: execute queued runs of a PostgreSQL world, and the parallel branches
+of any run, `concurrency` of each at a time.
 
-A worker claims the oldest runnable run (lwtool.world.postgres_queue), renews its lease
-every third of it while the run executes, and ends its claim `done` or `failed`. It
+A worker claims the oldest runnable branch (lwtool.world.postgres_branches), else the
+oldest runnable run (lwtool.world.postgres_queue), renews its lease every third of it
+while it executes, and ends its claim `done` or `failed`. The runs it executes hand
+their parallel branches to the branch queue (lwtool.runtime.branches), so one run's
+branches spread over every worker. It
 starts a run the queue recorded, or resumes one from its event log (a run whose worker
 died: its completed steps are not run again, the attempt in flight runs again). A run
 another worker still executes (its run lock held) is handed back. `stop` (SIGTERM)
@@ -32,45 +36,97 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
                concurrency: int = 1, lease: float = 30.0, drain: bool = False,
                stop: asyncio.Event | None = None, say: Callable[[str], None] | None = None,
                name: str | None = None) -> int:
-    """Claim and execute runs until `stop` is set (or, with `drain`, the queue is empty);
-    returns how many runs this worker ended."""
+    """Claim and execute runs and parallel branches until `stop` is set (or, with
+    `drain`, nothing is queued or claimed); returns how many runs this worker ended.
+    Runs and branches have `concurrency` slots each: a run waiting for its branches
+    never keeps this worker from executing branches (its own or another run's)."""
+    from lwtool.runtime.branches import RemoteBranches
+    from lwtool.world.postgres_branches import BranchQueue
     from lwtool.world.postgres_queue import RunQueue
 
-    queue = RunQueue(world)
+    queue, branch_queue = RunQueue(world), BranchQueue(world)
+    remote = RemoteBranches(branch_queue)
     name = name or worker_name()
     log = say or (lambda _: None)
     stop = stop or asyncio.Event()
-    running: set[asyncio.Task[bool]] = set()
+    runs: set[asyncio.Task[bool]] = set()
+    branches: set[asyncio.Task[bool]] = set()
     ended = 0
     while not stop.is_set():
-        claim = queue.claim(name, lease) if len(running) < concurrency else None
+        task = branch_queue.claim(name, lease) if len(branches) < concurrency else None
+        if task is not None:
+            log(f"claimed branch {task.prefix} of run {task.run_id} (claim {task.claims})")
+            branches.add(asyncio.create_task(_execute_branch(world, branch_queue, task, tools,
+                                                             models, name, lease, log)))
+            continue
+        claim = queue.claim(name, lease) if len(runs) < concurrency else None
         if claim is not None:
             log(f"claimed run {claim.run_id} (claim {claim.claims})")
-            running.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
-                                                     name, lease, log)))
+            runs.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
+                                                  name, lease, log, remote)))
             continue
-        if drain and not running and queue.pending() == 0:
+        if drain and not runs and not branches and queue.pending() == 0:
             break
+        running = runs | branches
         if running:
             done, _ = await asyncio.wait(running, timeout=POLL_SECONDS)
         else:
             done = set()
             await asyncio.sleep(POLL_SECONDS)
-        for task in done:
-            running.discard(task)
-            ended += bool(task.result())
-    if running:  # SIGTERM: finish what is in hand
-        ended += sum(bool(done) for done in await asyncio.gather(*running))
+        for finished in done:
+            if finished in runs:
+                ended += bool(finished.result())
+            runs.discard(finished)
+            branches.discard(finished)
+    # SIGTERM: finish what is in hand (a run's branches still come to this worker)
+    while runs:
+        task = branch_queue.claim(name, lease) if len(branches) < concurrency else None
+        if task is not None:
+            branches.add(asyncio.create_task(_execute_branch(world, branch_queue, task, tools,
+                                                             models, name, lease, log)))
+            continue
+        done, _ = await asyncio.wait(runs | branches, timeout=POLL_SECONDS)
+        for finished in done:
+            if finished in runs:
+                ended += bool(finished.result())
+            runs.discard(finished)
+            branches.discard(finished)
+    if branches:
+        await asyncio.gather(*branches)
     return ended
+
+
+async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry,
+                          models: dict[str, str], name: str, lease: float,
+                          log: Callable[[str], None]) -> bool:
+    """Execute one claimed branch and end its claim with the branch's end."""
+    from lwtool.runtime.branches import execute_branch
+
+    what = f"branch {task.prefix} of run {task.run_id}"
+    heartbeat = asyncio.create_task(_renew(lambda: queue.renew(task, name, lease), what, lease,
+                                           log))
+    try:
+        state, result = await execute_branch(world, task, tools, models)
+    except WorldError as exc:  # the server away, or a successor committed first
+        log(f"{what} left for later: {exc}")
+        return False
+    finally:
+        heartbeat.cancel()
+    if not await asyncio.to_thread(queue.finish, task, name, state, result):
+        log(f"{what}: the lease was lost before it ended; its end is another worker's")
+        return False
+    log(f"{what} {state}")
+    return True
 
 
 async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                    models: dict[str, str], name: str, lease: float,
-                   log: Callable[[str], None]) -> bool:
+                   log: Callable[[str], None], remote: Any) -> bool:
     """Execute one claimed run; True when it ended (completed or failed)."""
     from lwtool.runtime.interpreter import start_run
 
-    heartbeat = asyncio.create_task(_renew(queue, claim.run_id, name, lease, log))
+    heartbeat = asyncio.create_task(_renew(lambda: queue.renew(claim.run_id, name, lease),
+                                           f"run {claim.run_id}", lease, log))
     try:
         lwir = world.get_version(claim.version_id)
         if lwir is None:
@@ -82,7 +138,7 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                                  claim.run_id, step_timeout=options.get("stepTimeoutS"),
                                  workspace=options.get("workspace"),
                                  durability=options.get("durability"),
-                                 version_id=claim.version_id)
+                                 version_id=claim.version_id, branches=remote)
     except RunLocked:
         log(f"run {claim.run_id} is being executed elsewhere: handed back")
         queue.finish(claim.run_id, name, "queued")
@@ -102,13 +158,13 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
     return True
 
 
-async def _renew(queue: Any, run_id: str, name: str, lease: float,
+async def _renew(renew: Callable[[], bool], what: str, lease: float,
                  log: Callable[[str], None]) -> None:
     while True:
         await asyncio.sleep(lease / 3)
         try:
-            if not await asyncio.to_thread(queue.renew, run_id, name, lease):
-                log(f"run {run_id}: the lease was lost")
+            if not await asyncio.to_thread(renew):
+                log(f"{what}: the lease was lost")
                 return
         except WorldError as exc:
-            log(f"run {run_id}: the lease could not be renewed: {exc}")
+            log(f"{what}: the lease could not be renewed: {exc}")

@@ -119,6 +119,12 @@ class StoreUnavailable(WorldError):
     full, another user's, busy. Never reported as damage."""
 
 
+class StepCommittedElsewhere(WorldError):
+    """A step's StepCompleted is in the log already: another process (a worker whose
+    lease ran out, and its successor) committed that step path and visit first. The
+    commit is refused whole; the result the log holds stands."""
+
+
 class StoreDamaged(WorldError):
     """Something read back from the world does not match what was written (an artifact
     against its content hash, a version against its id, an event against its chain)."""

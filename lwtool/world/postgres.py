@@ -33,6 +33,7 @@ from lwtool.world.base import (
     RunLocked,
     RunNotFound,
     RunRecord,
+    StepCommittedElsewhere,
     StoreDamaged,
     StoreUnavailable,
     WorldError,
@@ -174,15 +175,25 @@ class PostgresWorld:
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
                artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
-        with self._tx(durable) as conn:
-            for ref, data in artifacts:
-                self._put(conn, ref, data)
-            row = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE run_id = %s "
-                               "FOR UPDATE", (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(f"no run {run_id}")
-            return self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
-                                time.time())
+        """Append under the run row's lock: processes executing branches of one run
+        (lwtool worker) append in turn, each onto the chain's head. A StepCompleted for
+        a step path the log has completed already is refused (StepCommittedElsewhere)."""
+        import psycopg
+
+        try:
+            with self._tx(durable) as conn:
+                for ref, data in artifacts:
+                    self._put(conn, ref, data)
+                row = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE "
+                                   "run_id = %s FOR UPDATE", (run_id,)).fetchone()
+                if row is None:
+                    raise RunNotFound(f"no run {run_id}")
+                return self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
+                                    time.time())
+        except psycopg.errors.UniqueViolation:
+            paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
+            raise StepCommittedElsewhere(f"run {run_id}: {', '.join(paths)} completed "
+                                         "already (committed by another worker)") from None
 
     @staticmethod
     def _insert(conn: Any, run_id: str, head: tuple[int, str], events: Sequence[NewEvent],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -66,6 +66,26 @@ CREATE TABLE lwtool.queue (
   claims integer NOT NULL DEFAULT 0
 );
 CREATE INDEX queue_runnable ON lwtool.queue (state, enqueued_at);
+""",
+    3: """
+CREATE TABLE lwtool.branches (
+  run_id text NOT NULL REFERENCES lwtool.runs (run_id),
+  prefix text NOT NULL,
+  parallel text NOT NULL,
+  item text NOT NULL,
+  history boolean NOT NULL,
+  state text NOT NULL,
+  worker text,
+  lease_until double precision,
+  claimed_at double precision,
+  enqueued_at double precision NOT NULL,
+  claims integer NOT NULL DEFAULT 0,
+  result text,
+  PRIMARY KEY (run_id, prefix)
+);
+CREATE INDEX branches_runnable ON lwtool.branches (state, enqueued_at);
+CREATE UNIQUE INDEX events_one_completion ON lwtool.events (run_id, step_path)
+  WHERE type = 'StepCompleted';
 """,
 }
 

@@ -1,0 +1,152 @@
+"""Parallel branches executed by other workers (`lwtool worker`, a PostgreSQL world).
+
+The worker that owns a run (holds its run lock and walks its graph) hands each branch
+of a parallel group to the world's branch queue (lwtool.world.postgres_branches) and
+waits for its end; any worker, the owner included, claims a branch, executes its body
+in a RunState of its own for the same run and appends the branch's events to the run's
+log (the PostgreSQL world appends under the run row's lock, so the hash chain stays
+one chain). The owner fans in the branch outputs in the group's declared order, as
+when it executes the branches itself: the fan-in does not depend on who executed what,
+nor in which order branches ended.
+
+A branch is self-contained: its steps read only the run input, its item and steps of
+its own body (rule parallel.reference_outside_body), so a worker needs nothing of the
+owner's scope. A worker that dies loses its lease; the next one replays the branch's
+committed steps from the log and runs the step in flight again. A nested parallel
+group runs in the process of the worker executing its branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lwtool.harness.workflow import WorkflowHarness
+from lwtool.record.errors import RunFailedError, StepFailure
+from lwtool.record.journal import Journal
+from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
+from lwtool.runtime.dispatch import run_step
+from lwtool.runtime.parallel import branch_output
+from lwtool.runtime.scope import Scope
+from lwtool.world.base import DEFAULT_DURABILITY, check_durability
+
+POLL_FIRST, POLL_MOST = 0.005, 0.2  # seconds between looks for ended branches
+
+
+class RemoteBranches:
+    """The owner's side: `run` queues one branch and returns its output when a worker
+    has executed it (raises its StepFailure when it failed)."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue  # lwtool.world.postgres_branches.BranchQueue
+        self._waiting: dict[tuple[str, str], asyncio.Future[tuple[str, Any]]] = {}
+        self._poller: asyncio.Task[None] | None = None
+
+    async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
+                  item: Any) -> Any:
+        run = scope.run
+        prefix = f"{path}[{key}]."
+        history = any(p.startswith(prefix) for p in run.journal.paths)
+        await asyncio.to_thread(self.queue.enqueue, run.run_id, prefix,
+                                step_chain(run.lwir, step), item, history)
+        future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[(run.run_id, prefix)] = future
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll())
+        try:
+            state, result = await future
+        except asyncio.CancelledError:  # fail_fast: another branch failed
+            self._waiting.pop((run.run_id, prefix), None)
+            await asyncio.to_thread(self.queue.cancel, run.run_id, [prefix])
+            raise
+        if state == "failed":
+            raise StepFailure(result["cause"], result["message"], result.get("path"),
+                              details=result.get("details") or {})
+        return result["output"]
+
+    async def _poll(self) -> None:
+        """Look for ended branches of every run waiting in this process, one query per
+        run, sooner while branches keep ending."""
+        pause = POLL_FIRST
+        while self._waiting:
+            await asyncio.sleep(pause)
+            by_run: dict[str, list[str]] = {}
+            for run_id, prefix in self._waiting:
+                by_run.setdefault(run_id, []).append(prefix)
+            progress = False
+            for run_id, prefixes in by_run.items():
+                for prefix, end in (await asyncio.to_thread(self.queue.ends, run_id,
+                                                            prefixes)).items():
+                    future = self._waiting.pop((run_id, prefix), None)
+                    if future is not None and not future.done():
+                        future.set_result(end)
+                        progress = True
+            pause = POLL_FIRST if progress else min(pause * 2, POLL_MOST)
+
+
+def step_chain(lwir: dict[str, Any], target: dict[str, Any]) -> list[str]:
+    """The ids from the LWIR's top down to `target` (one of its step objects)."""
+    todo: list[tuple[list[str], dict[str, Any]]] = [([], s) for s in lwir.get("steps") or []]
+    while todo:
+        ids, step = todo.pop()
+        chain = [*ids, str(step.get("id"))]
+        if step is target:
+            return chain
+        todo += [(chain, s) for s in step.get("steps") or []]
+    raise ValueError(f"step {target.get('id')!r} is not in the workflow")
+
+
+def step_at(lwir: dict[str, Any], chain: list[str]) -> dict[str, Any]:
+    """The step `step_chain` named."""
+    steps: list[dict[str, Any]] = lwir.get("steps") or []
+    step: dict[str, Any] | None = None
+    for sid in chain:
+        step = next((s for s in steps if s.get("id") == sid), None)
+        if step is None:
+            raise ValueError(f"the workflow has no step {'.'.join(chain)}")
+        steps = step.get("steps") or []
+    if step is None:
+        raise ValueError("an empty step chain")
+    return step
+
+
+async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, str]
+                         ) -> tuple[str, Any]:
+    """Execute one claimed branch (lwtool.world.postgres_branches.BranchTask) here;
+    `("done", {"output"})` or `("failed", {"cause", "message", "path", "details"})`.
+    The world's errors (the server away, the step committed by another worker) are
+    raised: the claim is left to run out."""
+    record = world.get_run(task.run_id)
+    lwir = world.get_version(record.version_id)
+    if lwir is None:
+        return "failed", {"cause": "runtime_config_error", "path": None, "details": {},
+                          "message": f"the world has no WorkflowVersion {record.version_id}"}
+    try:
+        step = step_at(lwir, task.parallel)
+    except ValueError as exc:  # the LWIR has no such step: a damaged queue row
+        return "failed", {"cause": "runtime_config_error", "message": str(exc),
+                          "path": task.prefix, "details": {}}
+    options = record.options
+    # A branch nobody executed before starts from nothing; else from the run's log.
+    journal = Journal.from_events(world.events(task.run_id)) \
+        if task.history or task.claims > 1 else Journal()
+    state = RunState(world, task.run_id, record.version_id, lwir, record.input, tools,
+                     {**dict(options.get("models") or {}), **models}, journal,
+                     asyncio.Semaphore(world.max_concurrent_steps),
+                     float(options.get("stepTimeoutS") or DEFAULT_STEP_TIMEOUT),
+                     WorkflowHarness(), durability=check_durability(
+                         str(options.get("durability", DEFAULT_DURABILITY))))
+    state.workspace = dict(options.get("workspace") or {})
+    try:
+        body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
+                     has_item=True)
+        await body.execute()
+        return "done", {"output": branch_output(body, step)}
+    except StepFailure as failure:
+        return "failed", {"cause": failure.cause, "message": failure.message,
+                          "path": failure.step_path, "details": failure.details}
+    except RunFailedError as failed:  # a session that cannot resume (capability drift)
+        return "failed", {"cause": failed.cause_code, "message": failed.message,
+                          "path": failed.failed_step_path, "details": {}}
+    finally:
+        state.close()

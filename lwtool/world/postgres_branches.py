@@ -1,0 +1,117 @@
+"""The PostgreSQL world's branch queue: the parallel branches of runs that `lwtool worker`
+processes execute, so that the branches of one run spread over many workers and
+machines (lwtool.runtime.branches).
+
+The worker executing a run (its owner) enqueues each branch of a parallel step it
+reaches: the run, the branch's step path prefix (`fan[3].`), the parallel step it
+belongs to and its item. Any worker claims a queued branch with `SELECT ... FOR UPDATE
+SKIP LOCKED` under a lease its heartbeat renews, executes the branch body, appending
+the branch's events to the run's log, and ends the row `done` (with the branch's
+output) or `failed` (with its failure). The owner reads the ends and fans in. A branch
+whose worker died is claimable again once its lease has run out: the next worker
+replays the branch's committed steps from the log and runs the one in flight again
+(at-least-once); a StepCompleted is unique per run and step path, so a slow worker and
+its successor cannot both commit one.
+
+States: queued -> claimed -> done | failed, or cancelled (a fail_fast group that failed
+no longer needs it); a claimed branch whose lease ran out counts as queued."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lwtool.canonical.compact import dumps_text, loads
+
+ENDED = ("done", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class BranchTask:
+    run_id: str
+    prefix: str  # the branch's step path prefix: `fan[3].`
+    parallel: list[str]  # step ids from the top of the LWIR down to the parallel step
+    item: Any
+    history: bool  # the owner's log had events under `prefix` when it enqueued
+    claims: int  # this claim included
+
+
+class BranchQueue:
+    """The branch queue of one PostgreSQL world (`world._tx` and `world._read`)."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+
+    def enqueue(self, run_id: str, prefix: str, parallel: list[str], item: Any,
+                history: bool) -> None:
+        """Queue a branch; one the queue has already (a resumed owner's) is left as it is."""
+        with self.world._tx(durable=False) as conn:
+            conn.execute(
+                "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
+                "enqueued_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s) ON CONFLICT DO NOTHING",
+                (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time()))
+
+    def claim(self, worker: str, lease: float) -> BranchTask | None:
+        """The oldest runnable branch, claimed for `lease` seconds; None when none is."""
+        now = time.time()
+        with self.world._tx() as conn:
+            row = conn.execute(
+                "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
+                "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
+                "prefix FROM lwtool.branches WHERE state = 'queued' OR (state = 'claimed' AND "
+                "lease_until < %s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED "
+                "LIMIT 1) RETURNING run_id, prefix, parallel, item, history, claims",
+                (worker, now + lease, now, now)).fetchone()
+        if row is None:
+            return None
+        return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
+                          int(row[5]))
+
+    def renew(self, task: BranchTask, worker: str, lease: float) -> bool:
+        """Extend this worker's lease; False when the branch is no longer its own."""
+        with self.world._tx(durable=False) as conn:
+            moved = conn.execute(
+                "UPDATE lwtool.branches SET lease_until = %s WHERE run_id = %s AND prefix = %s "
+                "AND worker = %s AND state = 'claimed' RETURNING prefix",
+                (time.time() + lease, task.run_id, task.prefix, worker)).fetchone()
+        return moved is not None
+
+    def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
+        """End this worker's claim `done` or `failed` with `result`; False when the
+        branch was no longer its own (its lease ran out and another took it)."""
+        with self.world._tx() as conn:
+            ended = conn.execute(
+                "UPDATE lwtool.branches SET state = %s, result = %s, lease_until = NULL WHERE "
+                "run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' RETURNING "
+                "prefix", (state, dumps_text(result), task.run_id, task.prefix, worker)
+            ).fetchone()
+        return ended is not None
+
+    def ends(self, run_id: str, prefixes: list[str]) -> dict[str, tuple[str, Any]]:
+        """prefix -> (state, result) of those of `prefixes` that have ended."""
+        rows = self.world._read(
+            "SELECT prefix, state, result FROM lwtool.branches WHERE run_id = %s AND prefix = "
+            "ANY(%s) AND state IN ('done', 'failed')", (run_id, prefixes))
+        return {r[0]: (r[1], loads(r[2]) if r[2] is not None else None) for r in rows}
+
+    def cancel(self, run_id: str, prefixes: list[str]) -> None:
+        """Branches not yet claimed that nobody waits for any more."""
+        with self.world._tx(durable=False) as conn:
+            conn.execute("UPDATE lwtool.branches SET state = 'cancelled' WHERE run_id = %s AND "
+                         "prefix = ANY(%s) AND state = 'queued'", (run_id, prefixes))
+
+    def pending(self) -> int:
+        """Branches not yet ended (queued or claimed)."""
+        rows = self.world._read("SELECT count(*) FROM lwtool.branches WHERE state IN "
+                                "('queued', 'claimed')")
+        return int(rows[0][0])
+
+    def holders(self) -> dict[str, list[tuple[str, str, float]]]:
+        """run id -> [(branch prefix, worker, claimed at)] of branches being executed."""
+        out: dict[str, list[tuple[str, str, float]]] = {}
+        for run_id, prefix, worker, since in self.world._read(
+                "SELECT run_id, prefix, worker, claimed_at FROM lwtool.branches WHERE state = "
+                "'claimed' ORDER BY run_id, claimed_at"):
+            out.setdefault(run_id, []).append((prefix, worker or "", float(since or 0.0)))
+        return out
