@@ -6,11 +6,11 @@
 2. lwtool: a 200-step chain of trivial tool.call steps in `lwtool.postgres_world`,
    strict durability, per step, start to RunCompleted.
 
-Goal: (2) within 2x of (1). Then throughput with workers: 400 queued runs of one 5 ms
-tool.call step each, drained by 1, 2 and 4 `lwtool worker` processes (concurrency 4
-each): steps per second (goal: 4 workers at least 3x one). Workers share out whole runs
-today, so these are 400 independent one-step runs. Each round uses a database of its
-own, dropped after.
+Goal: (2) within 2x of (1). Then throughput with workers: 400 independent 5 ms
+tool.call steps drained by 1, 2 and 4 `lwtool worker` processes (concurrency 4 each):
+steps per second (goal: 4 workers at least 3x one), as 20 runs of a 20-branch parallel
+step (the branches of one run spread over the workers) and as 400 one-step runs. Each
+round uses a database of its own, dropped after.
 Run: .venv/bin/python bench/postgres.py [--url postgresql://postgres@127.0.0.1:5432]
 [--reps N]
 """
@@ -101,19 +101,33 @@ ONE_STEP = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
             "steps": [{"id": "nap", "uses": "tool.call", "with": {"tool": "nap"}}]}
 
 
-def workers_throughput(url: str, folder: Path, workers: int, runs: int = 400) -> float:
-    """Steps per second: `runs` one-step runs drained by `workers` worker processes."""
+FAN_RUNS, FAN_WIDTH = 20, 20
+FAN = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+       "metadata": {"name": "fan"}, "permissions": {"tools": ["nap"]},
+       "steps": [{"id": "fan", "uses": "parallel",
+                  "with": {"items": "{{ input.items }}", "maxBranches": FAN_WIDTH,
+                           "maxConcurrency": FAN_WIDTH},
+                  "steps": [{"id": "nap", "uses": "tool.call", "with": {"tool": "nap"}}]}]}
+
+
+def workers_throughput(url: str, folder: Path, workers: int, branches: bool) -> float:
+    """Steps per second of 400 independent 5 ms steps drained by `workers` worker
+    processes: 400 one-step runs, or (`branches`) 20 runs of a 20-branch parallel step,
+    whose branches any worker executes."""
     import subprocess
 
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.world.postgres_queue import RunQueue
 
     world = PostgresWorld(url, folder)
-    version = workflow_version_id(ONE_STEP)
-    world.register_version(version, ONE_STEP)
+    lwir = FAN if branches else ONE_STEP
+    version = workflow_version_id(lwir)
+    world.register_version(version, lwir)
     queue = RunQueue(world)
+    runs = FAN_RUNS if branches else FAN_RUNS * FAN_WIDTH
     for n in range(runs):
-        queue.enqueue(f"w{n:04d}", version, {}, {"durability": "strict"})
+        queue.enqueue(f"w{n:04d}", version, {"items": list(range(FAN_WIDTH))},
+                      {"durability": "strict"})
     world.close()
     started = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "lwtool", "worker", "--world", url,
@@ -122,7 +136,7 @@ def workers_throughput(url: str, folder: Path, workers: int, runs: int = 400) ->
                               stderr=subprocess.DEVNULL) for _ in range(workers)]
     for proc in procs:
         assert proc.wait(timeout=600) == 0
-    return runs / (time.perf_counter() - started)
+    return FAN_RUNS * FAN_WIDTH / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -137,18 +151,23 @@ def main() -> None:
                 raws.append(raw_step_boundary(url))
             with database(args.url) as url:
                 chains.append(lwtool_chain(url, Path(tmp)))
-        rates = {}
-        for workers in (1, 2, 4):
-            with database(args.url) as url:
-                rates[workers] = workers_throughput(url, Path(tmp), workers)
+        rates: dict[bool, dict[int, float]] = {False: {}, True: {}}
+        for branches in (True, False):
+            for workers in (1, 2, 4):
+                with database(args.url) as url:
+                    rates[branches][workers] = workers_throughput(url, Path(tmp), workers,
+                                                                  branches)
     raw, chain = statistics.median(raws), statistics.median(chains)
     print(f"PostgreSQL on {args.url.split('@')[-1]} (median of {args.reps}):")
     print(f"  raw step boundary (6 events, artifact, head; one transaction): {raw:.0f} µs")
     print(f"  lwtool 200-step tool.call chain, strict: {chain:.0f} µs a step = "
           f"{chain / raw:.2f}x raw  (goal <= 2x)")
-    print("  400 one-step runs of a 5 ms tool, drained by workers (4 runs at a time each): "
-          + ", ".join(f"{w} worker(s) {r:.0f} steps/s" for w, r in rates.items())
-          + f"; 4 workers = {rates[4] / rates[1]:.2f}x one  (goal >= 3x)")
+    for branches, what in ((True, f"{FAN_RUNS} runs x {FAN_WIDTH} parallel branches"),
+                           (False, f"{FAN_RUNS * FAN_WIDTH} one-step runs")):
+        rate = rates[branches]
+        print(f"  {what} of a 5 ms tool, drained by workers (4 at a time each): "
+              + ", ".join(f"{w} worker(s) {r:.0f} steps/s" for w, r in rate.items())
+              + f"; 4 workers = {rate[4] / rate[1]:.2f}x one  (goal >= 3x)")
 
 
 if __name__ == "__main__":

@@ -163,6 +163,11 @@ def open_world(data_dir: Path, must_exist: bool = False, durability: str = "stri
             except ImportError:
                 raise fail("the PostgreSQL world needs the postgres extra: pip install "
                            "'lwtool[postgres]'") from None
+            import logging
+
+            # The pool's own warnings (a connection discarded, a reconnect failing) repeat
+            # what lwtool says in one line when it matters.
+            logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
             return PostgresWorld(url, data_dir, max_concurrent_steps
                                  or DEFAULT_MAX_CONCURRENT_STEPS, durability)
         data_dir = _local_dir(data_dir)

@@ -10,7 +10,14 @@ import typer
 
 from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, has_store, open_world, say, use_world
+from lwtool.cli.runtime_options import (
+    fail,
+    has_store,
+    open_world,
+    postgres_url,
+    say,
+    use_world,
+)
 
 HOST = "127.0.0.1"  # never another interface: the runs hold inputs, prompts and outputs
 
@@ -42,7 +49,14 @@ def ui(
         raise fail(f"cannot listen on {HOST}:{port}: {exc.strerror} (choose another port "
                    "with --port, or --port 0 for any free one)") from None
     listener.listen(128)  # connections wait in the backlog until the server accepts
-    say(f"inspector at http://{HOST}:{listener.getsockname()[1]}/ for {data_dir} "
+    url = postgres_url()
+    if url is not None:
+        from lwtool.world.postgres import where
+
+        source = f"PostgreSQL at {where(url)}"
+    else:
+        source = str(data_dir)
+    say(f"inspector at http://{HOST}:{listener.getsockname()[1]}/ for {source} "
         "(read-only; Ctrl-C stops it)")
     server = uvicorn.Server(uvicorn.Config(create_app(world), log_level="warning",
                                            access_log=False, lifespan="off"))

@@ -19,6 +19,7 @@ group runs in the process of the worker executing its branch.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from lwtool.harness.workflow import WorkflowHarness
@@ -28,17 +29,19 @@ from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.parallel import branch_output
 from lwtool.runtime.scope import Scope
-from lwtool.world.base import DEFAULT_DURABILITY, check_durability
+from lwtool.world.base import DEFAULT_DURABILITY, WorldError, check_durability
 
 POLL_FIRST, POLL_MOST = 0.005, 0.2  # seconds between looks for ended branches
+AWAY_MOST = 2.0  # ... while the world cannot be reached
 
 
 class RemoteBranches:
     """The owner's side: `run` queues one branch and returns its output when a worker
     has executed it (raises its StepFailure when it failed)."""
 
-    def __init__(self, queue: Any) -> None:
+    def __init__(self, queue: Any, say: Callable[[str], None] | None = None) -> None:
         self.queue = queue  # lwtool.world.postgres_branches.BranchQueue
+        self.say = say or (lambda _: None)
         self._waiting: dict[tuple[str, str], asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
 
@@ -57,7 +60,10 @@ class RemoteBranches:
             state, result = await future
         except asyncio.CancelledError:  # fail_fast: another branch failed
             self._waiting.pop((run.run_id, prefix), None)
-            await asyncio.to_thread(self.queue.cancel, run.run_id, [prefix])
+            try:  # (a resumed owner queues it again)
+                await asyncio.to_thread(self.queue.cancel, run.run_id, [prefix])
+            except WorldError:
+                pass  # nobody claims it before the run resumes, or it runs for nothing
             raise
         if state == "failed":
             raise StepFailure(result["cause"], result["message"], result.get("path"),
@@ -74,13 +80,18 @@ class RemoteBranches:
             for run_id, prefix in self._waiting:
                 by_run.setdefault(run_id, []).append(prefix)
             progress = False
-            for run_id, prefixes in by_run.items():
-                for prefix, end in (await asyncio.to_thread(self.queue.ends, run_id,
-                                                            prefixes)).items():
-                    future = self._waiting.pop((run_id, prefix), None)
-                    if future is not None and not future.done():
-                        future.set_result(end)
-                        progress = True
+            try:
+                for run_id, prefixes in by_run.items():
+                    for prefix, end in (await asyncio.to_thread(self.queue.ends, run_id,
+                                                                prefixes)).items():
+                        future = self._waiting.pop((run_id, prefix), None)
+                        if future is not None and not future.done():
+                            future.set_result(end)
+                            progress = True
+            except WorldError as exc:  # the server away: the branches wait for it
+                self.say(f"cannot look for ended branches: {exc}")
+                pause = AWAY_MOST
+                continue
             pause = POLL_FIRST if progress else min(pause * 2, POLL_MOST)
 
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from lwtool.record.errors import RunFailedError
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import RunLocked, StoreUnavailable, WorldError
+from lwtool.world.base import RunLocked, WorldError
 
 POLL_SECONDS = 0.2
+AWAY_MOST = 5.0  # seconds between looks at a world that cannot be reached
 
 
 def worker_name() -> str:
@@ -39,60 +40,59 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
     """Claim and execute runs and parallel branches until `stop` is set (or, with
     `drain`, nothing is queued or claimed); returns how many runs this worker ended.
     Runs and branches have `concurrency` slots each: a run waiting for its branches
-    never keeps this worker from executing branches (its own or another run's)."""
+    never keeps this worker from executing branches (its own or another run's). After
+    `stop`, no new run is claimed; the runs in hand finish (their branches still come
+    here). A world that cannot be reached is looked at again, less and less often, until
+    it answers: the claims in hand run out meanwhile and are taken again."""
     from lwtool.runtime.branches import RemoteBranches
     from lwtool.world.postgres_branches import BranchQueue
     from lwtool.world.postgres_queue import RunQueue
 
     queue, branch_queue = RunQueue(world), BranchQueue(world)
-    remote = RemoteBranches(branch_queue)
+    remote = RemoteBranches(branch_queue, say)
     name = name or worker_name()
     log = say or (lambda _: None)
     stop = stop or asyncio.Event()
     runs: set[asyncio.Task[bool]] = set()
     branches: set[asyncio.Task[bool]] = set()
-    ended = 0
-    while not stop.is_set():
-        task = branch_queue.claim(name, lease) if len(branches) < concurrency else None
-        if task is not None:
-            log(f"claimed branch {task.prefix} of run {task.run_id} (claim {task.claims})")
-            branches.add(asyncio.create_task(_execute_branch(world, branch_queue, task, tools,
-                                                             models, name, lease, log)))
-            continue
-        claim = queue.claim(name, lease) if len(runs) < concurrency else None
-        if claim is not None:
-            log(f"claimed run {claim.run_id} (claim {claim.claims})")
-            runs.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
-                                                  name, lease, log, remote)))
-            continue
-        if drain and not runs and not branches and queue.pending() == 0:
-            break
+    ended, away = 0, 0.0
+    while runs or not stop.is_set():
+        try:
+            if len(branches) < concurrency:
+                task = await asyncio.to_thread(branch_queue.claim, name, lease)
+                if task is not None:
+                    log(f"claimed branch {task.prefix} of run {task.run_id} "
+                        f"(claim {task.claims})")
+                    branches.add(asyncio.create_task(_execute_branch(
+                        world, branch_queue, task, tools, models, name, lease, log)))
+                    continue
+            if len(runs) < concurrency and not stop.is_set():
+                claim = await asyncio.to_thread(queue.claim, name, lease)
+                if claim is not None:
+                    log(f"claimed run {claim.run_id} (claim {claim.claims})")
+                    runs.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
+                                                          name, lease, log, remote)))
+                    continue
+            if drain and not runs and not branches and \
+                    await asyncio.to_thread(queue.pending) == 0:
+                break
+            away = 0.0
+        except WorldError as exc:
+            away = min(max(away * 2, POLL_SECONDS), AWAY_MOST)
+            log(f"cannot claim work: {exc}; looking again in {away:g} s")
         running = runs | branches
         if running:
-            done, _ = await asyncio.wait(running, timeout=POLL_SECONDS)
+            done, _ = await asyncio.wait(running, timeout=away or POLL_SECONDS)
         else:
             done = set()
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(away or POLL_SECONDS)
         for finished in done:
-            if finished in runs:
-                ended += bool(finished.result())
-            runs.discard(finished)
-            branches.discard(finished)
-    # SIGTERM: finish what is in hand (a run's branches still come to this worker)
-    while runs:
-        task = branch_queue.claim(name, lease) if len(branches) < concurrency else None
-        if task is not None:
-            branches.add(asyncio.create_task(_execute_branch(world, branch_queue, task, tools,
-                                                             models, name, lease, log)))
-            continue
-        done, _ = await asyncio.wait(runs | branches, timeout=POLL_SECONDS)
-        for finished in done:
-            if finished in runs:
+            if finished in runs and not finished.cancelled():  # cancelled: lease lost
                 ended += bool(finished.result())
             runs.discard(finished)
             branches.discard(finished)
     if branches:
-        await asyncio.gather(*branches)
+        await asyncio.gather(*branches, return_exceptions=True)
     return ended
 
 
@@ -103,8 +103,7 @@ async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry
     from lwtool.runtime.branches import execute_branch
 
     what = f"branch {task.prefix} of run {task.run_id}"
-    heartbeat = asyncio.create_task(_renew(lambda: queue.renew(task, name, lease), what, lease,
-                                           log))
+    heartbeat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
     try:
         state, result = await execute_branch(world, task, tools, models)
     except WorldError as exc:  # the server away, or a successor committed first
@@ -112,8 +111,7 @@ async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry
         return False
     finally:
         heartbeat.cancel()
-    if not await asyncio.to_thread(queue.finish, task, name, state, result):
-        log(f"{what}: the lease was lost before it ended; its end is another worker's")
+    if not await _end(lambda: queue.finish(task, name, state, result), what, log):
         return False
     log(f"{what} {state}")
     return True
@@ -125,8 +123,8 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
     """Execute one claimed run; True when it ended (completed or failed)."""
     from lwtool.runtime.interpreter import start_run
 
-    heartbeat = asyncio.create_task(_renew(lambda: queue.renew(claim.run_id, name, lease),
-                                           f"run {claim.run_id}", lease, log))
+    what = f"run {claim.run_id}"
+    heartbeat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
     try:
         lwir = world.get_version(claim.version_id)
         if lwir is None:
@@ -139,32 +137,56 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                                  workspace=options.get("workspace"),
                                  durability=options.get("durability"),
                                  version_id=claim.version_id, branches=remote)
+        state, said = "done", f"{what} {result.get('status', 'completed')}"
     except RunLocked:
-        log(f"run {claim.run_id} is being executed elsewhere: handed back")
-        queue.finish(claim.run_id, name, "queued")
+        log(f"{what} is being executed elsewhere: handed back")
+        await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
         await asyncio.sleep(lease / 3)
         return False
     except RunFailedError as failed:
-        log(f"run {claim.run_id} failed ({failed.cause_code}): {failed.message}")
-        queue.finish(claim.run_id, name, "failed")
-        return True
-    except (StoreUnavailable, WorldError) as exc:  # the server is away: the lease runs out
-        log(f"run {claim.run_id} left for later: {exc}")
+        state, said = "failed", f"{what} failed ({failed.cause_code}): {failed.message}"
+    except WorldError as exc:  # the server is away: the lease runs out, the run waits
+        log(f"{what} left for later: {exc}")
         return False
     finally:
         heartbeat.cancel()
-    queue.finish(claim.run_id, name, "done")
-    log(f"run {claim.run_id} {result.get('status', 'completed')}")
+    log(said)
+    return await _end(lambda: queue.finish(claim.run_id, name, state), what, log)
+
+
+async def _end(finish: Callable[[], Any], what: str, log: Callable[[str], None]) -> bool:
+    """End a claim; False when it is not this worker's any more, or the world cannot be
+    reached (the claim then runs out, and the next claim finds the run's end)."""
+    try:
+        ended = await asyncio.to_thread(finish)
+    except WorldError as exc:
+        log(f"{what}: its claim could not be ended: {exc}")
+        return False
+    if ended is False:
+        log(f"{what}: the lease was lost before it ended; its end is another worker's")
+        return False
     return True
 
 
-async def _renew(renew: Callable[[], bool], what: str, lease: float,
-                 log: Callable[[str], None]) -> None:
-    while True:
-        await asyncio.sleep(lease / 3)
-        try:
-            if not await asyncio.to_thread(renew):
-                log(f"{what}: the lease was lost")
-                return
-        except WorldError as exc:
-            log(f"{what}: the lease could not be renewed: {exc}")
+def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
+               log: Callable[[str], None]) -> asyncio.Task[None]:
+    """Renew a claim every third of its lease while the current task executes it. A
+    claim found to be another worker's (this one's lease ran out while the world could
+    not be reached, and another worker took it) cancels the current task: two workers
+    never go on executing one run or branch. A world that cannot be reached is tried
+    again at the next beat."""
+    holder = asyncio.current_task()
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                if not await asyncio.to_thread(renew):
+                    log(f"{what}: the lease was lost to another worker; stopped here")
+                    if holder is not None:
+                        holder.cancel()
+                    return
+            except WorldError as exc:
+                log(f"{what}: the lease could not be renewed: {exc}")
+
+    return asyncio.create_task(beat())

@@ -47,6 +47,7 @@ from lwtool.world.local_events import chained, payload, run_record
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
 DEFAULT_MAX_CONCURRENT_STEPS = 32
+POOL_WAIT = 10.0  # seconds to wait for a connection (the pool reconnecting) before failing
 _RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
 
 
@@ -92,7 +93,7 @@ class PostgresWorld:
         finally:
             first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
-                                    kwargs={"autocommit": True}, timeout=30)
+                                    kwargs={"autocommit": True}, timeout=POOL_WAIT)
         self._lock_idle: list[Any] = []  # lock connections between runs
         self._guard = threading.Lock()
 
@@ -108,7 +109,16 @@ class PostgresWorld:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 yield conn
         except psycopg.OperationalError as exc:
+            self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
+
+    def _recover(self) -> None:
+        """After a lost connection: drop the pool's dead idle connections (a restarted
+        server leaves them all dead), so the next attempt gets a live one."""
+        try:
+            self._pool.check()
+        except Exception:  # noqa: BLE001 - the server may still be away
+            pass
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         import psycopg
@@ -117,6 +127,7 @@ class PostgresWorld:
             with self._pool.connection() as conn:
                 return conn.execute(sql, args).fetchall()
         except psycopg.OperationalError as exc:
+            self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
 
     # -- versions ---------------------------------------------------------------------

@@ -45,11 +45,14 @@ class BranchQueue:
 
     def enqueue(self, run_id: str, prefix: str, parallel: list[str], item: Any,
                 history: bool) -> None:
-        """Queue a branch; one the queue has already (a resumed owner's) is left as it is."""
+        """Queue a branch. One the queue has already (a resumed owner's) is left as it
+        is, unless it was cancelled (its owner left the run): then it is queued again."""
         with self.world._tx(durable=False) as conn:
             conn.execute(
                 "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
-                "enqueued_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s) ON CONFLICT DO NOTHING",
+                "enqueued_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s) ON CONFLICT (run_id, "
+                "prefix) DO UPDATE SET state = 'queued', history = true WHERE "
+                "lwtool.branches.state = 'cancelled'",
                 (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time()))
 
     def claim(self, worker: str, lease: float) -> BranchTask | None:

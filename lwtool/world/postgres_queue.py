@@ -68,11 +68,14 @@ class RunQueue:
                                  (time.time() + lease, run_id, worker)).fetchone()
         return moved is not None
 
-    def finish(self, run_id: str, worker: str, state: str) -> None:
-        """`done`, `failed`, or `queued` (handed back: another may take it at once)."""
+    def finish(self, run_id: str, worker: str, state: str) -> bool:
+        """`done`, `failed`, or `queued` (handed back: another may take it at once);
+        False when the run's claim is no longer this worker's."""
         with self.world._tx() as conn:
-            conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL WHERE "
-                         "run_id = %s AND worker = %s", (state, run_id, worker))
+            ended = conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL "
+                                 "WHERE run_id = %s AND worker = %s AND state = 'claimed' "
+                                 "RETURNING run_id", (state, run_id, worker)).fetchone()
+        return ended is not None
 
     def pending(self) -> int:
         """Runs not yet ended (queued or claimed)."""

@@ -28,10 +28,10 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def start_inspector(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+def start_inspector(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     """`lwtool ui --port 0` and the URL it says it serves."""
     proc = subprocess.Popen([sys.executable, "-m", "lwtool", "ui", "--data-dir",
-                             str(data_dir), "--port", "0"], cwd=ROOT, text=True,
+                             str(data_dir), "--port", "0", *extra], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     line = proc.stderr.readline()

@@ -115,3 +115,38 @@ def test_an_unreachable_server_is_one_line_naming_it(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith(
         "lwtool: cannot reach PostgreSQL at 127.0.0.1:1/none: ")
     assert "Connection refused" in lines[0] and not (tmp_path / "data").exists()
+
+
+def test_lwtool_ui_serves_a_postgres_world(postgres_url: str, tmp_path: Path) -> None:
+    import signal
+    import urllib.request
+
+    from tests.ui.test_ui_browser import start_inspector
+
+    assert run_cli("run", *EXAMPLE, "--run-id", "r1", "--world", postgres_url).returncode == 0
+    proc, url = start_inspector(tmp_path / "nothing-here", "--world", postgres_url)
+    try:
+        with urllib.request.urlopen(url + "runs/r1", timeout=30) as reply:
+            page = reply.read().decode()
+        assert reply.status == 200 and "completed" in page and "improve" in page
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_step_path_completes_once(postgres_url: str, tmp_path: Path) -> None:
+    """The log refuses a second StepCompleted for a step path (a slow worker whose lease
+    ran out, after its successor committed): the whole commit, nothing written."""
+    from lwtool.world.base import NewEvent, StepCommittedElsewhere
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    world.register_version("v", {"steps": []})
+    world.create_run("r", "v", {}, {}, [NewEvent("RunStarted", {})])
+    done = NewEvent("StepCompleted", {"stepId": "a"}, "fan[1].a")
+    world.append("r", [NewEvent("StepAttemptStarted", {}, "fan[1].a"), done])
+    head = world.run_head("r")
+    with pytest.raises(StepCommittedElsewhere, match="fan\\[1\\].a completed already"):
+        world.append("r", [NewEvent("harness.session.completed", {}, "fan[1].a"), done])
+    assert world.run_head("r") == head and len(world.events("r")) == 3
+    world.append("r", [NewEvent("StepCompleted", {"stepId": "a"}, "fan[2].a")])  # another path
+    world.close()
