@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -110,10 +111,21 @@ FAN = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
                   "steps": [{"id": "nap", "uses": "tool.call", "with": {"tool": "nap"}}]}]}
 
 
-def workers_throughput(url: str, folder: Path, workers: int, branches: bool) -> float:
-    """Steps per second of 400 independent 5 ms steps drained by `workers` worker
+def busy_seconds() -> float:
+    """CPU seconds this machine has spent busy (every process: workers and server)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def workers_throughput(url: str, folder: Path, workers: int, branches: bool
+                       ) -> tuple[float, float]:
+    """Steps per second of 400 independent 5 ms steps executed by `workers` worker
     processes: 400 one-step runs, or (`branches`) 20 runs of a 20-branch parallel step,
-    whose branches any worker executes."""
+    whose branches any worker executes. Also the machine's busy CPU seconds a step.
+    Steady state: the workers are up and idle before the runs are queued (in one
+    transaction); the clock stops when the queue has ended every run."""
+    import signal
     import subprocess
 
     from lwtool.canonical.digest import workflow_version_id
@@ -124,19 +136,34 @@ def workers_throughput(url: str, folder: Path, workers: int, branches: bool) -> 
     version = workflow_version_id(lwir)
     world.register_version(version, lwir)
     queue = RunQueue(world)
-    runs = FAN_RUNS if branches else FAN_RUNS * FAN_WIDTH
-    for n in range(runs):
-        queue.enqueue(f"w{n:04d}", version, {"items": list(range(FAN_WIDTH))},
-                      {"durability": "strict"})
-    world.close()
-    started = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "lwtool", "worker", "--world", url,
                                "--tools", f"{WORKER_TOOLS}:tools", "--data-dir", str(folder),
-                               "--drain", "--concurrency", "4"], cwd=HERE.parent,
-                              stderr=subprocess.DEVNULL) for _ in range(workers)]
+                               "--concurrency", "4"], cwd=HERE.parent,
+                              stderr=subprocess.PIPE, text=True) for _ in range(workers)]
+    for proc in procs:  # up, and through the imports a first claim makes
+        assert proc.stderr is not None and "started" in proc.stderr.readline()
+    time.sleep(1.0)
+    runs = FAN_RUNS if branches else FAN_RUNS * FAN_WIDTH
+    with world._tx() as conn:
+        conn.execute("SELECT 1")
+        for n in range(runs):
+            conn.execute("INSERT INTO lwtool.queue (run_id, version_id, input, options, "
+                         "state, enqueued_at) VALUES (%s, %s, %s, %s, 'queued', %s)",
+                         (f"w{n:04d}", version, json.dumps({"items": list(range(FAN_WIDTH))}),
+                          '{"durability": "strict"}', time.time()))
+        started, busy = time.perf_counter(), busy_seconds()
+    while queue.pending():
+        time.sleep(0.01)
+    elapsed, spent = time.perf_counter() - started, busy_seconds() - busy
     for proc in procs:
-        assert proc.wait(timeout=600) == 0
-    return FAN_RUNS * FAN_WIDTH / (time.perf_counter() - started)
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        proc.communicate(timeout=60)
+    failed = world._read("SELECT count(*) FROM lwtool.queue WHERE state <> 'done'")[0][0]
+    world.close()
+    assert failed == 0, f"{failed} runs did not complete"
+    steps = FAN_RUNS * FAN_WIDTH
+    return steps / elapsed, spent / steps
 
 
 def main() -> None:
@@ -151,7 +178,7 @@ def main() -> None:
                 raws.append(raw_step_boundary(url))
             with database(args.url) as url:
                 chains.append(lwtool_chain(url, Path(tmp)))
-        rates: dict[bool, dict[int, float]] = {False: {}, True: {}}
+        rates: dict[bool, dict[int, tuple[float, float]]] = {False: {}, True: {}}
         for branches in (True, False):
             for workers in (1, 2, 4):
                 with database(args.url) as url:
@@ -164,10 +191,15 @@ def main() -> None:
           f"{chain / raw:.2f}x raw  (goal <= 2x)")
     for branches, what in ((True, f"{FAN_RUNS} runs x {FAN_WIDTH} parallel branches"),
                            (False, f"{FAN_RUNS * FAN_WIDTH} one-step runs")):
-        rate = rates[branches]
+        rate = {w: r for w, (r, _) in rates[branches].items()}
+        cpu = rates[branches][1][1]  # busy CPU seconds a step, one worker
+        ceiling = os.cpu_count() or 1
         print(f"  {what} of a 5 ms tool, drained by workers (4 at a time each): "
               + ", ".join(f"{w} worker(s) {r:.0f} steps/s" for w, r in rate.items())
               + f"; 4 workers = {rate[4] / rate[1]:.2f}x one  (goal >= 3x)")
+        print(f"    floor: a step costs {cpu * 1e3:.1f} ms of CPU (workers and server); "
+              f"{ceiling} cores cap any number of workers at {ceiling / cpu:.0f} steps/s = "
+              f"{ceiling / cpu / rate[1]:.2f}x one worker")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,9 @@ class RunState:
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
     # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).
     branches: Any = None
+    # False where the event loop serves other runs too (a worker's branches): commits
+    # then always go to the commit thread instead of blocking the loop for an fsync.
+    inline_commits: bool = True
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None
@@ -136,7 +139,8 @@ class RunState:
         return committed[len(notes):]
 
     def _inline_commit(self) -> bool:
-        return self.active_steps <= 1 and not self._queue and not self._flushing()
+        return self.inline_commits and self.active_steps <= 1 and not self._queue \
+            and not self._flushing()
 
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()

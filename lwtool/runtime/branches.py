@@ -19,6 +19,7 @@ group runs in the process of the worker executing its branch.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ from lwtool.runtime.parallel import branch_output
 from lwtool.runtime.scope import Scope
 from lwtool.world.base import DEFAULT_DURABILITY, WorldError, check_durability
 
-POLL_FIRST, POLL_MOST = 0.005, 0.2  # seconds between looks for ended branches
+POLL_FIRST, POLL_MOST = 0.05, 0.5  # seconds between looks for ended branches unheard of
 AWAY_MOST = 2.0  # ... while the world cannot be reached
 
 
@@ -44,6 +45,9 @@ class RemoteBranches:
         self.say = say or (lambda _: None)
         self._waiting: dict[tuple[str, str], asyncio.Future[tuple[str, Any]]] = {}
         self._poller: asyncio.Task[None] | None = None
+        self._news = asyncio.Event()  # a branch of a waiting run may have ended
+        self._ended_in: set[str] = set()  # runs a branch of which was heard to end
+        self._listener: threading.Thread | None = None
 
     async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
                   item: Any) -> Any:
@@ -56,6 +60,8 @@ class RemoteBranches:
         self._waiting[(run.run_id, prefix)] = future
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll())
+        if self._listener is None or not self._listener.is_alive():
+            self._listen(asyncio.get_running_loop())
         try:
             state, result = await future
         except asyncio.CancelledError:  # fail_fast: another branch failed
@@ -70,16 +76,36 @@ class RemoteBranches:
                               details=result.get("details") or {})
         return result["output"]
 
+    def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hear of ended branches (NOTIFY) on a thread of its own while runs wait."""
+        def heard(run_id: str) -> None:
+            loop.call_soon_threadsafe(self._heard, run_id)
+
+        self._listener = threading.Thread(
+            target=self.queue.listen_ends, args=(lambda: not self._waiting, heard),
+            name="lwtool-branch-ends", daemon=True)
+        self._listener.start()
+
+    def _heard(self, run_id: str) -> None:
+        self._ended_in.add(run_id)
+        self._news.set()
+
     async def _poll(self) -> None:
         """Look for ended branches of every run waiting in this process, one query per
-        run, sooner while branches keep ending."""
+        run: when told one ended (NOTIFY), else every POLL_MOST seconds (a notice
+        lost with a connection)."""
         pause = POLL_FIRST
         while self._waiting:
-            await asyncio.sleep(pause)
+            try:
+                await asyncio.wait_for(self._news.wait(), pause)
+            except TimeoutError:
+                pass
+            self._news.clear()
+            told, self._ended_in = self._ended_in, set()
             by_run: dict[str, list[str]] = {}
             for run_id, prefix in self._waiting:
-                by_run.setdefault(run_id, []).append(prefix)
-            progress = False
+                if run_id in told or not told:  # not told: look at every run
+                    by_run.setdefault(run_id, []).append(prefix)
             try:
                 for run_id, prefixes in by_run.items():
                     for prefix, end in (await asyncio.to_thread(self.queue.ends, run_id,
@@ -87,12 +113,11 @@ class RemoteBranches:
                         future = self._waiting.pop((run_id, prefix), None)
                         if future is not None and not future.done():
                             future.set_result(end)
-                            progress = True
             except WorldError as exc:  # the server away: the branches wait for it
                 self.say(f"cannot look for ended branches: {exc}")
                 pause = AWAY_MOST
                 continue
-            pause = POLL_FIRST if progress else min(pause * 2, POLL_MOST)
+            pause = POLL_MOST
 
 
 def step_chain(lwir: dict[str, Any], target: dict[str, Any]) -> list[str]:
@@ -121,14 +146,20 @@ def step_at(lwir: dict[str, Any], chain: list[str]) -> dict[str, Any]:
     return step
 
 
-async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, str]
-                         ) -> tuple[str, Any]:
+async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, str],
+                         known: dict[str, Any] | None = None) -> tuple[str, Any]:
     """Execute one claimed branch (lwtool.world.postgres_branches.BranchTask) here;
     `("done", {"output"})` or `("failed", {"cause", "message", "path", "details"})`.
     The world's errors (the server away, the step committed by another worker) are
-    raised: the claim is left to run out."""
-    record = world.get_run(task.run_id)
-    lwir = world.get_version(record.version_id)
+    raised: the claim is left to run out. `known` keeps what does not change (run
+    records' input and options, versions) between the branches a worker executes."""
+    known = {} if known is None else known
+    if len(known) > 512:
+        known.clear()
+    record = known.get(task.run_id) or world.get_run(task.run_id)
+    known[task.run_id] = record
+    lwir = known.get(record.version_id) or world.get_version(record.version_id)
+    known[record.version_id] = lwir
     if lwir is None:
         return "failed", {"cause": "runtime_config_error", "path": None, "details": {},
                           "message": f"the world has no WorkflowVersion {record.version_id}"}
@@ -148,6 +179,7 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
                      WorkflowHarness(), durability=check_durability(
                          str(options.get("durability", DEFAULT_DURABILITY))))
     state.workspace = dict(options.get("workspace") or {})
+    state.inline_commits = False  # the worker's loop executes other branches meanwhile
     try:
         body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
                      has_item=True)

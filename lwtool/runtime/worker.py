@@ -56,6 +56,7 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
     runs: set[asyncio.Task[bool]] = set()
     branches: set[asyncio.Task[bool]] = set()
     ended, away = 0, 0.0
+    known: dict[str, Any] = {}  # run records and versions, between branches
     while runs or not stop.is_set():
         try:
             if len(branches) < concurrency:
@@ -64,7 +65,7 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
                     log(f"claimed branch {task.prefix} of run {task.run_id} "
                         f"(claim {task.claims})")
                     branches.add(asyncio.create_task(_execute_branch(
-                        world, branch_queue, task, tools, models, name, lease, log)))
+                        world, branch_queue, task, tools, models, name, lease, log, known)))
                     continue
             if len(runs) < concurrency and not stop.is_set():
                 claim = await asyncio.to_thread(queue.claim, name, lease)
@@ -82,7 +83,8 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
             log(f"cannot claim work: {exc}; looking again in {away:g} s")
         running = runs | branches
         if running:
-            done, _ = await asyncio.wait(running, timeout=away or POLL_SECONDS)
+            done, _ = await asyncio.wait(running, timeout=away or POLL_SECONDS,
+                                        return_when=asyncio.FIRST_COMPLETED)
         else:
             done = set()
             await asyncio.sleep(away or POLL_SECONDS)
@@ -98,14 +100,14 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
 
 async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry,
                           models: dict[str, str], name: str, lease: float,
-                          log: Callable[[str], None]) -> bool:
+                          log: Callable[[str], None], known: dict[str, Any]) -> bool:
     """Execute one claimed branch and end its claim with the branch's end."""
     from lwtool.runtime.branches import execute_branch
 
     what = f"branch {task.prefix} of run {task.run_id}"
     heartbeat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
     try:
-        state, result = await execute_branch(world, task, tools, models)
+        state, result = await execute_branch(world, task, tools, models, known)
     except WorldError as exc:  # the server away, or a successor committed first
         log(f"{what} left for later: {exc}")
         return False

@@ -11,7 +11,8 @@ output) or `failed` (with its failure). The owner reads the ends and fans in. A 
 whose worker died is claimable again once its lease has run out: the next worker
 replays the branch's committed steps from the log and runs the one in flight again
 (at-least-once); a StepCompleted is unique per run and step path, so a slow worker and
-its successor cannot both commit one.
+its successor cannot both commit one. Each end is announced with NOTIFY on
+`lwtool_branch_ends` (payload: the run id), so owners wait without polling hard.
 
 States: queued -> claimed -> done | failed, or cancelled (a fail_fast group that failed
 no longer needs it); a claimed branch whose lease ran out counts as queued."""
@@ -19,12 +20,14 @@ no longer needs it); a claimed branch whose lease ran out counts as queued."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
 
 ENDED = ("done", "failed", "cancelled")
+ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class BranchQueue:
     def claim(self, worker: str, lease: float) -> BranchTask | None:
         """The oldest runnable branch, claimed for `lease` seconds; None when none is."""
         now = time.time()
-        with self.world._tx() as conn:
+        with self.world._tx(durable=False) as conn:  # a claim lost in a crash: queued again
             row = conn.execute(
                 "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
@@ -82,14 +85,34 @@ class BranchQueue:
 
     def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
         """End this worker's claim `done` or `failed` with `result`; False when the
-        branch was no longer its own (its lease ran out and another took it)."""
-        with self.world._tx() as conn:
+        branch was no longer its own (its lease ran out and another took it). Not
+        flushed: an end a server crash loses leaves the branch claimed; the next claim
+        replays it from the run's log, where its steps are durable already."""
+        with self.world._tx(durable=False) as conn:
             ended = conn.execute(
                 "UPDATE lwtool.branches SET state = %s, result = %s, lease_until = NULL WHERE "
                 "run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' RETURNING "
                 "prefix", (state, dumps_text(result), task.run_id, task.prefix, worker)
             ).fetchone()
+            if ended is not None:  # delivered at commit, to whoever listens
+                conn.execute("SELECT pg_notify(%s, %s)", (ENDS_CHANNEL, task.run_id))
         return ended is not None
+
+    def listen_ends(self, stop: Callable[[], bool], heard: Callable[[str], None],
+                    every: float = 0.5) -> None:
+        """Call `heard(run_id)` as branches of runs end (NOTIFY from `finish`), on a
+        connection of its own, until `stop()`; returns when the server is lost (the
+        caller looks at the table instead, and may listen again)."""
+        import psycopg
+
+        try:
+            with psycopg.connect(self.world.url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(f"LISTEN {ENDS_CHANNEL}")
+                while not stop():
+                    for note in conn.notifies(timeout=every):
+                        heard(note.payload)
+        except psycopg.Error:
+            return
 
     def ends(self, run_id: str, prefixes: list[str]) -> dict[str, tuple[str, Any]]:
         """prefix -> (state, result) of those of `prefixes` that have ended."""
