@@ -23,6 +23,7 @@ from lwtool.cli import (
     orchestrate,
     plan,
     run,
+    runs,
     ui,
     validate,
     verify,
@@ -68,7 +69,7 @@ app.command("worker")(worker.worker)
 app.command("replay")(run.replay)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)
-app.command("runs")(inspect.runs)
+app.command("runs")(runs.runs)
 app.command("graph")(graph.graph)
 app.command("export-otel")(export_otel.export_otel)
 app.command("ui")(ui.ui)

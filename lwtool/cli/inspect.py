@@ -13,7 +13,7 @@ import typer
 from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import AsJson, DataDir
-from lwtool.cli.runtime_options import fail, has_store, open_world, use_world
+from lwtool.cli.runtime_options import fail, open_world, use_world
 
 
 def _stamp(at: float) -> str:
@@ -144,87 +144,3 @@ def report(
         for branch in branches:
             typer.echo(safe_text(f"  {branch['itemKey']}: {branch['causeCode']} at "
                                  f"{branch['failedStepPath']}: {branch['message']}"))
-
-
-def runs(data_dir: DataDir = Path(".little-workflow"), world_url: WorldOption = None,
-         as_json: AsJson = False) -> None:
-    """List the runs in the data dir with status and timestamps."""
-    use_world(world_url)
-    if not has_store(data_dir):
-        typer.echo("[]" if as_json else "no runs")
-        return
-    from lwtool.world.base import WorldError
-
-    try:
-        world = open_world(data_dir)
-        records = world.list_runs()
-        queued, branches = _queue(world)
-    except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
-        raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
-    known = {r.run_id for r in records}
-    waiting = sorted((run_id, held) for run_id, held in queued.items() if run_id not in known)
-    if as_json:
-        typer.echo(json.dumps([*({"runId": r.run_id, "workflowVersionId": r.version_id,
-                                  "status": r.status, "createdAt": _stamp(r.created_at),
-                                  "updatedAt": _stamp(r.updated_at),
-                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
-                                  **_branches(branches.get(r.run_id))}
-                                 for r in records),
-                               *({"runId": run_id, "status": "queued", **_held(held)}
-                                 for run_id, held in waiting)]))
-        return
-    for r, depth in _tree(records):
-        held = queued.get(r.run_id)
-        by = f"  held by {held[1]} since {_stamp(held[2])}" if held and held[1] \
-            and r.status == "running" else ""
-        typer.echo(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}  {r.status:<9}  "
-                   f"{_stamp(r.created_at)}  {_stamp(r.updated_at)}  {r.version_id[:19]}…{by}")
-        for prefix, worker, since in branches.get(r.run_id, []):
-            typer.echo(f"{'  ' * (depth + 1)}branch {prefix} held by {worker} since "
-                       f"{_stamp(since)}")
-    for run_id, held in waiting:
-        typer.echo((f"{run_id}  {held[0]:<9}" + (f"  held by {held[1]} since "
-                                                 f"{_stamp(held[2])}" if held[1] else ""))
-                   .rstrip())
-
-
-def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
-                                 dict[str, list[tuple[str, str, float]]]]:
-    """A PostgreSQL world's queues: run id -> (state, worker, since), and run id ->
-    the branches being executed [(prefix, worker, since)]; nothing elsewhere."""
-    if not hasattr(world, "url"):
-        return {}, {}
-    from lwtool.world.postgres_branches import BranchQueue
-    from lwtool.world.postgres_queue import RunQueue
-
-    return RunQueue(world).holders(), BranchQueue(world).holders()
-
-
-def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:
-    if not held:
-        return {}
-    return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": _stamp(since)}
-                         for prefix, worker, since in held]}
-
-
-def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
-    if not held or not held[1]:
-        return {}
-    return {"worker": held[1], "claimedAt": _stamp(held[2])}
-
-
-def _tree(records: list[Any]) -> list[tuple[Any, int]]:
-    """Runs in creation order, each run's sub-runs right under it, indented."""
-    known = {r.run_id for r in records}
-    children: dict[str | None, list[Any]] = {}
-    for r in records:
-        parent = r.parent_run_id
-        children.setdefault(parent if parent in known else None, []).append(r)
-    ordered: list[tuple[Any, int]] = []
-    todo = [(r, 0) for r in reversed(children.get(None, []))]
-    while todo:
-        record, depth = todo.pop()
-        ordered.append((record, depth))
-        todo += [(c, depth + 1) for c in reversed(children.get(record.run_id, []))]
-    placed = {id(r) for r, _ in ordered}  # runs in a circle of links (a damaged store)
-    return ordered + [(r, 0) for r in records if id(r) not in placed]

@@ -5,7 +5,6 @@ lwtool.ui.app."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -27,24 +26,10 @@ MAX_LANES = 200
 
 def shown_status(world: Any, run_id: str, status: str) -> str:
     """A run's stored `status` (running | completed | failed), or interrupted: marked
-    running but no live process holds it (killed; `lwtool replay` resumes it). Read
-    from the pid in its lock file."""
+    running but no live process executes it (killed; `lwtool replay` resumes it)."""
     if status != "running":
         return status
-    lock = world.data_dir / "locks" / f"{run_id}.lock"
-    try:
-        pid = int(lock.read_text(encoding="utf-8").strip() or "0")
-    except (OSError, ValueError):
-        return "interrupted"
-    if pid <= 0:  # os.kill(0, ...) would ask about this process's group instead
-        return "interrupted"
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return "interrupted"
-    except PermissionError:  # another user's live process
-        return "running"
-    return "running"
+    return "running" if world.executing(run_id) else "interrupted"
 
 
 # -- runs --------------------------------------------------------------------------------

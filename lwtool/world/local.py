@@ -83,7 +83,7 @@ from lwtool.world.local_store import (
     unusable_because,
 )
 from lwtool.world.rows import checked
-from lwtool.world.run_lock import hold_run_lock
+from lwtool.world.run_lock import hold_run_lock, holder_alive
 from lwtool.world.views import InspectorViews
 
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -440,6 +440,11 @@ class LocalWorld(InspectorViews):
             raise self._read_only_error()
         with hold_run_lock(self.data_dir / "locks", run_id):
             yield
+
+    def executing(self, run_id: str) -> bool:
+        """Whether a live process executes the run now (a `running` run nobody executes
+        was interrupted: `lwtool replay` resumes it)."""
+        return holder_alive(self.data_dir / "locks", run_id)
 
     def close(self) -> None:
         with self._lock:

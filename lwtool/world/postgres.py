@@ -382,6 +382,15 @@ class PostgresWorld:
             out.setdefault(str(run_id), []).append(str(text))
         return out
 
+    def executing(self, run_id: str) -> bool:
+        """Whether a live session holds the run's advisory lock (the server drops it when
+        the holder dies: a `running` run nobody holds was interrupted)."""
+        key = _lock_key(run_id) & 0xFFFFFFFFFFFFFFFF  # pg_locks shows it as two oids
+        return bool(self._read(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s "
+            "AND objid = %s AND objsubid = 1 AND database = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database())", (key >> 32, key & 0xFFFFFFFF)))
+
     def run_head(self, run_id: str) -> tuple[int, str] | None:
         rows = self._read("SELECT last_seq, status FROM lwtool.runs WHERE run_id = %s",
                           (run_id,))

@@ -34,3 +34,22 @@ def hold_run_lock(locks: Path, run_id: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def holder_alive(locks: Path, run_id: str) -> bool:
+    """Whether a live process holds the run's lock, from the pid its holder wrote (read
+    only: taking the lock to find out could refuse a process starting the run)."""
+    try:
+        pid = int((locks / f"{check_run_id(run_id)}.lock").read_text(encoding="utf-8")
+                  .strip() or "0")
+    except (OSError, ValueError, WorldError):
+        return False
+    if pid <= 0:  # os.kill(0, ...) would ask about this process's group instead
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

@@ -52,7 +52,8 @@ def test_the_example_pipeline_runs_through_litellm(tmp_path: Path) -> None:
     assert "3 of 3 sub-runs completed" in again.stderr
     tree = run_cli("runs", "--data-dir", "data", cwd=folder).stdout.splitlines()
     assert [line.split()[0:2] for line in tree] == [
-        ["p1", "completed"], ["└", "p1.sub.1.0"], ["└", "p1.sub.1.1"], ["└", "p1.sub.1.2"]]
+        ["RUN", "STATUS"], ["p1", "completed"], ["└", "p1.sub.1.0"], ["└", "p1.sub.1.1"],
+        ["└", "p1.sub.1.2"]]
     rows = json.loads(run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout)
     assert [r["parentRunId"] for r in rows] == [None, "p1", "p1", "p1"]
     report = json.loads(run_cli("report", "p1", "--data-dir", "data", "--json",

@@ -35,7 +35,8 @@ def test_a_run_in_postgres_reads_back_like_a_local_one(postgres_url: str,
                            str(tmp_path / "data")).stdout.splitlines()
     assert [json.loads(e)["type"] for e in events] == \
         [json.loads(e)["type"] for e in local_events]
-    assert run_cli("runs", env=env).stdout.startswith("r1  completed")
+    assert run_cli("runs", env=env).stdout.splitlines()[1].split()[:3] == \
+        ["r1", "completed", "refine-loop"]
     assert "intact" in run_cli("verify", env=env).stdout
     assert run_cli("replay", "r1", "--json", "--tools", "examples/tools.py:tools",
                    env=env).returncode == 0
@@ -63,7 +64,9 @@ def test_the_inspector_reads_a_postgres_run(postgres_url: str, tmp_path: Path) -
 def test_a_second_process_cannot_take_an_executing_run(postgres_url: str,
                                                        tmp_path: Path) -> None:
     world = PostgresWorld(postgres_url, tmp_path)
+    assert not world.executing("busy")
     with world.lock_run("busy"):
+        assert world.executing("busy") and not world.executing("idle")
         probe = subprocess.run([sys.executable, "-c", (
             "from lwtool.world.postgres import PostgresWorld\n"
             "from lwtool.world.base import RunLocked\n"
@@ -74,6 +77,7 @@ def test_a_second_process_cannot_take_an_executing_run(postgres_url: str,
         assert "locked: run busy is being executed by another process" in probe.stdout
         with pytest.raises(RunLocked):
             world.lock_run("busy").__enter__()
+    assert not world.executing("busy")
     with world.lock_run("busy"):  # released: taken again
         pass
     world.close()

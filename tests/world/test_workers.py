@@ -92,7 +92,7 @@ def test_a_killed_workers_run_is_finished_by_another(tmp_path: Path,
         assert time.monotonic() < deadline
         time.sleep(0.05)
     held = run_cli("runs", "--world", postgres_url).stdout
-    assert any(line.startswith("r03  running") and "held by" in line
+    assert any(line.split()[:2] == ["r03", "running"] and "held by" in line
                for line in held.splitlines()), held
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(timeout=30)

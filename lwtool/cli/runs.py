@@ -1,0 +1,160 @@
+"""`lwtool runs`: the runs of a data dir or PostgreSQL world, a row each under a header:
+id (a pipeline's sub-runs indented under it), status, workflow name, start, last
+commit, version. A run marked running that no live process executes is shown
+`interrupted`, with the command that resumes it; in a PostgreSQL world, queued runs and
+the worker holding each running run or branch are shown too."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from lwtool.cli.options import WorldOption
+from lwtool.cli.render import safe_text
+from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
+
+DEFAULT_DATA_DIR = Path(".little-workflow")
+
+
+def _stamp(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+
+def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
+         as_json: AsJson = False) -> None:
+    """List the runs in the data dir (or --world) with status, workflow and timestamps.
+    --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
+    updatedAt, parentRunId, and in a PostgreSQL world worker, claimedAt and branches."""
+    use_world(world_url)
+    if not has_store(data_dir):
+        typer.echo("[]" if as_json else "no runs")
+        return
+    from lwtool.world.base import WorldError
+
+    try:
+        world = open_world(data_dir)
+        records = world.list_runs()
+        queued, branches = _queue(world)
+        shown = {r.run_id: _status(world, r, r.run_id in queued) for r in records}
+        names = _names(world, records)
+    except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
+        raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
+    known = {r.run_id for r in records}
+    waiting = sorted((run_id, held) for run_id, held in queued.items() if run_id not in known)
+    if as_json:
+        typer.echo(json.dumps([*({"runId": r.run_id, "status": shown[r.run_id],
+                                  "workflow": names[r.version_id],
+                                  "workflowVersionId": r.version_id,
+                                  "createdAt": _stamp(r.created_at),
+                                  "updatedAt": _stamp(r.updated_at),
+                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
+                                  **_branches(branches.get(r.run_id))}
+                                 for r in records),
+                               *({"runId": run_id, "status": "queued", **_held(held)}
+                                 for run_id, held in waiting)], ensure_ascii=False))
+        return
+    tree = _tree(records)
+    rows = [(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}", r) for r, depth in tree]
+    width = max([len("RUN"), *(len(label) for label, _ in rows),
+                 *(len(run_id) for run_id, _ in waiting)])
+    named = max([len("WORKFLOW"), *(len(n) for n in names.values())])
+    typer.echo(f"{'RUN':<{width}}  {'STATUS':<11}  {'WORKFLOW':<{named}}  {'STARTED':<20}  "
+               f"{'UPDATED':<20}  VERSION")
+    for label, r in rows:
+        held = queued.get(r.run_id)
+        by = f"  held by {held[1]} since {_stamp(held[2])}" if held and held[1] \
+            and r.status == "running" else ""
+        typer.echo(safe_text(f"{label:<{width}}  {shown[r.run_id]:<11}  "
+                             f"{names[r.version_id]:<{named}}  {_stamp(r.created_at)}  "
+                             f"{_stamp(r.updated_at)}  {r.version_id[:19]}…{by}"))
+        for prefix, worker, since in branches.get(r.run_id, []):
+            typer.echo(safe_text(f"{' ' * (len(label) - len(label.lstrip()) + 2)}branch "
+                                 f"{prefix} held by {worker} since {_stamp(since)}"))
+    for run_id, held in waiting:
+        typer.echo(safe_text(f"{run_id:<{width}}  {held[0]:<11}" + (
+            f"  held by {held[1]} since {_stamp(held[2])}" if held[1] else "")).rstrip())
+    stopped = [r.run_id for r in records if shown[r.run_id] == "interrupted"]
+    if stopped:
+        typer.echo("")
+    for run_id in stopped:
+        typer.echo(safe_text(f"{run_id} was interrupted (its process died); resume it: "
+                             f"{_resume(run_id, data_dir)}"))
+
+
+def _status(world: Any, record: Any, in_queue: bool) -> str:
+    """The stored status, or `interrupted` for a running run nobody executes (a run a
+    PostgreSQL queue still holds for a worker is left `running`: a worker resumes it)."""
+    if record.status != "running" or in_queue or world.executing(record.run_id):
+        return str(record.status)
+    return "interrupted"
+
+
+def _names(world: Any, records: list[Any]) -> dict[str, str]:
+    """version id -> the workflow's `metadata.name` (its kind when it has none; `?`
+    when the version cannot be read)."""
+    from lwtool.world.base import WorldError
+
+    names: dict[str, str] = {}
+    for version_id in {r.version_id for r in records}:
+        try:
+            lwir = world.get_version(version_id) or {}
+        except WorldError:
+            lwir = {}
+        metadata = lwir.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        names[version_id] = str(metadata.get("name") or lwir.get("kind") or "?")
+    return names
+
+
+def _resume(run_id: str, data_dir: Path) -> str:
+    if postgres_url() is not None:
+        return f"lwtool replay {run_id} --world URL (with the run's --tools and --models)"
+    where = "" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
+    return f"lwtool replay {run_id}{where} (with the run's --tools and --models)"
+
+
+def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
+                                 dict[str, list[tuple[str, str, float]]]]:
+    """A PostgreSQL world's queues: run id -> (state, worker, since), and run id ->
+    the branches being executed [(prefix, worker, since)]; nothing elsewhere."""
+    if not hasattr(world, "url"):
+        return {}, {}
+    from lwtool.world.postgres_branches import BranchQueue
+    from lwtool.world.postgres_queue import RunQueue
+
+    return RunQueue(world).holders(), BranchQueue(world).holders()
+
+
+def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
+    if not held or not held[1]:
+        return {}
+    return {"worker": held[1], "claimedAt": _stamp(held[2])}
+
+
+def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:
+    if not held:
+        return {}
+    return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": _stamp(since)}
+                         for prefix, worker, since in held]}
+
+
+def _tree(records: list[Any]) -> list[tuple[Any, int]]:
+    """Runs in creation order, each run's sub-runs right under it, indented."""
+    known = {r.run_id for r in records}
+    children: dict[str | None, list[Any]] = {}
+    for r in records:
+        parent = r.parent_run_id
+        children.setdefault(parent if parent in known else None, []).append(r)
+    ordered: list[tuple[Any, int]] = []
+    todo = [(r, 0) for r in reversed(children.get(None, []))]
+    while todo:
+        record, depth = todo.pop()
+        ordered.append((record, depth))
+        todo += [(c, depth + 1) for c in reversed(children.get(record.run_id, []))]
+    placed = {id(r) for r, _ in ordered}  # runs in a circle of links (a damaged store)
+    return ordered + [(r, 0) for r in records if id(r) not in placed]
