@@ -1,6 +1,7 @@
 """Golden event logs: a committed history replays to its recorded output without
 calling anything it recorded, a cut history calls only what comes after the cut, and a
-tampered history is refused (temporalio-style replay tests)."""
+tampered history is refused (temporalio-style replay tests). In both worlds: the local
+one and PostgreSQL (the world_kind fixture)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,13 @@ from typing import Any
 
 import pytest
 
-from lwtool import local_world
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.record.errors import NondeterminismError
 from lwtool.runtime.api import load_lwir
 from lwtool.runtime.interpreter import resume_run
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import NewEvent
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Worlds
 
 HISTORY = Path(__file__).parent / "histories" / "refine-loop.jsonl"
 LWIR = load_lwir(ROOT / "examples" / "refine-loop.lwir.yaml")
@@ -31,9 +31,9 @@ def _history() -> list[dict[str, Any]]:
 
 
 def _world_with(tmp_path: Path, records: list[dict[str, Any]]) -> Any:
-    """A fresh local world holding `records` as run `run_golden` (artifacts rebuilt from
-    the inline outputs, each checked against its content address)."""
-    world = local_world(tmp_path / "data")
+    """A fresh world holding `records` as run `run_golden` (artifacts rebuilt from the
+    inline outputs, each checked against its content address)."""
+    world = Worlds.current().world(tmp_path / "data")
     version = workflow_version_id(LWIR)
     assert records[0]["payload"]["workflowVersionId"] == version, "the example changed"
     world.register_version(version, LWIR)
@@ -72,14 +72,14 @@ def _tools(calls: list[str], allowed: bool) -> ToolRegistry:
     return registry
 
 
-def test_full_history_replays_without_calling_anything(tmp_path: Path) -> None:
+def test_full_history_replays_without_calling_anything(tmp_path: Path, world_kind: str) -> None:
     records = [r for r in _history() if r["type"] != "RunCompleted"]
     world = _world_with(tmp_path, records)
     result = asyncio.run(resume_run(world, "run_golden", _tools([], allowed=False), {}))
     assert result["output"] == EXPECTED
 
 
-def test_cut_history_calls_only_what_follows_the_cut(tmp_path: Path) -> None:
+def test_cut_history_calls_only_what_follows_the_cut(tmp_path: Path, world_kind: str) -> None:
     records = _history()
     cut = next(i for i, r in enumerate(records)
                if r["type"] == "StepCompleted" and r["stepPath"] == "check.visit[1]")
@@ -90,7 +90,7 @@ def test_cut_history_calls_only_what_follows_the_cut(tmp_path: Path) -> None:
     assert calls == ["improve", "checkText", "publish"]
 
 
-def test_tampered_history_is_refused(tmp_path: Path) -> None:
+def test_tampered_history_is_refused(tmp_path: Path, world_kind: str) -> None:
     records = [r for r in _history() if r["type"] != "RunCompleted"]
     for record in records:
         if record["type"] == "StepCompleted" and record["stepPath"] == "improve.visit[1]":
