@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,41 @@ class ModelCallFailed(Exception):
     def __init__(self, message: str, transient: bool) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class UnresolvedModel(ValueError):
+    """A model slot a run will use maps to nothing a provider can be told from: found
+    before any step runs (a usage error: nothing was run)."""
+
+
+def check_slots(slots: Iterable[str], mapping: Mapping[str, Any]) -> None:
+    """Every slot must resolve to the offline model, a scripted model, or a litellm
+    model string whose provider litellm knows (`openai/gpt-4o-mini`, `gpt-4o-mini`);
+    else UnresolvedModel naming the slot and the ways to map it. litellm is imported
+    only when a slot names a provider model."""
+    for slot in sorted(set(slots)):
+        model = mapping.get(slot, slot)
+        if isinstance(model, ScriptedModel) or model == OFFLINE_MODEL or _placed(str(model)):
+            continue
+        mapped = f"maps to '{model}', which" if model != slot else "is not mapped and"
+        raise UnresolvedModel(
+            f"model slot '{slot}' {mapped} names no provider litellm knows: map it with "
+            f"--models FILE ({slot}: openai/gpt-4o-mini, or {slot}: offline) or in the "
+            f"definition's models ({{id: {slot}, model: openai/gpt-4o-mini}}); "
+            "nothing was run")
+
+
+def _placed(model: str) -> bool:
+    """Whether litellm can tell the provider of a model string."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no provider list printed on a miss
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # noqa: BLE001 - litellm raises its BadRequestError, or ValueError
+        return False
+    return True
 
 
 def resolve_slot(slot: str, mapping: dict[str, str]) -> str:

@@ -12,13 +12,14 @@ from typing import Annotated
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import WorldOption
+from lwtool.cli.options import OfflineOption, WorldOption
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.run import AsJson, DataDir, Models, Quiet, StepTimeout, Tools, execute
 from lwtool.cli.runtime_options import (
     fail,
     load_models,
     load_tool_registry,
+    offline_models,
     open_world,
     read_json_or_yaml,
     say,
@@ -39,6 +40,7 @@ def orchestrate(
     step_timeout: StepTimeout = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
+    offline: OfflineOption = False,
 ) -> None:
     """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs."""
     use_world(world_url)
@@ -68,6 +70,9 @@ def orchestrate(
     if problem:
         raise fail(problem)
     model_map = load_models(models)
+    if offline:
+        documents = [w.definition for w in loaded.workflows]
+        model_map = {**offline_models(documents, {"model": loaded.model}), **model_map}
     world = open_world(data_dir)
     run_id = run_id or new_run_id()
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.options import WorldOption
+from lwtool.cli.options import OfflineOption, WorldOption
 from lwtool.cli.run import (
     AsJson,
     DataDir,
@@ -25,6 +25,7 @@ from lwtool.cli.runtime_options import (
     fail,
     load_models,
     load_tool_registry,
+    offline_models,
     open_world,
     read_json_or_yaml,
     say,
@@ -45,6 +46,7 @@ def plan(
                                                 "id (an existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
     as_json: AsJson = False,
+    offline: OfflineOption = False,
 ) -> None:
     """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
     use_world(world_url)
@@ -59,7 +61,8 @@ def plan(
     definition = definition_of(path)
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
-    model_map = {**definition_models(definition), **load_models(models)}
+    model_map = {**definition_models(definition),
+                 **(offline_models(definition) if offline else {}), **load_models(models)}
     world = open_world(data_dir)
 
     async def planned() -> dict[str, Any]:

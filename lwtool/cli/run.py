@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import Durability, WorldOption
+from lwtool.cli.options import Durability, OfflineOption, WorldOption
 from lwtool.cli.render import FileReport, render_text
 from lwtool.cli.runtime_options import (
     fail,
@@ -21,6 +21,7 @@ from lwtool.cli.runtime_options import (
     load_models,
     load_tool_registry,
     load_worker_harness,
+    offline_models,
     open_world,
     read_json_or_yaml,
     say,
@@ -79,6 +80,7 @@ def run(
     enqueue: Annotated[bool, typer.Option(
         "--enqueue", help="PostgreSQL world: record the run for `lwtool worker` processes "
         "and print its id at once (no tools needed here: the workers bring them).")] = False,
+    offline: OfflineOption = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -102,7 +104,8 @@ def run(
     else:
         worker_harness = load_worker_harness(harness)
     worker_harness = with_code_timeout(worker_harness, code_timeout)
-    model_map = {**definition_models(definition), **load_models(models)}
+    model_map = {**definition_models(definition),
+                 **(offline_models(lwir, definition) if offline else {}), **load_models(models)}
     mode = str(durability or definition_durability(definition) or Durability.strict)
     world = open_world(data_dir, durability=mode, max_concurrent_steps=max_concurrent_steps)
     if lwir is not None:
@@ -212,6 +215,7 @@ def replay(
     accept_drift: Annotated[bool, typer.Option(
         "--accept-drift", help="Go on although the run's tools, models or harness changed "
         "since it started (recorded as a CapabilityDriftAccepted event).")] = False,
+    offline: OfflineOption = False,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     use_world(world_url)
@@ -219,6 +223,8 @@ def replay(
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
     world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
+    if offline:
+        model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
 
     from lwtool.observe.progress import watch
     from lwtool.runtime.interpreter import resume_run
@@ -227,6 +233,20 @@ def replay(
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
                               worker_harness, accept_drift),
            as_json, lambda: run_id, shown)
+
+
+def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:
+    """--offline on replay: the slots of the run's version and of its recorded map."""
+    from lwtool.world.base import WorldError, find_run
+
+    try:
+        record = find_run(world, run_id)
+        lwir = world.get_version(record.version_id) if record is not None else None
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    if record is None:
+        return {}  # resume_run says the run is not there
+    return offline_models(lwir, record.options.get("models") or {})
 
 
 def _warn_if_capped(lwir: dict[str, Any], world_limit: int) -> None:
@@ -322,6 +342,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     """Run `start` with signals handled; failures become the CLI's messages and codes."""
     import asyncio
 
+    from lwtool.calls.models import UnresolvedModel
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
     from lwtool.record.errors import NondeterminismError, RunFailedError
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
@@ -345,6 +366,8 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         where = f" at {failure.failed_step_path}" if failure.failed_step_path else ""
         raise fail(f"run {failure.run_id} failed ({failure.cause_code}{where}): "
                    f"{failure.message}", exit_codes.INVALID) from None
+    except UnresolvedModel as exc:
+        raise fail(str(exc)) from None
     except RunNotFound as exc:
         raise fail(f"{exc} (see `lwtool runs`)") from None
     except RunLocked as exc:

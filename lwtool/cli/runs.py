@@ -58,6 +58,9 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                *({"runId": run_id, "status": "queued", **_held(held)}
                                  for run_id, held in waiting)], ensure_ascii=False))
         return
+    if not records and not waiting:
+        typer.echo("no runs")
+        return
     tree = _tree(records)
     rows = [(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}", r) for r, depth in tree]
     width = max([len("RUN"), *(len(label) for label, _ in rows),

@@ -64,6 +64,30 @@ def load_models(path: Path | None) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
+def offline_models(*documents: Any) -> dict[str, str]:
+    """--offline: every model slot the documents (LWIR, definitions, a pipeline, a run's
+    recorded map) name, mapped to the offline model. Slots are read where LWIR and
+    definitions put them: `model` values, `models` lists (ids, or names), and `models`
+    maps (keys); a name that is not a slot only adds an unused entry."""
+    slots: set[str] = set()
+    todo = list(documents)
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if key == "model" and isinstance(child, str):
+                    slots.add(child)
+                elif key == "models" and isinstance(child, list):
+                    slots.update(str(m.get("id") or m.get("model")) if isinstance(m, dict)
+                                 else str(m) for m in child)
+                elif key == "models" and isinstance(child, dict):
+                    slots.update(str(k) for k in child)
+                todo.append(child)
+        elif isinstance(value, list | tuple):
+            todo.extend(value)
+    return dict.fromkeys(sorted(slots), "offline")
+
+
 def load_tool_registry(spec: str | None) -> Any:
     from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools
 

@@ -90,6 +90,9 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         say(f"no bash for the orchestrator: {problem}")
     model = pipeline.model
     if isinstance(model, str):
+        from lwtool.calls.models import check_slots
+
+        check_slots([model], model_map)  # before the session starts
         model = model_map.get(model, model)
     prompt = (run_input if isinstance(run_input, str) else json.dumps(
         run_input, ensure_ascii=False, indent=1)) if typed else orchestrator_prompt(

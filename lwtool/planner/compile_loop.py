@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwtool.calls.offline import OFFLINE_MODEL
 from lwtool.calls.scripted import ScriptedModel
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.bash import BashOptions
@@ -28,6 +29,7 @@ from lwtool.harness.session import run_session
 from lwtool.harness.session_spec import SESSION_PATH, SessionSpec
 from lwtool.harness.stores import MemoryConfig
 from lwtool.planner.grant import Grant, describe, excesses
+from lwtool.planner.offline import offline_planner
 from lwtool.planner.prompt import SUBMIT_TOOL, planner_system, request_message
 from lwtool.planner.repair import check_draft, rejection
 from lwtool.planner.request import OrchestrationRequest, RequestInvalid, build_request
@@ -72,6 +74,8 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
     say = progress or (lambda _: None)
     try:
         request = build_request(definition, run_input, tools, outer_loop, skills_base)
+        if model == OFFLINE_MODEL:  # the offline model plans too: a fixed draft
+            model = offline_planner(request)
     except RequestInvalid as exc:
         raise RunFailedError(run_id, "-", exc.cause, exc.message) from None
     planner = definition.get("planner") or {}

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from lwtool.calls.models import check_slots
 from lwtool.canonical.digest import sha256_of_bytes
 from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
@@ -34,6 +35,19 @@ from lwtool.world.base import (
     find_run,
     fsyncs,
 )
+
+
+def model_slots(steps: list[dict[str, Any]]) -> set[str]:
+    """The model slots the ai.generate steps of a step list (bodies included) use."""
+    slots: set[str] = set()
+    todo = list(steps)
+    while todo:
+        step = todo.pop()
+        model = (step.get("with") or {}).get("model")
+        if step.get("uses") == "ai.generate" and isinstance(model, str):
+            slots.add(model)
+        todo.extend(step.get("steps") or [])
+    return slots
 
 
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
@@ -83,6 +97,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     executes parallel branches elsewhere (RunState.branches; `lwtool worker` passes
     its queue)."""
     harness = harness or WorkflowHarness()
+    check_slots(model_slots(lwir.get("steps") or []), models)  # before anything is written
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
     if version_id is None:  # the LWIR's RFC 8785 text, once for the id and the store
@@ -188,6 +203,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                              f"run {run_id} is a harness session, not a workflow run; resume "
                              "it through the API that started it (lwtool.harness.session)")
     models = models if models is not None else dict(record.options.get("models") or {})
+    check_slots(model_slots(lwir.get("steps") or []), models)
     with world.lock_run(run_id):
         events = world.events(run_id)
         journal = Journal.from_events(events)
