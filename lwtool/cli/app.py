@@ -14,6 +14,7 @@ from lwtool.cli import (
     canon,
     check,
     exit_codes,
+    explain,
     export_otel,
     generate,
     graph,
@@ -61,6 +62,7 @@ app.command("canon")(canon.canon)
 app.command("hash")(canon.hash_)
 app.command("lock")(lock.lock)
 app.command("check")(check.check)
+app.command("explain")(explain.explain)
 app.command("plan")(plan.plan)
 app.command("generate")(generate.generate)
 app.command("run")(run.run)

@@ -28,7 +28,8 @@ class FileReport:
 
 
 def render_text(reports: Sequence[FileReport]) -> str:
-    lines = [f.as_text() for r in reports for f in r.findings]
+    """A line a finding, ending with where its rule is explained."""
+    lines = [f"{f.as_text()} [lwtool explain {f.code}]" for r in reports for f in r.findings]
     return "\n".join(lines) + ("\n" if lines else "")
 
 

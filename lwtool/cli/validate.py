@@ -13,23 +13,35 @@ from lwtool.cli.render import FileReport, error, render
 
 
 def validate(
-    paths: Annotated[list[Path], typer.Argument(help="LWIR or WorkflowDefinition files.")],
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="LWIR, WorkflowDefinition or Pipeline files, or folders (default: the current "
+        "folder, as `lwtool check` reads it).")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
     check_code: Annotated[bool, typer.Option(
         "--check-code", help="Also type-check code.run sources with deno check (offline; "
         "errors at their position in the file).")] = False,
 ) -> None:
-    """Validate LWIR and WorkflowDefinition files; print findings with positions."""
-    from lwtool.compile import compile_file
+    """Validate LWIR, WorkflowDefinition and Pipeline files; print findings with positions.
 
+    In folders (the current one when no path is given): every *.lwir.*, *.pipeline.*
+    and *.definition.* file and every file with a lock beside it."""
+    from lwtool.compile import compile_file
+    from lwtool.lock.drift import discover
+
+    try:
+        files = discover(paths or [Path(".")], definitions=True)
+    except FileNotFoundError as exc:
+        error(f"cannot read {exc.filename}: no such file or folder")
+        raise typer.Exit(exit_codes.USAGE) from None
+    if not files:
+        error(f"no workflow files in {', '.join(str(p) for p in paths or [Path('.')])} "
+              "(*.lwir.yaml, *.definition.yaml, *.pipeline.yaml)")
+        raise typer.Exit(exit_codes.USAGE)
     reports = []
     documents = []
-    for path in paths:
+    for path in files:
         try:
             compiled = compile_file(path)
-        except IsADirectoryError:
-            error(f"{path} is a directory; name the files to validate (or use lwtool check)")
-            raise typer.Exit(exit_codes.USAGE) from None
         except OSError as exc:
             error(f"cannot read {path}: {exc.strerror or exc}")
             raise typer.Exit(exit_codes.USAGE) from None

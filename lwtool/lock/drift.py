@@ -15,11 +15,12 @@ _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__py
               ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 _LWIR_SUFFIXES = (".lwir.yaml", ".lwir.yml", ".lwir.json",
                   ".pipeline.yaml", ".pipeline.yml", ".pipeline.json")
+_DEFINITION_SUFFIXES = (".definition.yaml", ".definition.yml", ".definition.json")
 
 
-def discover(paths: Iterable[Path]) -> list[Path]:
+def discover(paths: Iterable[Path], definitions: bool = False) -> list[Path]:
     """Files named directly, plus in folders: locked files, *.lwir.* and *.pipeline.*
-    files."""
+    files (and *.definition.* files with `definitions`)."""
     found: list[Path] = []
     for path in paths:
         if path.is_file():
@@ -33,14 +34,21 @@ def discover(paths: Iterable[Path]) -> list[Path]:
                 continue
             locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
                 candidate).exists()
-            if name.endswith(_LWIR_SUFFIXES) or locked:
+            if name.endswith(_LWIR_SUFFIXES) or locked or (
+                    definitions and name.endswith(_DEFINITION_SUFFIXES)):
                 found.append(candidate)
     return found
 
 
 def _walk(root: Path) -> Iterable[Path]:
-    for entry in root.iterdir():
-        if entry.is_dir():
+    """Files under `root`; linked folders are not followed (a link back up would never
+    end) and folders that cannot be read are passed over."""
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
             if entry.name not in _SKIP_DIRS:
                 yield from _walk(entry)
         elif entry.is_file():

@@ -68,11 +68,11 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
     if problem:
         say(f"no bash for the planner: {problem}")
     model = planner_model if planner_model is not None else models.get(name, name)
-    if planner_model is None:
+    harness_spec = (definition.get("planner") or {}).get("harness")
+    if planner_model is None and not harness_spec:  # a planner harness may use no model
         from lwtool.calls.models import check_slots
 
         check_slots([name], models)  # before the planner session starts
-    harness_spec = (definition.get("planner") or {}).get("harness")
     harness = None
     if harness_spec:  # the definition's own planner harness; unloadable: an error
         from lwtool.planner.custom import load_planner_harness

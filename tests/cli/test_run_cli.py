@@ -395,7 +395,8 @@ def test_a_definition_whose_plan_is_a_definition_is_refused(data: Path, tmp_path
     assert found.returncode == 1
     assert found.stdout == (f"{definition}:5:9: error definition.plan_is_itself planner.plan "
                             "'self.definition.yaml' is this definition itself; it must name "
-                            "an LWIR file (kind: Workflow)\n")
+                            "an LWIR file (kind: Workflow) [lwtool explain "
+                            "definition.plan_is_itself]\n")
 
 
 @pytest.mark.parametrize("as_json", [True, False])
