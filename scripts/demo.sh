@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job on real examples, offline: check the committed workflows against their
-# locks, then run two of them durably in a scratch data dir and show what was recorded.
+# locks, then run two of them durably in a data dir of their own (.little-workflow/demo,
+# made afresh each time and kept, so `lwtool ui` can show them) and show what was recorded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-data="$(mktemp -d)"
-trap 'rm -rf "$data"' EXIT
+data=.little-workflow/demo
+rm -rf "$data"
+mkdir -p "$data"
 .venv/bin/lwtool check examples
 echo "== refine-loop (tool.call + decision back-edge loop)"
 .venv/bin/lwtool run examples/refine-loop.lwir.yaml --input examples/inputs/refine-loop.json \
@@ -19,4 +21,4 @@ echo "== candidate-review (parallel branches, ai.generate on the offline model)"
 echo "== what was recorded: the loop's graph with step statuses (Mermaid), and the review as OpenTelemetry"
 .venv/bin/lwtool graph examples/refine-loop.lwir.yaml --run demo-loop --data-dir "$data"
 .venv/bin/lwtool export-otel demo-review --data-dir "$data" --file "$data/demo-review.otlp.json"
-echo "(browse runs with: .venv/bin/lwtool ui --data-dir DIR)"
+echo "== the runs are kept in $data: browse them with .venv/bin/lwtool ui --data-dir $data"

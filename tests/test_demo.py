@@ -22,3 +22,9 @@ def test_demo_script_runs_the_examples() -> None:
     assert '"rounds": 3' in result.stdout and "unpriced" in result.stdout
     assert "improve<br/><small>tool.call · maxVisits 4 · done ×3</small>" in result.stdout
     assert "lwtool: exported 20 spans of run demo-review" in result.stderr
+    # the runs stay for `lwtool ui`, which the demo names
+    assert "lwtool ui --data-dir .little-workflow/demo" in result.stdout
+    listed = subprocess.run([str(ROOT / ".venv" / "bin" / "lwtool"), "runs", "--data-dir",
+                             ".little-workflow/demo"], cwd=ROOT, capture_output=True, text=True)
+    assert [line.split()[:2] for line in listed.stdout.splitlines()[1:]] == [
+        ["demo-loop", "completed"], ["demo-review", "completed"]]

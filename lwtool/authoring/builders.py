@@ -6,8 +6,9 @@ emit the very files the CLI reads (`lwtool generate MODULE:ATTR -o FILE`).
     wf.ai_generate("summarize", model="gpt-4o-mini", needs=[credit],
                    prompt="Summarize. Score: {{ steps.credit.output.score }}")
 
-`permissions` are derived from the tools and model slots the steps use; code.run steps
-read their source from a file and pin its sha256; schemas may be pydantic models.
+`permissions` are derived from the tools and model slots the steps use (each list
+sorted by name); code.run steps read their source from a file and pin its sha256;
+schemas may be pydantic models.
 """
 
 from __future__ import annotations
@@ -153,4 +154,6 @@ def _used(steps: list[Step]) -> tuple[list[str], list[str]]:
 
     for step in steps:
         visit(step.data)
-    return tools, models
+    # Sorted: a version's hash covers these lists in order, so one fixed order keeps a
+    # workflow's id when its steps are reordered without using anything new.
+    return sorted(tools), sorted(models)

@@ -12,7 +12,7 @@ import typer
 
 from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
-from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, use_world
 
 
@@ -47,6 +47,13 @@ def run_events(data_dir: Path, run_id: str) -> list[Any]:
     return open_run(data_dir, run_id)[0]
 
 
+EventsJson = Annotated[bool, typer.Option(
+    "--json", help="JSON lines, one event a line: seq, type, runId, stepPath, at, payload.")]
+ReportJson = Annotated[bool, typer.Option(
+    "--json", help="One JSON document: runId, steps (path -> tokens, calls, costUsd), run, "
+    "byRole, runs, failedBranches.")]
+
+
 def events(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     type: Annotated[str | None, typer.Option("--type", help="Event type glob, e.g. "
@@ -55,7 +62,7 @@ def events(
                                                "or 'code'.")] = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
-    as_json: AsJson = False,
+    as_json: EventsJson = False,
 ) -> None:
     """Print a run's events in commit order, one a line."""
     use_world(world_url)
@@ -92,7 +99,7 @@ def report(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
-    as_json: AsJson = False,
+    as_json: ReportJson = False,
 ) -> None:
     """Tokens and costUsd per step, per role (worker steps, planner sessions, an outer
     loop's supervisor) and per run with the runs it stands on (costUsd null = unpriced,

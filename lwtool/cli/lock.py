@@ -11,7 +11,9 @@ from lwtool.cli.canon import compiled_or_exit
 
 
 def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) -> None:
-    """Write the version lock beside each valid file (`name.lock.json`)."""
+    """Write the version lock beside each valid file: `name.lwir.yaml` ->
+    `name.lwir.lock.json`, `name.definition.yaml` -> `name.definition.lock.json` (the
+    file name up to its last extension, then `.lock.json`)."""
     from dataclasses import replace
 
     from lwtool.cli.runtime_options import fail

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
-from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
 
 DEFAULT_DATA_DIR = Path(".little-workflow")
@@ -25,8 +25,13 @@ def _stamp(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
+RunsJson = Annotated[bool, typer.Option(
+    "--json", help="One JSON array, a run each: runId, status, workflow, workflowVersionId, "
+    "createdAt, updatedAt, parentRunId (PostgreSQL: worker, claimedAt, branches).")]
+
+
 def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
-         as_json: AsJson = False) -> None:
+         as_json: RunsJson = False) -> None:
     """List the runs in the data dir (or --world) with status, workflow and timestamps.
     --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
     updatedAt, parentRunId, and in a PostgreSQL world worker, claimedAt and branches."""

@@ -11,8 +11,12 @@ import typer
 from lwtool.cli import exit_codes
 from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
-from lwtool.cli.run import AsJson, DataDir
+from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, use_world
+
+VerifyJson = Annotated[bool, typer.Option(
+    "--json", help="One JSON document: ok, runs, events, versions, artifacts (counts "
+    "checked), problems [{subject, severity, message}], removed.")]
 
 
 def verify(
@@ -21,7 +25,7 @@ def verify(
                                         "by killed writers.")] = False,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
-    as_json: AsJson = False,
+    as_json: VerifyJson = False,
 ) -> None:
     """Verify event hash chains, WorkflowVersion ids and artifact hashes; exit 1 when
     anything is damaged (orphan temp files are only warnings)."""

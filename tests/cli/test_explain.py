@@ -63,3 +63,11 @@ def test_validate_with_no_path_reads_the_folder(tmp_path: Path) -> None:
     empty.mkdir()
     none = run_cli("validate", cwd=empty)
     assert none.returncode == 2 and "no workflow files in ." in none.stderr
+
+
+def test_json_help_says_what_it_prints() -> None:
+    for command, words in (("events", "JSON lines"), ("report", "One JSON document"),
+                           ("runs", "One JSON array"), ("verify", "One JSON document")):
+        shown = run_cli(command, "--help", env={"COLUMNS": "200"}).stdout
+        assert words in shown, (command, shown)
+    assert "name.lwir.lock.json" in run_cli("lock", "--help", env={"COLUMNS": "200"}).stdout
