@@ -26,6 +26,16 @@ def _mark_pos(mark: Any) -> tuple[int, int]:
 class YamlBuilder(Builder):
     """Entries hold character offsets (plain ints: marks kept alive cost the GC ~40%)."""
 
+    def _collection_key(self, parent_start: int) -> str:
+        """The message for a collection used as a mapping key: almost always an
+        expression written without quotes, which YAML reads as nested flow mappings."""
+        if self.text.startswith("{{", parent_start):
+            end = self.text.find("}}", parent_start)
+            written = self.text[parent_start:end + 2] if end != -1 else "{{ ... }}"
+            return (f"{written} without quotes is read by YAML as nested mappings: quote "
+                    f"the expression (\"{written}\")")
+        return "a mapping key must be a string, not a collection"
+
     def __init__(self, text: str, path: str) -> None:
         super().__init__(path, SourceMap(Offsets(text)))
         self.text = text
@@ -110,9 +120,8 @@ class YamlBuilder(Builder):
                 sm = event.start_mark
                 top = stack[-1] if stack else None
                 if top is not None and top[7] is None and type(top[0]) is dict:
-                    raise fail(self.path, "parse.invalid",
-                                "a mapping key must be a string, not a collection",
-                                Pos(sm.line + 1, sm.column + 1), top[1])
+                    raise fail(self.path, "parse.invalid", self._collection_key(top[2]),
+                               Pos(sm.line + 1, sm.column + 1), top[1])
                 pointer, kpos = self._child(top)
                 tag = event.tag
                 if tag is not None and tag != "!" and tag not in _COLLECTION_TAGS:

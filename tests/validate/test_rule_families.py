@@ -169,7 +169,7 @@ def test_fields_of_another_step_type_are_named_with_the_type() -> None:
 """
     assert findings(text) == [
         ("lwir.invalid_field", 9, 5, "field 'onFailure' is not allowed on a tool.call step"),
-        ("lwir.invalid_field", 10, 5, "unknown field 'retries'"),
+        ("lwir.invalid_field", 10, 5, "unknown field 'retries'; did you mean 'retry'?"),
         ("lwir.invalid_field", 13, 5, "field 'input' is not allowed on a decision step"),
         ("decision.output_not_allowed", 14, 5,
          "a decision step has no output; it records only the target it chose"),

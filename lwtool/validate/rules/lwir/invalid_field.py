@@ -90,8 +90,10 @@ def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
     elif kind == "Enum" and error.instance_path and error.instance_path[-1] == "uses":
         return  # step.unknown_type reports it with the list of types
     elif kind == "AdditionalProperties":
+        allowed = _allowed_at(ctx.kind, error)
         for name in error.kind.unexpected:
-            yield ctx.finding(jp.join(pointer, name), f"unknown field '{name}'", key=True)
+            yield ctx.finding(jp.join(pointer, name),
+                              f"unknown field '{name}'{_nearest(name, allowed)}", key=True)
     elif kind == "Required":
         where = f" in {pointer}" if pointer else ""
         yield ctx.finding(pointer, f"missing required field '{error.kind.property}'{where}",
@@ -121,11 +123,60 @@ def _step_findings(ctx: Context, error: Any) -> Iterator[Finding]:
             for name in sub.kind.unexpected:
                 if (uses, name) in _REPORTED_BY_OTHER_RULES:
                     continue
-                text = (f"field '{name}' is not allowed on a {uses} step" if name in step_keys
-                        else f"unknown field '{name}'")
-                yield ctx.finding(jp.join(pointer, name), text, key=True)
+                yield ctx.finding(jp.join(pointer, name),
+                                  _step_field_text(ctx.kind, uses, name, step_keys), key=True)
         else:
             yield from _findings(ctx, sub)
+
+
+def _step_field_text(kind: str, uses: str, name: str, step_keys: frozenset[str]) -> str:
+    """What to say of a field a step of type `uses` does not take: that it belongs under
+    `with:` (a field of that type's `with` one level too high), that the type does not
+    take it, or the nearest field name."""
+    with_fields, own = _variant_fields(kind, uses)
+    if name in with_fields:
+        return (f"field '{name}' belongs in the step's `with`: indent it under `with:` "
+                f"(a {uses} step's `with` takes {', '.join(sorted(with_fields))})")
+    if name in step_keys:
+        return f"field '{name}' is not allowed on a {uses} step"
+    return f"unknown field '{name}'{_nearest(name, own | with_fields)}"
+
+
+def _nearest(name: str, allowed: frozenset[str] | set[str]) -> str:
+    """`; did you mean 'needs'?` for a near name, else nothing."""
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.6)
+    return f"; did you mean '{near[0]}'?" if near else ""
+
+
+def _allowed_at(kind: str, error: Any) -> frozenset[str]:
+    """The field names the schema takes where `error` was found (its `properties`)."""
+    schema = load_schema(_SCHEMA_FILES[kind])
+    node: Any = schema
+    for part in list(error.schema_path)[:-1]:  # up to the additionalProperties keyword
+        if isinstance(node, dict) and "$ref" in node and part not in node:
+            node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return frozenset()
+    if isinstance(node, dict) and "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return frozenset((node.get("properties") or {}) if isinstance(node, dict) else ())
+
+
+@cache
+def _variant_fields(kind: str, uses: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A step type's `with` fields and its own fields."""
+    defs = load_schema(_SCHEMA_FILES[kind]).get("$defs", {})
+    for ref in defs.get("step", {}).get("oneOf", []):
+        variant = defs[ref["$ref"].rsplit("/", 1)[-1]]
+        if variant["properties"]["uses"].get("const") == uses:
+            with_ = variant["properties"].get("with") or {}
+            return (frozenset(with_.get("properties") or ()),
+                    frozenset(variant["properties"]))
+    return frozenset(), frozenset()
 
 
 # (step type, field): reported by a rule of its own, with its own code.
