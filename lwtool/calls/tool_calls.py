@@ -15,6 +15,7 @@ and a tool.call step is a direct-execute step type, recorded with
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Literal, NoReturn
 
@@ -53,9 +54,10 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         result = await tool.invoke(args, run.tool_threads)
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the caller
         # decides what a failure means; a tool's own SystemExit must not end the process
-        message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}"
+        where, trace = raised_at(exc, tool.fn)
+        message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
         await run.record([NewEvent("harness.tool_call.failed", {
-            "callId": call_id, "error": message,
+            "callId": call_id, "error": message, "traceback": trace,
             "durationMs": _ms(started)}, path)])
         raise ToolCallFailed(call_id, message) from None
     try:
@@ -103,3 +105,33 @@ def _started(path: str, call_id: str, caller: Caller, name: str, args: Any,
 
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+TRACE_LIMIT = 8 * 1024  # characters of a failed call's traceback kept in its event
+
+
+def raised_at(exc: BaseException, fn: Any) -> tuple[str, str]:
+    """Where a tool raised, for its message (` (at tools.py:12 in fetch)`: the last
+    frame in the tool's own file, else the innermost), and the traceback's text (its
+    last TRACE_LIMIT characters) for the failure event."""
+    import inspect
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    try:
+        own = inspect.getsourcefile(inspect.unwrap(fn))
+    except TypeError:
+        own = None
+    chosen = next((f for f in reversed(frames) if own and f.filename == own),
+                  frames[-1] if frames else None)
+    where = ""
+    if chosen is not None:
+        name = chosen.filename
+        try:
+            name = os.path.relpath(name) if not os.path.relpath(name).startswith("..") \
+                else name
+        except ValueError:  # another drive
+            pass
+        where = f" (at {name}:{chosen.lineno} in {chosen.name})"
+    text = "".join(traceback.format_exception(exc))
+    return where, text[-TRACE_LIMIT:]

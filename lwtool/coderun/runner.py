@@ -40,6 +40,17 @@ _LIMIT = 'ulimit -d "$1" || exit 125; shift; exec "$@"'
 _DATA_URL = re.compile(r"data:([a-z/+.-]+);base64,([A-Za-z0-9+/=]*)(\.{3,})?([A-Za-z0-9+/=]*)")
 _DENIED = re.compile(r'Unsupported scheme "lwtool-denied" for module "lwtool-denied://\d+/'
                      r'([^"]*)"\. Supported schemes:(?:\n +- "[a-z]+")*')
+# Deno's advice names its own flags; the step's `with.sandbox` setting is what to change.
+_ALLOW_FLAG = re.compile(r"run again with the --allow-(read|write|net|env|run|ffi|sys) flag")
+_SETTING = {
+    "read": "allow it with `sandbox: {fs: read}` in the step's `with`",
+    "write": "allow it with `sandbox: {fs: allow}` in the step's `with`",
+    "net": "allow it with `sandbox: {network: allow}` in the step's `with`",
+    "env": "allow it with `sandbox: {env: allow}` in the step's `with`",
+    "run": "code.run never starts processes",
+    "ffi": "code.run never loads native libraries",
+    "sys": "code.run never reads system information",
+}
 
 
 class CodeAborted(Exception):
@@ -240,7 +251,8 @@ class _Execution:
             return found.group(0)
 
         text = _DATA_URL.sub(name_of, text)
-        return _DENIED.sub(r"import of '\1' refused: code.run loads only its own files", text)
+        text = _DENIED.sub(r"import of '\1' refused: code.run loads only its own files", text)
+        return _ALLOW_FLAG.sub(lambda m: _SETTING[m.group(1)], text)
 
     def _exit_outcome(self, code: int | None) -> CodeOutcome:
         tail = bytes(self.log[-2000:]).decode("utf-8", "replace").strip()

@@ -89,7 +89,9 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
                 NewEvent("StepAttemptFailed", {
                     "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
                     "transient": failure.transient, "final": final,
-                    "error": failure.message}, path)])
+                    "error": failure.message,
+                    **({"traceback": failure.details["traceback"]}
+                       if "traceback" in failure.details else {})}, path)])
             if final:
                 raise
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwtool.calls.tool_calls import raised_at
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import StepFailure, TransientError
 from lwtool.steps.inputs import step_input
@@ -38,8 +39,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
         # A tool's failure is the step's, even SystemExit or KeyboardInterrupt raised by
         # the tool itself (Ctrl-C reaches the main thread, never a tool's own frame).
-        raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}",
-                          path) from None
+        where, trace = raised_at(exc, tool.fn)
+        raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}"
+                          f"{where}", path, details={"traceback": trace}) from None
     try:
         result = to_json(result)
     except NotJson as exc:
