@@ -34,6 +34,9 @@ for schema in ("lwir", "definition", "pipeline"):
     packed = f"extension/schemas/{schema}.schema.json"
     if packed in names and vsix.read(packed) != Path(f"schemas/{schema}.schema.json").read_bytes():
         problems.append(f"{packed} differs from schemas/{schema}.schema.json")
+for event in ("onLanguage:yaml", "onLanguage:json"):  # a first new file gets diagnostics
+    if event not in manifest.get("activationEvents", []):
+        problems.append(f"activationEvents lacks {event}")
 if main in names and b"LanguageClient" not in vsix.read(main):
     problems.append(f"{main} does not hold the language client")
 for contribution in ("yamlValidation", "jsonValidation"):

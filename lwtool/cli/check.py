@@ -19,8 +19,8 @@ def check(
 ) -> None:
     """Validate committed files and fail (lock.stale) where one no longer matches its lock.
 
-    In folders, checks every file that has a lock beside it and every *.lwir.yaml,
-    *.lwir.yml and *.lwir.json file."""
+    In folders, checks every file that has a lock beside it and every *.lwir.*,
+    *.workflow.*, *.definition.* and *.pipeline.* file (YAML or JSON)."""
     from lwtool.lock.drift import check_file, discover
 
     try:

@@ -16,8 +16,35 @@ for _signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_signum, quit_at_once)
 
 
+def lsp_transport_problem(args: list[str]) -> str | None:
+    """What is wrong with the options an editor's LSP client gave `lwtool lsp` (None:
+    serve). Clients append their transport: `--stdio` (vscode-languageclient's
+    TransportKind.stdio) is the one lwtool speaks; `--clientProcessId=N` is taken and
+    ignored; a socket, pipe or node-ipc transport is refused in one line."""
+    previous = ""
+    for arg in args:
+        if arg == "--stdio" or arg.startswith("--clientProcessId=") or (
+                previous == "--clientProcessId" and arg.isdigit()):
+            previous = arg
+            continue
+        previous = arg
+        if arg == "--clientProcessId":
+            continue
+        if arg.split("=", 1)[0] in ("--socket", "--port", "--pipe", "--node-ipc"):
+            return (f"lwtool lsp speaks LSP on stdio only, not {arg.split('=', 1)[0]}: set "
+                    "the client's transport to stdio (vscode-languageclient: "
+                    "TransportKind.stdio)")
+        return f"lwtool lsp takes no option {arg!r} (only --stdio and --clientProcessId)"
+    return None
+
+
 def main() -> None:
-    if sys.argv[1:] == ["lsp"]:  # an editor starting the server: no CLI imports (~70 ms)
+    args = sys.argv[1:]
+    if args[:1] == ["lsp"] and "--help" not in args:  # an editor starting the server:
+        problem = lsp_transport_problem(args[1:])       # no CLI imports (~70 ms)
+        if problem is not None:
+            sys.stderr.write(f"lwtool: {problem}\n")
+            raise SystemExit(2)
         from lwtool.lsp.stdio import main as lsp_main
 
         lsp_main()

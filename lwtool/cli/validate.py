@@ -23,19 +23,19 @@ def validate(
 ) -> None:
     """Validate LWIR, WorkflowDefinition and Pipeline files; print findings with positions.
 
-    In folders (the current one when no path is given): every *.lwir.*, *.pipeline.*
-    and *.definition.* file and every file with a lock beside it."""
+    In folders (the current one when no path is given): every *.lwir.*, *.workflow.*,
+    *.definition.* and *.pipeline.* file and every file with a lock beside it."""
     from lwtool.compile import compile_file
     from lwtool.lock.drift import discover
 
     try:
-        files = discover(paths or [Path(".")], definitions=True)
+        files = discover(paths or [Path(".")])
     except FileNotFoundError as exc:
         error(f"cannot read {exc.filename}: no such file or folder")
         raise typer.Exit(exit_codes.USAGE) from None
     if not files:
         error(f"no workflow files in {', '.join(str(p) for p in paths or [Path('.')])} "
-              "(*.lwir.yaml, *.definition.yaml, *.pipeline.yaml)")
+              "(*.lwir.yaml, *.workflow.yaml, *.definition.yaml, *.pipeline.yaml)")
         raise typer.Exit(exit_codes.USAGE)
     reports = []
     documents = []

@@ -13,14 +13,15 @@ from lwtool.source.position import FILE_START
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__pycache__",
               ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
-_LWIR_SUFFIXES = (".lwir.yaml", ".lwir.yml", ".lwir.json",
-                  ".pipeline.yaml", ".pipeline.yml", ".pipeline.json")
-_DEFINITION_SUFFIXES = (".definition.yaml", ".definition.yml", ".definition.json")
+# Every kind lwtool validates: LWIR (`.lwir.` or `.workflow.`), definitions, pipelines.
+_LWIR_SUFFIXES = tuple(f".{kind}.{ext}" for kind in ("lwir", "workflow", "definition",
+                                                      "pipeline")
+                       for ext in ("yaml", "yml", "json"))
 
 
-def discover(paths: Iterable[Path], definitions: bool = False) -> list[Path]:
-    """Files named directly, plus in folders: locked files, *.lwir.* and *.pipeline.*
-    files (and *.definition.* files with `definitions`)."""
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, plus in folders: locked files and every *.lwir.*,
+    *.workflow.*, *.definition.* and *.pipeline.* file."""
     found: list[Path] = []
     for path in paths:
         if path.is_file():
@@ -34,8 +35,7 @@ def discover(paths: Iterable[Path], definitions: bool = False) -> list[Path]:
                 continue
             locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
                 candidate).exists()
-            if name.endswith(_LWIR_SUFFIXES) or locked or (
-                    definitions and name.endswith(_DEFINITION_SUFFIXES)):
+            if name.endswith(_LWIR_SUFFIXES) or locked:
                 found.append(candidate)
     return found
 
