@@ -86,7 +86,8 @@ def render_sarif(reports: Sequence[FileReport]) -> str:
 
 
 def _rule(code: str, summary: str, markdown: str) -> dict[str, Any]:
-    return {"id": code, "name": code,
+    return {"id": code, "name": "".join(part.capitalize() for part in
+                                        code.replace(".", "_").split("_")),
             "shortDescription": {"text": summary},
             "fullDescription": {"text": summary},
             "help": {"text": _plain(markdown), "markdown": markdown},

@@ -26,7 +26,7 @@ def validate(
     In folders (the current one when no path is given): every *.lwir.*, *.workflow.*,
     *.definition.* and *.pipeline.* file and every file with a lock beside it."""
     from lwtool.compile import compile_file
-    from lwtool.lock.drift import discover
+    from lwtool.lock.drift import discover, lock_file_findings
 
     try:
         files = discover(paths or [Path(".")])
@@ -38,8 +38,12 @@ def validate(
               "(*.lwir.yaml, *.workflow.yaml, *.definition.yaml, *.pipeline.yaml)")
         raise typer.Exit(exit_codes.USAGE)
     reports = []
-    documents = []
+    documents: list[Any] = []
     for path in files:
+        if path.name.lower().endswith(".lock.json"):
+            reports.append(FileReport(str(path), lock_file_findings(path)))
+            documents.append(None)
+            continue
         try:
             compiled = compile_file(path)
         except OSError as exc:

@@ -55,6 +55,16 @@ def _walk(root: Path) -> Iterable[Path]:
             yield entry
 
 
+def lock_file_findings(path: Path) -> list[Finding]:
+    """A lock file given to `lwtool validate` is read as a lock: `lock.invalid` when it
+    is not one (it is not LWIR, so `lwir.unknown_kind` would say nothing useful)."""
+    try:
+        read_lock(path)
+    except LockUnreadable as exc:
+        return [Finding("lock.invalid", str(exc), str(path), "", FILE_START)]
+    return []
+
+
 def check_file(path: Path) -> list[Finding]:
     compiled = compile_file(path)
     findings = list(compiled.findings)

@@ -23,6 +23,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from lwtool._version import __version__
@@ -72,6 +73,9 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
              kind: SpanKind = SpanKind.INTERNAL) -> SpanContext:
         context = ids.context(key)
         status = Status(StatusCode.ERROR, failed) if failed else Status(StatusCode.UNSET)
+        if failed:  # the conventions' error.type: the cause code, else a generic class
+            attributes = {ERROR_TYPE: attributes.get("lwtool.failure.cause") or "_OTHER",
+                          **attributes}
         out.append(ReadableSpan(
             title, context, parent, resource,
             {k: _clamped(v) for k, v in attributes.items() if v is not None and v != ""},
@@ -85,6 +89,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                 timeline.started if timeline.started is not None else last, timeline.ended, {
                     gen_ai.GEN_AI_OPERATION_NAME:
                         gen_ai.GenAiOperationNameValues.INVOKE_WORKFLOW.value,
+                    gen_ai.GEN_AI_WORKFLOW_NAME: name,
                     "lwtool.run.id": run_id, "lwtool.workflow.name": name,
                     "lwtool.workflow.version_id": timeline.version_id,
                     "lwtool.status": timeline.status,
@@ -111,7 +116,10 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
             attributes[gen_ai.GEN_AI_OPERATION_NAME] = \
                 gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
             attributes[gen_ai.GEN_AI_TOOL_NAME] = attempt.tool
-        context = span(key, f"{attempt.uses} {attempt.path}", parent, attempt.started,
+        # GenAI conventions: a tool execution is `execute_tool <tool name>`
+        title = f"{gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value} {attempt.tool}" \
+            if attempt.tool else f"{attempt.uses} {attempt.path}"
+        context = span(key, title, parent, attempt.started,
                        attempt.ended, attributes,
                        failed=attempt.error or attempt.cause if attempt.status == "failed"
                        else "")

@@ -9,8 +9,12 @@ def render() -> str:
     out = ["# Finding codes", "",
            "Generated from the rule docstrings by `python -m lwtool.validate.rules_doc`; "
            "do not edit by hand (a test keeps it current).", ""]
-    out += ["## Codes outside the rule modules", "", "| code | meaning |", "| --- | --- |"]
-    out += [f"| `{code}` | {text} |" for code, text in sorted(OTHER_CODES.items())]
+    out += ["Codes outside the rule modules (found while loading a file, or by `lwtool "
+            "check` and the planner's grant):", ""]
+    for code, text in sorted(OTHER_CODES.items()):
+        out += [f"## `{code}`", "", text[0].upper() + text[1:] + ".", ""]
+    out += ["Codes of the rule modules, with what each flags, why, an example and what to "
+            "write instead:"]
     for rule in sorted(rules(), key=lambda r: r.code):
         doc = rule.doc.strip()
         summary, _, body = doc.partition("\n")

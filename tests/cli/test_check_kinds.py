@@ -35,3 +35,28 @@ def test_the_pre_commit_hooks_match_every_kind() -> None:
     for pattern in patterns:
         for name in ("a.lwir.yaml", "a.workflow.yml", "a.definition.yaml", "a.pipeline.json"):
             assert re.search(pattern.strip(), name), (pattern, name)
+
+
+def test_validate_reads_a_lock_file_as_a_lock(tmp_path: Path) -> None:
+    good = run_cli("validate", str(ROOT / "examples" / "refine-loop.lwir.lock.json"))
+    assert good.returncode == 0 and good.stdout == ""
+    (tmp_path / "bad.lock.json").write_text('{"x": 1}')
+    bad = run_cli("validate", "bad.lock.json", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert bad.stdout.startswith("bad.lock.json:1:1: error lock.invalid ")
+    assert "lwir.unknown_kind" not in bad.stdout
+
+
+def test_sarif_rules_have_names_and_every_code_a_heading(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "x.workflow.yaml").write_text(BROKEN["x.workflow.yaml"])
+    sarif = json.loads(run_cli("check", "--format", "sarif", cwd=tmp_path).stdout)
+    rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+    assert rules and all(r["name"] != r["id"] and re.fullmatch(r"[A-Z][A-Za-z]+", r["name"])
+                         for r in rules), rules
+    headings = {line[4:-1] for line in (ROOT / "docs" / "rules.md").read_text().splitlines()
+                if line.startswith("## `")}
+    from lwtool.validate.registry import all_codes
+
+    assert set(all_codes()) <= headings

@@ -35,6 +35,6 @@ def test_example_workflow_is_actionlint_clean() -> None:
 @needs_actionlint
 def test_actionlint_flags_a_deprecated_runtime(tmp_path: Path) -> None:
     old = tmp_path / "old.yml"
-    old.write_text(EXAMPLE.read_text().replace("actions/checkout@v6", "actions/checkout@v4"))
+    old.write_text(EXAMPLE.read_text().replace("actions/checkout@v7", "actions/checkout@v4"))
     result = _actionlint(old)
     assert result.returncode == 1 and "actions/checkout@v4" in result.stdout

@@ -129,15 +129,23 @@ def test_failures_are_error_spans_and_tool_calls_are_execute_tool(tmp_path: Path
     root = next(s for s in spans if not s.parent_span_id)
     assert root.status.code == ERROR and _attributes(root)["lwtool.status"] == "failed"
     assert _attributes(root)["lwtool.failure.cause"] == "step_failed"
-    step = next(s for s in spans if s.name == "tool.call each[b].work")
+    def at(path: str) -> Any:
+        return next(s for s in spans if _attributes(s).get("lwtool.step.path") == path)
+
+    step = at("each[b].work")
+    assert step.name == "execute_tool work"  # GenAI conventions: execute_tool <tool>
+    assert _attributes(step)["error.type"] == "step_failed"
+    assert _attributes(root)["error.type"] == "step_failed"
+    assert _attributes(root)["gen_ai.workflow.name"] == "fanout"
     assert step.status.code == ERROR and "item b is broken" in step.status.message
     attributes = _attributes(step)
     assert attributes["gen_ai.operation.name"] == "execute_tool"  # the step is the call
     assert attributes["gen_ai.tool.name"] == "work"
     assert attributes["lwtool.status"] == "failed"
     assert attributes["lwtool.failure.cause"] == "step_failed"
-    done = _attributes(next(s for s in spans if s.name == "tool.call each[a].work"))
+    done = _attributes(at("each[a].work"))
     assert done["lwtool.status"] == "done" and done["gen_ai.tool.name"] == "work"
+    assert "error.type" not in done
 
 
 def test_tool_calls_made_by_code_are_execute_tool_spans(tmp_path: Path) -> None:
@@ -178,7 +186,7 @@ def test_a_killed_run_exports_what_it_committed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
     names = sorted(s["name"] for s in spans)
-    assert names == ["invoke_workflow chain", "tool.call a", "tool.call b"]
+    assert names == ["execute_tool record", "execute_tool record", "invoke_workflow chain"]
     root = next(s for s in spans if "parentSpanId" not in s)
     status = {a["key"]: a["value"] for a in root["attributes"]}["lwtool.status"]
     assert status == {"stringValue": "running"}
