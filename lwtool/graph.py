@@ -106,6 +106,10 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
     for event in events:
         if event.type in ("RunCompleted", "RunFailed"):
             terminal = event.type
+        elif event.type == "RunRetried":  # `lwtool retry`: the failures before it are past
+            terminal = None
+            for tally in counts.values():
+                tally.pop("failed", None)
         path = event.step_path
         if path is None or event.type not in ("StepAttemptStarted", "StepCompleted",
                                               "StepSkipped", "StepAttemptFailed"):

@@ -235,6 +235,38 @@ def replay(
            as_json, lambda: run_id, shown)
 
 
+def retry(
+    run_id: Annotated[str, typer.Argument(help="The failed run to retry.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    code_timeout: CodeTimeout = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    offline: OfflineOption = False,
+) -> None:
+    """Retry a failed run: its failed step(s) get new attempts and what follows runs,
+    keeping every committed result (the log records a RunRetried event)."""
+    use_world(world_url)
+    registry = load_tool_registry(tools)
+    worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
+    model_map = load_models(models) if models else None
+    world = open_world(data_dir, must_exist=True)
+    if offline:
+        model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
+
+    from lwtool.observe.progress import watch
+    from lwtool.runtime.interpreter import resume_run
+
+    world, shown = watch(world, sys.stderr, not quiet, run_id)
+    _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
+                              worker_harness, retry=True),
+           as_json, lambda: run_id, shown)
+
+
 def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:
     """--offline on replay: the slots of the run's version and of its recorded map."""
     from lwtool.world.base import WorldError, find_run

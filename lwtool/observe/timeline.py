@@ -165,6 +165,8 @@ class Timeline:
                 if attempt.status == "running":
                     attempt.status, attempt.ended = "failed", event.at
             self._open.clear()
+        elif kind == "RunRetried":  # `lwtool retry`: running again from its failure
+            self.status, self.ended, self.failure = "running", None, {}
         elif path is None:
             return
         elif kind == "StepAttemptStarted":

@@ -9,6 +9,8 @@ Committed model replies are kept per (step path, turn), so a step killed between
 repair turns does not pay for a reply twice. A step whose failure was final (not
 transient, or its retries spent) fails again from the log on replay, without being
 called again: an all_settled group killed after one branch failed does not re-run it.
+A `RunRetried` (`lwtool retry`) ends a failed run's failure: its final failures and its
+RunFailed are history, and the failed steps run again with their attempts afresh.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Journal:
     open_sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     terminal: Event | None = None  # RunCompleted or RunFailed
     paths: set[str] = field(default_factory=set)  # every step path the log names
+    # step path -> its failed attempts before the last RunRetried: a retried step gets
+    # its retry policy's attempts afresh (attempt numbers go on counting)
+    retry_base: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: list[Event]) -> Journal:
@@ -70,6 +75,10 @@ class Journal:
                 journal.open_sessions.pop(path, None)
             elif event.type in ("RunCompleted", "RunFailed"):
                 journal.terminal = event
+            elif event.type == "RunRetried":  # `lwtool retry`: failures before it are past
+                journal.terminal = None
+                journal.failed_final.clear()
+                journal.retry_base = dict(journal.failed_attempts)
         return journal
 
     def check_session(self, run_id: str, version_id: str, path: str,

@@ -81,7 +81,8 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
             return result, _completed_seq(committed)
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
-            final = not failure.transient or attempt >= int(retry["maxAttempts"])
+            spent = attempt - run.journal.retry_base.get(path, 0)  # since `lwtool retry`
+            final = not failure.transient or spent >= int(retry["maxAttempts"])
             run.session_usage(path)  # a failed session's tokens stay in its model events
             await run.record([
                 NewEvent("harness.session.failed", {"runId": run.run_id,
@@ -94,7 +95,7 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
                        if "traceback" in failure.details else {})}, path)])
             if final:
                 raise
-            await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (attempt - 1) / 1000)
+            await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (spent - 1) / 1000)
 
 
 async def _recorded_input(run: Any, step_input: Any) -> tuple[str, dict[str, Any]]:

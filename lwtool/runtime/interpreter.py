@@ -19,6 +19,7 @@ from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.record.ids import new_run_id, short_hash
 from lwtool.record.journal import Journal
+from lwtool.record.retry import retry_event
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
 from lwtool.runtime.dispatch import run_step
@@ -181,12 +182,15 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      models: dict[str, str] | None = None,
                      on_start: Callable[[str], None] | None = None,
                      step_timeout: float | None = None, harness: Any = None,
-                     accept_drift: bool = False, branches: Any = None) -> dict[str, Any]:
+                     accept_drift: bool = False, branches: Any = None,
+                     retry: bool = False) -> dict[str, Any]:
     """Finish a run from its event log (a finished run just reports its result). The
     step timeout is the one the run started with unless `step_timeout` is given. A
     change of its tools' code, models or harness is capability_drift, unless
     `accept_drift`: then the change is recorded (CapabilityDriftAccepted) and the run
-    goes on with it."""
+    goes on with it. `retry` (`lwtool retry`): the run must have failed; once the checks
+    pass, a RunRetried reopens it and its failed steps run again (lwtool.record.retry;
+    NotRetryable otherwise, with nothing written)."""
     harness = harness or WorkflowHarness()
     record = world.get_run(run_id)
     if step_timeout is None:
@@ -196,6 +200,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
     if lwir is None:
         raise RunFailedError(run_id, record.version_id, "runtime_config_error",
                              f"the data dir has no WorkflowVersion {record.version_id}")
+    if retry and lwir.get("kind", "Workflow") != "Workflow":
+        retry_event(run_id, [], lwir)  # raises NotRetryable, naming the kind
     if lwir.get("kind") == "OuterLoop":
         return _outer_loop_result(world, run_id, record.version_id)
     if lwir.get("kind") == "HarnessSession":
@@ -206,10 +212,11 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
     check_slots(model_slots(lwir.get("steps") or []), models)
     with world.lock_run(run_id):
         events = world.events(run_id)
+        reopen = retry_event(run_id, events, lwir) if retry else None
         journal = Journal.from_events(events)
         if on_start:
             on_start(run_id)
-        if journal.terminal is not None:
+        if journal.terminal is not None and reopen is None:
             return await _finished(world, record.version_id, lwir, journal.terminal, events)
         current = _capabilities(lwir, tools, models, harness)
         recorded = drift.recorded_capabilities(events, DEFAULT_HARNESS_ID)
@@ -218,6 +225,9 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                 raise CapabilityDriftError(run_id, record.version_id, "capability_drift",
                                            drift.message(recorded, current))
             world.append(run_id, [drift.accepted(recorded, current)])
+        if reopen is not None:
+            events += world.append(run_id, [reopen], status="running")
+            journal = Journal.from_events(events)
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
