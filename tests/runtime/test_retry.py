@@ -141,3 +141,20 @@ def test_a_retry_killed_mid_way_resumes_with_replay(folder: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr  # type: ignore[attr-defined]
     assert json.loads(resumed.stdout)["output"] == {"value": "s-a-c"}  # type: ignore
     assert _calls(folder)["c"] == 2  # once failed, once done: not again on replay
+
+
+def test_a_retried_step_gets_its_retry_policy_afresh(folder: Path) -> None:
+    (folder / "tools.py").write_text(TOOLS.replace(
+        'raise RuntimeError(f"{args[\'name\']} is broken")',
+        'from lwtool import TransientError\n'
+        '        raise TransientError(f"{args[\'name\']} is busy")'))
+    (folder / "break-c").write_text("")  # transient: c's default policy, 3 attempts
+    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+                   "tools.py:tools", "--run-id", "t").returncode == 1  # type: ignore
+    assert _calls(folder)["c"] == 3
+    again = _lwtool(folder, "retry", "t", "--tools", "tools.py:tools")
+    assert again.returncode == 1  # type: ignore[attr-defined]
+    assert _calls(folder)["c"] == 3 + 3  # three attempts afresh (numbered 4 to 6)
+    (folder / "break-c").unlink()
+    assert _lwtool(folder, "retry", "t", "--tools", "tools.py:tools").returncode == 0  # type: ignore
+    assert _calls(folder)["c"] == 7 and _calls(folder)["a"] == 1
