@@ -39,6 +39,10 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
     recorded = run.journal.replies.get((path, turn))
     if recorded is not None:
         return dict(recorded)
+    if run.budget is not None:
+        spent = run.budget.spent()
+        if spent is not None:  # no call starts once the run's budget is spent
+            raise StepFailure("budget_exceeded", f"no model call started: {spent}", path)
     call_id = f"{path}#{turn}"
     logged: dict[str, Any] = {"model": model_label(model), "messages": messages[since:],
                               "tools": tools or [],
@@ -59,4 +63,6 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
                  "model": {"provider": reply.provider, "modelId": reply.model_id},
                  "response": response, "durationMs": reply.duration_ms}
     await run.record([NewEvent("harness.model.responded", responded, path)])
+    if run.budget is not None:
+        run.budget.count(responded)
     return responded

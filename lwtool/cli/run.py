@@ -28,7 +28,12 @@ from lwtool.cli.runtime_options import (
     use_world,
     with_code_timeout,
 )
-from lwtool.planner.api import definition_durability, definition_models, workspace_of
+from lwtool.planner.api import (
+    definition_budget,
+    definition_durability,
+    definition_models,
+    workspace_of,
+)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
                                        help="The local world's folder.")]
@@ -37,6 +42,19 @@ Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolR
 Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "
                                              "model string (or 'offline').")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the RunResult as JSON.")]
+MaxTokens = Annotated[int | None, typer.Option(
+    "--max-tokens", min=1, help="Budget: no model call starts once the run's calls used "
+    "this many tokens (input + output); the run fails with budget_exceeded.")]
+MaxCost = Annotated[float | None, typer.Option(
+    "--max-cost-usd", min=0.0, help="Budget: no model call starts once the run's calls "
+    "cost this much (litellm prices; a reply without a price stops further calls).")]
+
+
+def budget_of(max_tokens: int | None, max_cost: float | None) -> dict[str, Any] | None:
+    """The run's budget from the flags (None: none given)."""
+    budget = {k: v for k, v in (("maxTokens", max_tokens), ("maxCostUsd", max_cost))
+              if v is not None}
+    return budget or None
 Harness = Annotated[str | None, typer.Option("--harness", help="MODULE:ATTR: the worker "
                                              "harness (a class or instance; default: the "
                                              "workflow harness).")]
@@ -81,6 +99,8 @@ def run(
         "--enqueue", help="PostgreSQL world: record the run for `lwtool worker` processes "
         "and print its id at once (no tools needed here: the workers bring them).")] = False,
     offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -98,6 +118,7 @@ def run(
                  step_timeout, as_json)
         return
     registry = load_tool_registry(tools)
+    budget = budget_of(max_tokens, max_cost_usd)
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
@@ -125,11 +146,13 @@ def run(
     if lwir is None:  # a definition without a fixed plan: its planner drafts the LWIR
         assert definition is not None
         _plan_then_run(world, path, definition, run_input, registry, model_map, run_id,
-                       step_timeout, worker_harness, as_json, shown)
+                       step_timeout, worker_harness, as_json, shown, budget)
         return
     workspace = workspace_of(definition, path.parent)
+    budget = {**definition_budget(definition), **(budget or {})} or None
     _drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
-                             announce, step_timeout, worker_harness, workspace),
+                             announce, step_timeout, worker_harness, workspace,
+                             budget=budget),
            as_json, lambda: started[0] if started else run_id, shown)
 
 
@@ -180,7 +203,8 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,
                    registry: Any, model_map: dict[str, str], run_id: str | None,
                    step_timeout: float | None, worker_harness: Any, as_json: bool,
-                   shown: AbstractContextManager[Any]) -> None:
+                   shown: AbstractContextManager[Any],
+                   budget: dict[str, Any] | None = None) -> None:
     """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
     (lwtool.planner.api.run_definition); the same --run-id resumes either."""
     from lwtool.planner.api import run_definition
@@ -196,7 +220,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
     _drive(lambda: run_definition(path, run_input, world=world, tools=registry,
                                   models=model_map, run_id=run_id, step_timeout=step_timeout,
                                   harness=worker_harness, supervise=supervise,
-                                  on_start=_announce, progress=say),
+                                  on_start=_announce, progress=say, budget=budget),
            as_json, lambda: run_id, shown)
 
 
@@ -216,6 +240,8 @@ def replay(
         "--accept-drift", help="Go on although the run's tools, models or harness changed "
         "since it started (recorded as a CapabilityDriftAccepted event).")] = False,
     offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
     use_world(world_url)
@@ -231,7 +257,8 @@ def replay(
 
     world, shown = watch(world, sys.stderr, not quiet, run_id)
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
-                              worker_harness, accept_drift),
+                              worker_harness, accept_drift,
+                              budget=budget_of(max_tokens, max_cost_usd)),
            as_json, lambda: run_id, shown)
 
 
@@ -247,6 +274,8 @@ def retry(
     as_json: AsJson = False,
     quiet: Quiet = False,
     offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
 ) -> None:
     """Retry a failed run: its failed step(s) get new attempts and what follows runs,
     keeping every committed result (the log records a RunRetried event)."""
@@ -263,7 +292,8 @@ def retry(
 
     world, shown = watch(world, sys.stderr, not quiet, run_id)
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
-                              worker_harness, retry=True),
+                              worker_harness, retry=True,
+                              budget=budget_of(max_tokens, max_cost_usd)),
            as_json, lambda: run_id, shown)
 
 

@@ -33,6 +33,14 @@ def definition_durability(definition: Mapping[str, Any] | None) -> str | None:
     return str(value) if value is not None else None
 
 
+def definition_budget(definition: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A definition's `runtime.budget` ({maxTokens, maxCostUsd}; {} when it sets none)."""
+    runtime = (definition or {}).get("runtime") or {}
+    value = runtime.get("budget") if isinstance(runtime, Mapping) else None
+    return {k: v for k, v in value.items() if k in ("maxTokens", "maxCostUsd")} \
+        if isinstance(value, Mapping) else {}
+
+
 def workspace_of(definition: Mapping[str, Any] | None, base: Path) -> dict[str, Any] | None:
     """What a definition gives its worker steps' workspaces: its id (the workflow memory
     store), its memory settings, its worker skills (local ones as absolute paths) and
@@ -96,7 +104,8 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
                          on_start: Callable[[str], None] | None = None,
                          progress: Progress | None = None,
                          planner_model: Any = None,
-                         durability: str | None = None) -> dict[str, Any]:
+                         durability: str | None = None,
+                         budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Plan (unless the plan is fixed) and run a definition; an existing `run_id`
     resumes whichever part was interrupted. `base` is the folder relative paths in a
     definition given as a dict are read from (default: the current folder);
@@ -120,6 +129,8 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
     workspace = workspace_of(value, folder)
     run_id = run_id or new_run_id()
     durability = durability or definition_durability(value)
+    # the run's budget: the definition's runtime.budget, each limit given here winning
+    run_budget = {**definition_budget(value), **dict(budget or {})} or None
 
     async def run(lwir: dict[str, Any], cycle_run: str,
                   links: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -128,7 +139,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
             else workspace  # its workers see that planner session's scratch
         return await start_run(world, lwir, run_input, registry, model_map, cycle_run,
                                on_start, step_timeout, harness, space, durability,
-                               links=links)
+                               links=links, budget=run_budget)
 
     async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
         return await plan_definition(world, folder, value, run_input, registry, model_map,

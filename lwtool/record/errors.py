@@ -9,7 +9,7 @@ from lwtool.canonical.plain_json import has_lone_surrogate
 CauseCode = Literal[
     "input_schema_error", "planner_validation_exhausted", "capability_drift",
     "runtime_config_error", "step_schema_error", "step_failed", "max_visits_exceeded",
-    "timeout", "cancelled", "outer_loop_exhausted",
+    "timeout", "cancelled", "outer_loop_exhausted", "budget_exceeded",
 ]
 
 

@@ -48,6 +48,7 @@ class RunState:
     # False where the event loop serves other runs too (a worker's branches): commits
     # then always go to the commit thread instead of blocking the loop for an fsync.
     inline_commits: bool = True
+    budget: Any = None  # lwtool.record.budget.Budget: held before each new model call
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None

@@ -16,6 +16,7 @@ from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
+from lwtool.record.budget import Budget
 from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.record.ids import new_run_id, short_hash
 from lwtool.record.journal import Journal
@@ -85,7 +86,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     version_id: str | None = None,
                     canonical: str | None = None,
                     links: dict[str, Any] | None = None,
-                    branches: Any = None) -> dict[str, Any]:
+                    branches: Any = None,
+                    budget: dict[str, Any] | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
@@ -96,7 +98,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     canonicalizing the LWIR again to store it. `links` (plannerRunId, outerLoopId,
     cycleNumber) name the runs this one belongs with, in RunStarted. `branches`
     executes parallel branches elsewhere (RunState.branches; `lwtool worker` passes
-    its queue)."""
+    its queue). `budget` ({maxTokens, maxCostUsd}, lwtool.record.budget) is the run's
+    for good, as its durability is (`replay --max-tokens` may change it)."""
     harness = harness or WorkflowHarness()
     check_slots(model_slots(lwir.get("steps") or []), models)  # before anything is written
     durability = check_durability(durability or str(getattr(world, "durability",
@@ -120,12 +123,13 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
         return await resume_run(world, run_id, tools, models, on_start, step_timeout, harness,
-                                branches=branches)
+                                branches=branches, budget=budget)
     capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
     with world.lock_run(run_id):
         options = {"models": models, "stepTimeoutS": timeout, "durability": durability,
                    **({"workspace": workspace} if workspace else {}),
+                   **({"budget": budget} if budget else {}),
                    **({"links": links} if links else {})}
         world.create_run(run_id, version_id, run_input, options, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
@@ -139,7 +143,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout, harness, workspace, durability, branches)
+                              Journal(), timeout, harness, workspace, durability, branches,
+                              budget)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
@@ -183,7 +188,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                      on_start: Callable[[str], None] | None = None,
                      step_timeout: float | None = None, harness: Any = None,
                      accept_drift: bool = False, branches: Any = None,
-                     retry: bool = False) -> dict[str, Any]:
+                     retry: bool = False,
+                     budget: dict[str, Any] | None = None) -> dict[str, Any]:
     """Finish a run from its event log (a finished run just reports its result). The
     step timeout is the one the run started with unless `step_timeout` is given. A
     change of its tools' code, models or harness is capability_drift, unless
@@ -232,7 +238,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
                               str(record.options.get("durability", DEFAULT_DURABILITY)),
-                              branches)
+                              branches, budget or record.options.get("budget"))
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
@@ -240,10 +246,15 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                    journal: Journal, step_timeout: float, harness: Any,
                    workspace: dict[str, Any] | None = None,
                    durability: str = DEFAULT_DURABILITY,
-                   branches: Any = None) -> dict[str, Any]:
+                   branches: Any = None,
+                   budget: dict[str, Any] | None = None) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
-                     durability=check_durability(durability), branches=branches)
+                     durability=check_durability(durability), branches=branches,
+                     budget=Budget.of(budget))
+    if state.budget is not None:  # what the run's committed replies spent already
+        for reply in journal.replies.values():
+            state.budget.count(reply)
     state.workspace = dict(workspace or {})
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
