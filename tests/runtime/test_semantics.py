@@ -152,9 +152,11 @@ def test_fail_fast_and_all_settled(tmp_path: Path) -> None:
     assert group.payload["branches"] == ["ok1", "ok2"]
     assert group.payload["failedBranches"] == [
         {"itemKey": "bad", "causeCode": "step_failed", "failedStepPath": "each[bad].work",
-         "message": "tool 'slow' raised RuntimeError: bad failed"},
+         "message": "tool 'slow' raised RuntimeError: bad failed (at "
+                    "tests/runtime/test_semantics.py:56 in slow)"},
         {"itemKey": "bad2", "causeCode": "step_failed", "failedStepPath": "each[bad2].work",
-         "message": "tool 'slow' raised RuntimeError: bad2 failed"}]
+         "message": "tool 'slow' raised RuntimeError: bad2 failed (at "
+                    "tests/runtime/test_semantics.py:56 in slow)"}]
 
 
 def test_all_settled_fails_only_when_no_branch_succeeded(tmp_path: Path) -> None:
