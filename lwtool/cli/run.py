@@ -244,22 +244,9 @@ def replay(
     max_cost_usd: MaxCost = None,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
-    use_world(world_url)
-    registry = load_tool_registry(tools)
-    worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
-    model_map = load_models(models) if models else None
-    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
-    if offline:
-        model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
-
-    from lwtool.observe.progress import watch
-    from lwtool.runtime.interpreter import resume_run
-
-    world, shown = watch(world, sys.stderr, not quiet, run_id)
-    _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
-                              worker_harness, accept_drift,
-                              budget=budget_of(max_tokens, max_cost_usd)),
-           as_json, lambda: run_id, shown)
+    _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
+            max_concurrent_steps, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd),
+            accept_drift=accept_drift)
 
 
 def retry(
@@ -279,11 +266,21 @@ def retry(
 ) -> None:
     """Retry a failed run: its failed step(s) get new attempts and what follows runs,
     keeping every committed result (the log records a RunRetried event)."""
+    _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
+            None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
+
+
+def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,
+            world_url: str | None, step_timeout: float | None, harness: str | None,
+            code_timeout: float | None, max_concurrent_steps: int | None, as_json: bool,
+            quiet: bool, offline: bool, budget: dict[str, Any] | None,
+            accept_drift: bool = False, retry: bool = False) -> None:
+    """`replay` and `retry`: resume the run from its log (`retry`: reopening it first)."""
     use_world(world_url)
     registry = load_tool_registry(tools)
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
-    world = open_world(data_dir, must_exist=True)
+    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
     if offline:
         model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
 
@@ -292,8 +289,7 @@ def retry(
 
     world, shown = watch(world, sys.stderr, not quiet, run_id)
     _drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
-                              worker_harness, retry=True,
-                              budget=budget_of(max_tokens, max_cost_usd)),
+                              worker_harness, accept_drift, retry=retry, budget=budget),
            as_json, lambda: run_id, shown)
 
 
