@@ -1,5 +1,6 @@
 """Quick fixes: add a missing need to a reader's `needs`, add a tool or model slot
-to `permissions` (flow or block lists, a new key; YAML or JSON)."""
+to `permissions` (flow or block lists, a new key; YAML or JSON), or use the permitted
+name a misspelt one is nearest to."""
 
 from __future__ import annotations
 
@@ -125,3 +126,18 @@ def missing_permission_fix(analysis: Analysis, message: str) -> tuple[str, TextI
         first = next(iter(permissions)).replace("~", "~0").replace("/", "~1")
         insert = _key_before(analysis, f"/permissions/{first}", kind, name)
     return (title, insert) if insert is not None else None
+
+
+_NEAREST = re.compile(r"^(?:tool|model slot) '(.+)' is not in permissions\.\w+ .*; did you "
+                      r"mean '(.+)'\?$")
+
+
+def nearest_name_fix(message: str, written: str) -> tuple[str, str] | None:
+    """For `permissions.unknown_tool` / `unknown_model` naming a near permitted name:
+    the title and the text to put in the diagnostic's range (`written`, the name as the
+    file has it, quoted or not, with the name replaced)."""
+    match = _NEAREST.match(message)
+    if match is None or match.group(1) not in written:
+        return None
+    typed, meant = match.group(1), match.group(2)
+    return f"Change '{typed}' to '{meant}'", written.replace(typed, meant, 1)

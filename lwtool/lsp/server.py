@@ -30,7 +30,7 @@ from lwtool.lsp.completion import completions
 from lwtool.lsp.convert import from_position, to_position, to_range
 from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
 from lwtool.lsp.early import diagnostic as as_diagnostic
-from lwtool.lsp.quick_fix import missing_need_fix, missing_permission_fix
+from lwtool.lsp.quick_fix import missing_need_fix, missing_permission_fix, nearest_name_fix
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
 from lwtool.source.position import Pos, Span
@@ -321,6 +321,13 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
             fix = missing_need_fix(analysis, from_position(diagnostic.range.start, lines,
                                                            codec))
         elif diagnostic.code in ("permissions.unknown_tool", "permissions.unknown_model"):
+            near = nearest_name_fix(diagnostic.message, _text_in(document, diagnostic.range))
+            if near is not None:  # a misspelt name: the permitted one comes first
+                actions.append(types.CodeAction(
+                    title=near[0], kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diagnostic], is_preferred=True,
+                    edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(
+                        range=diagnostic.range, new_text=near[1])]})))
             fix = missing_permission_fix(analysis, diagnostic.message)
         else:
             continue
@@ -331,8 +338,19 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
         edit = types.TextEdit(range=types.Range(start=at, end=at), new_text=insert.text)
         actions.append(types.CodeAction(
             title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-            is_preferred=True, edit=types.WorkspaceEdit(changes={uri: [edit]})))
+            is_preferred=not actions or actions[-1].diagnostics != [diagnostic],
+            edit=types.WorkspaceEdit(changes={uri: [edit]})))
     return actions
+
+
+def _text_in(document: Any, span: types.Range) -> str:
+    """The document's text in an LSP range on one line (a diagnostic's value)."""
+    if span.start.line != span.end.line or span.start.line >= len(document.lines):
+        return ""
+    lines, codec = document.lines, document.position_codec
+    begin = from_position(span.start, lines, codec).column - 1
+    end = from_position(span.end, lines, codec).column - 1
+    return str(lines[span.start.line][begin:end])
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)

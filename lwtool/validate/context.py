@@ -216,6 +216,14 @@ class Context:
                             span=self.expression_span(site.pointer, site.value, start, end))
 
 
+def did_you_mean(name: str, known: Any) -> str:
+    """`; did you mean 'needs'?` for the nearest of `known` names, else nothing."""
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(str(k) for k in known), n=1, cutoff=0.6)
+    return f"; did you mean '{near[0]}'?" if near else ""
+
+
 def _nth_index(text: str, needle: str, n: int) -> int:
     index = -1
     for _ in range(n + 1):

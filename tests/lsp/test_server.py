@@ -173,19 +173,20 @@ async def test_completion_of_decision_targets_in_json(client: LanguageClient) ->
 
 
 async def _the_one_fix_clears(client: LanguageClient, text: str, diagnostic: types.Diagnostic,
-                              title: str) -> None:
-    """Ask for the diagnostic's quick fix, check its title, apply its edit and see every
-    diagnostic go."""
+                              title: str, *others: str) -> None:
+    """Ask for the diagnostic's quick fixes, check their titles (the first preferred),
+    apply the first one's edit and see every diagnostic go."""
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), range=diagnostic.range,
         context=types.CodeActionContext(diagnostics=[diagnostic])))
-    [action] = actions
-    assert action.title == title
-    [edit] = action.edit.changes[URI]
+    assert [a.title for a in actions] == [title, *others]
+    assert [a.is_preferred for a in actions] == [True] + [False] * len(others)
+    [edit] = actions[0].edit.changes[URI]
     lines = text.split("\n")
     line = lines[edit.range.start.line]
+    assert edit.range.start.line == edit.range.end.line
     lines[edit.range.start.line] = (line[: edit.range.start.character] + edit.new_text
-                                    + line[edit.range.start.character:])
+                                    + line[edit.range.end.character:])
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
         content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))]))
@@ -209,3 +210,14 @@ async def test_quick_fix_permits_an_unlisted_tool(client: LanguageClient) -> Non
     [diagnostic] = client.diagnostics[URI]
     assert diagnostic.code == "permissions.unknown_tool"
     await _the_one_fix_clears(client, text, diagnostic, "Add 'fetch2' to permissions.tools")
+
+
+async def test_quick_fix_offers_the_permitted_name_a_typo_is_near(client: LanguageClient) -> None:
+    text = FIXED.replace("with: {tool: fetchCandidates}", "with: {tool: fetchCandidate}")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [diagnostic] = client.diagnostics[URI]
+    assert diagnostic.message.endswith("; did you mean 'fetchCandidates'?")
+    await _the_one_fix_clears(client, text, diagnostic,
+                              "Change 'fetchCandidate' to 'fetchCandidates'",
+                              "Add 'fetchCandidate' to permissions.tools")

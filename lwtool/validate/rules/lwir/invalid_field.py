@@ -39,7 +39,7 @@ from lwtool._resources import load_schema
 from lwtool.canonical.plain_json import may_hold_lone_surrogate
 from lwtool.source import pointer as jp
 from lwtool.source.finding import Finding
-from lwtool.validate.context import Context
+from lwtool.validate.context import Context, did_you_mean
 
 CODE = "lwir.invalid_field"
 APPLIES_TO = ("Workflow", "WorkflowDefinition", "Pipeline")
@@ -93,7 +93,7 @@ def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
         allowed = _allowed_at(ctx.kind, error)
         for name in error.kind.unexpected:
             yield ctx.finding(jp.join(pointer, name),
-                              f"unknown field '{name}'{_nearest(name, allowed)}", key=True)
+                              f"unknown field '{name}'{did_you_mean(name, allowed)}", key=True)
     elif kind == "Required":
         where = f" in {pointer}" if pointer else ""
         yield ctx.finding(pointer, f"missing required field '{error.kind.property}'{where}",
@@ -139,15 +139,7 @@ def _step_field_text(kind: str, uses: str, name: str, step_keys: frozenset[str])
                 f"(a {uses} step's `with` takes {', '.join(sorted(with_fields))})")
     if name in step_keys:
         return f"field '{name}' is not allowed on a {uses} step"
-    return f"unknown field '{name}'{_nearest(name, own | with_fields)}"
-
-
-def _nearest(name: str, allowed: frozenset[str] | set[str]) -> str:
-    """`; did you mean 'needs'?` for a near name, else nothing."""
-    import difflib
-
-    near = difflib.get_close_matches(name, sorted(allowed), n=1, cutoff=0.6)
-    return f"; did you mean '{near[0]}'?" if near else ""
+    return f"unknown field '{name}'{did_you_mean(name, own | with_fields)}"
 
 
 def _allowed_at(kind: str, error: Any) -> frozenset[str]:

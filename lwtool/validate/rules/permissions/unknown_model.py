@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.context import Context
+from lwtool.validate.context import Context, did_you_mean
 
 CODE = "permissions.unknown_model"
 
@@ -47,4 +47,4 @@ def check(ctx: Context) -> Iterator[Finding]:
             if isinstance(model, str) and model not in allowed:
                 listed_text = ", ".join(sorted(allowed)) or "none"
                 yield ctx.finding(pointer, f"model slot '{model}' is not in permissions.models "
-                                  f"(listed: {listed_text})")
+                                  f"(listed: {listed_text}){did_you_mean(model, allowed)}")

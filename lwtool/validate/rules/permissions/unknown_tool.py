@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.context import Context
+from lwtool.validate.context import Context, did_you_mean
 
 CODE = "permissions.unknown_tool"
 
@@ -42,4 +42,5 @@ def check(ctx: Context) -> Iterator[Finding]:
         if isinstance(tool, str) and tool not in allowed:
             listed_text = ", ".join(sorted(allowed)) or "none"
             yield ctx.finding(f"{info.pointer}/with/tool", f"tool '{tool}' is not in "
-                              f"permissions.tools (listed: {listed_text})")
+                              f"permissions.tools (listed: {listed_text})"
+                              f"{did_you_mean(tool, allowed)}")
