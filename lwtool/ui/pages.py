@@ -20,6 +20,7 @@ EVENTS_PER_PAGE = 200
 ATTEMPTS_PER_PAGE = 200
 ARTIFACT_PAGE = 64 * 1024
 MAX_LANES = 200
+MAX_RUNNING = 10_000  # runs marked running the filters look at (each asked if it is live)
 
 
 # -- liveness ----------------------------------------------------------------------------
@@ -37,9 +38,20 @@ def shown_status(world: Any, run_id: str, status: str) -> str:
 def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
     from lwtool.record.report import add_usage, empty_totals, reply_usage
 
-    wanted = status if status in ("running", "completed", "failed") else ""
-    total, records = world.runs_page(wanted or None, text or None, page * RUNS_PER_PAGE,
-                                     RUNS_PER_PAGE)
+    wanted = status if status in ("running", "interrupted", "completed", "failed") else ""
+    counts = world.status_counts()
+    stopped = _interrupted(world) if counts.get("running") else []
+    if stopped:  # marked running, but no process executes them: their own filter
+        counts = {**counts, "running": counts["running"] - len(stopped),
+                  "interrupted": len(stopped)}
+    if wanted in ("running", "interrupted"):
+        _, marked = world.runs_page("running", text or None, 0, MAX_RUNNING)
+        chosen = [r for r in marked if (r.run_id in stopped) == (wanted == "interrupted")]
+        total = len(chosen)
+        records = chosen[page * RUNS_PER_PAGE:(page + 1) * RUNS_PER_PAGE]
+    else:
+        total, records = world.runs_page(wanted or None, text or None,
+                                         page * RUNS_PER_PAGE, RUNS_PER_PAGE)
     replies = world.model_replies([r.run_id for r in records])
     now = time.time()
     rows = []
@@ -57,7 +69,13 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
                      "cost": money(usage["costUsd"], calls)})
     pages = max(1, -(-total // RUNS_PER_PAGE))
     return {"rows": rows, "total": total, "page": page, "pages": pages, "status": wanted,
-            "text": text, "counts": world.status_counts()}
+            "text": text, "counts": counts}
+
+
+def _interrupted(world: Any) -> list[str]:
+    """Run ids marked running that no live process executes."""
+    _, marked = world.runs_page("running", None, 0, MAX_RUNNING)
+    return [r.run_id for r in marked if not world.executing(r.run_id)]
 
 
 # -- one run -----------------------------------------------------------------------------

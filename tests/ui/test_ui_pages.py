@@ -44,6 +44,12 @@ def test_runs_list_shows_every_run_with_status_and_filters(client: TestClient) -
     assert "unpriced" in text  # demo-review's offline model calls
     failed = client.get("/?status=failed").text
     assert 'href="/runs/broken"' in failed and 'href="/runs/demo-loop"' not in failed
+    # an interrupted run (marked running, no process) is counted and filtered as such
+    assert re.search(r'<option value="interrupted" >interrupted \(1\)</option>', text)
+    assert re.search(r'<option value="running" >running \(0\)</option>', text)
+    stopped = client.get("/?status=interrupted").text
+    assert 'href="/runs/cut"' in stopped and 'href="/runs/broken"' not in stopped
+    assert 'href="/runs/cut"' not in client.get("/?status=running").text
     found = client.get("/?q=demo").text
     assert found.count('href="/runs/demo-') == 2 and 'href="/runs/big"' not in found
     assert "No runs match" in client.get("/?q=nothing-like-this").text
