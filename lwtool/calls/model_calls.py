@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lwtool.calls.limits import limiter_for
 from lwtool.calls.models import ModelCallFailed, OutputRequest, call_model
 from lwtool.calls.scripted import ScriptedModel
 from lwtool.record.errors import StepFailure
@@ -44,6 +45,29 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
         if spent is not None:  # no call starts once the run's budget is spent
             raise StepFailure("budget_exceeded", f"no model call started: {spent}", path)
     call_id = f"{path}#{turn}"
+    limiter = limiter_for(model) if isinstance(model, str) else None
+    if limiter is None:
+        return await _call(run, path, turn, call_id, model, messages, mode, prompt_text,
+                           request, timeout, tools, since)
+
+    def waiting(why: str) -> None:  # evidence, shown by live progress
+        run.note([NewEvent("harness.model.waiting", {"turn": turn, "callId": call_id,
+                                                     "model": model, "reason": why}, path)],
+                 defer=False)
+
+    async with limiter.slot(waiting):
+        responded = await _call(run, path, turn, call_id, model, messages, mode,
+                                prompt_text, request, timeout, tools, since)
+    usage = responded["response"]["usage"]
+    limiter.used(int(usage.get("inputTokens", 0)) + int(usage.get("outputTokens", 0)))
+    return responded
+
+
+async def _call(run: Any, path: str, turn: int, call_id: str, model: str | ScriptedModel,
+                messages: list[dict[str, Any]], mode: dict[str, Any], prompt_text: str,
+                request: OutputRequest | None, timeout: float | None,
+                tools: list[dict[str, Any]] | None, since: int) -> dict[str, Any]:
+    """One new call: logged before (`harness.model.called`), committed after."""
     logged: dict[str, Any] = {"model": model_label(model), "messages": messages[since:],
                               "tools": tools or [],
                               "responseFormat": request.response_format if request else None}

@@ -56,12 +56,35 @@ def read_json_or_yaml(source: str, what: str) -> Any:
 
 
 def load_models(path: Path | None) -> dict[str, str]:
+    """A models file: slot id -> a model string, or `{model, maxConcurrent, rpm, tpm}`
+    (the limits are installed for the process: lwtool.calls.limits)."""
     if path is None:
         return {}
     value = read_json_or_yaml(str(path), "models")
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+    if not isinstance(value, dict):
         raise fail(f"models file {path} must map slot ids to model strings")
-    return {str(k): v for k, v in value.items()}
+    models: dict[str, str] = {}
+    limits: dict[str, Any] = {}
+    for slot, entry in value.items():
+        if isinstance(entry, str):
+            models[str(slot)] = entry
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or \
+                set(entry) - {"model", "maxConcurrent", "rpm", "tpm"}:
+            raise fail(f"models file {path}: slot '{slot}' must be a model string or "
+                       "{model, maxConcurrent, rpm, tpm}")
+        from lwtool.calls.limits import ModelLimits
+
+        try:
+            limits[entry["model"]] = ModelLimits.of(entry)
+        except ValueError as exc:
+            raise fail(f"models file {path}: slot '{slot}': {exc}") from None
+        models[str(slot)] = entry["model"]
+    if limits:
+        from lwtool.calls.limits import configure
+
+        configure(limits)
+    return models
 
 
 def offline_models(*documents: Any) -> dict[str, str]:

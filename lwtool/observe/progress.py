@@ -91,7 +91,9 @@ class Progress:
         running = [a for a in timeline.running() if a.uses != "parallel"]
         for attempt in running[:MAX_RUNNING_SHOWN]:
             retry = f" (attempt {attempt.attempt})" if attempt.attempt > 1 else ""
-            lines.append(f"  running {attempt.path} · {attempt.uses}{retry} · "
+            held = f" · waiting for a model slot ({attempt.waiting})" if attempt.waiting \
+                else ""
+            lines.append(f"  running {attempt.path} · {attempt.uses}{retry}{held} · "
                          f"{_seconds(max(0.0, now - attempt.started))}")
         if len(running) > MAX_RUNNING_SHOWN:
             lines.append(f"  … and {len(running) - MAX_RUNNING_SHOWN} more running")

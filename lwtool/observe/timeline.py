@@ -55,6 +55,7 @@ class Attempt:
     artifacts: list[str] = field(default_factory=list)
     output_ref: str = ""
     tool: str = ""  # a tool.call step's tool (harness.execute_step.started names it)
+    waiting: str = ""  # why a model call of it waits for a slot (model limits), if it does
     seq: int = 0  # of the event that opened it
 
     @property
@@ -175,7 +176,12 @@ class Timeline:
             self._finish(path, kind, payload, event)
         elif kind == "harness.execute_step.started" and path in self._open:
             self._open[path].tool = str(payload.get("toolName") or "")
+        elif kind == "harness.model.waiting":  # a model limit holds the call back
+            if path in self._open:
+                self._open[path].waiting = str(payload.get("reason", ""))
         elif kind.startswith("harness.model.") or kind.startswith("harness.tool_call."):
+            if path in self._open:
+                self._open[path].waiting = ""
             self._call(path, kind, payload, event)
 
     def _start(self, path: str, payload: dict[str, Any], event: Event) -> Attempt:

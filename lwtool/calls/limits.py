@@ -1,0 +1,105 @@
+"""Model limits: how many calls to one model may be in flight at once (`maxConcurrent`),
+start per minute (`rpm`) and spend tokens per minute (`tpm`), across every step and
+session of this process. A models file entry may be `{model, maxConcurrent, rpm, tpm}`
+instead of a model string (lwtool.cli.runtime_options.load_models); `configure`
+installs the limits, keyed by the model string, so two slots naming one model share
+them. A call that has to wait says why once, through the caller's `waiting` hook (the
+recorder logs `harness.model.waiting`, which live progress shows).
+
+The limiter is one interface (`slot`, `used`): this one holds in one process; a world
+shared by many processes (PostgreSQL) can put another behind the same two calls.
+Waiting polls a monotonic clock in short sleeps: no asyncio primitive is bound to one
+event loop, so the limits hold across the loops a process runs one after another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+WINDOW = 60.0  # seconds: rpm and tpm count the last minute
+POLL = 0.01  # seconds between looks while waiting for a slot
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    max_concurrent: int | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> ModelLimits:
+        """From a models file entry's `maxConcurrent`, `rpm`, `tpm` (positive integers;
+        ValueError naming the field otherwise)."""
+        values: dict[str, int | None] = {}
+        for key, field in (("maxConcurrent", "max_concurrent"), ("rpm", "rpm"),
+                           ("tpm", "tpm")):
+            value = entry.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{key} must be a positive integer, not {value!r}")
+            values[field] = value
+        return cls(**values)
+
+
+class Limiter:
+    """The limits of one model in this process."""
+
+    def __init__(self, limits: ModelLimits) -> None:
+        self.limits = limits
+        self.in_flight = 0
+        self._starts: deque[float] = deque()
+        self._tokens: deque[tuple[float, int]] = deque()
+
+    def _blocked(self, now: float) -> str | None:
+        """Why a call may not start now (None: it may)."""
+        while self._starts and self._starts[0] <= now - WINDOW:
+            self._starts.popleft()
+        while self._tokens and self._tokens[0][0] <= now - WINDOW:
+            self._tokens.popleft()
+        limits = self.limits
+        if limits.max_concurrent is not None and self.in_flight >= limits.max_concurrent:
+            return f"maxConcurrent {limits.max_concurrent}: that many calls in flight"
+        if limits.rpm is not None and len(self._starts) >= limits.rpm:
+            return f"rpm {limits.rpm}: that many calls started in the last minute"
+        if limits.tpm is not None and sum(n for _, n in self._tokens) >= limits.tpm:
+            return f"tpm {limits.tpm}: that many tokens used in the last minute"
+        return None
+
+    @asynccontextmanager
+    async def slot(self, waiting: Callable[[str], None]) -> AsyncIterator[None]:
+        """Hold one call's place; `waiting(why)` is called once if it has to wait."""
+        said = False
+        while (why := self._blocked(time.monotonic())) is not None:
+            if not said:
+                waiting(why)
+                said = True
+            await asyncio.sleep(POLL)
+        self.in_flight += 1
+        self._starts.append(time.monotonic())
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+    def used(self, tokens: int) -> None:
+        """Count a reply's tokens toward `tpm`."""
+        self._tokens.append((time.monotonic(), tokens))
+
+
+_LIMITERS: dict[str, Limiter] = {}
+
+
+def configure(limits: Mapping[str, ModelLimits]) -> None:
+    """Install limits by model string (replacing those configured before)."""
+    _LIMITERS.clear()
+    _LIMITERS.update({model: Limiter(each) for model, each in limits.items()})
+
+
+def limiter_for(model: str) -> Limiter | None:
+    return _LIMITERS.get(model)
