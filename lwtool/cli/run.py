@@ -270,6 +270,49 @@ def retry(
             None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
 
 
+def fork(
+    run_id: Annotated[str, typer.Argument(help="The run to fork.")],
+    step: Annotated[str, typer.Option("--from", help="The top-level step to run again "
+                                      "(with everything downstream of it).")],
+    input: Annotated[str | None, typer.Option("--input", "-i", help="A new run input (a "
+                                              "JSON/YAML file, or -); default: the "
+                                              "run's own.")] = None,
+    new_id: Annotated[str | None, typer.Option("--run-id", help="The fork's run id (an "
+                                               "existing one resumes).")] = None,
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Start a new run of the same version that keeps every result not downstream of
+    --from and runs that step and what follows again (the original run is untouched)."""
+    use_world(world_url)
+    from lwtool.record.ids import new_run_id
+    from lwtool.runtime.fork import SAME_INPUT, fork_run
+    from lwtool.world.base import check_run_id
+
+    try:
+        fork_id = check_run_id(new_id) if new_id else new_run_id()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    run_input = read_json_or_yaml(input, "input") if input is not None else SAME_INPUT
+    registry = load_tool_registry(tools)
+    worker_harness = load_worker_harness(harness)
+    model_map = load_models(models) if models else None
+    world = open_world(data_dir, must_exist=True)
+
+    from lwtool.observe.progress import watch
+
+    world, shown = watch(world, sys.stderr, not quiet)
+    _drive(lambda: fork_run(world, run_id, step, registry, model_map, run_input, fork_id,
+                            _announce, step_timeout, worker_harness),
+           as_json, lambda: fork_id, shown)
+
+
 def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,
             world_url: str | None, step_timeout: float | None, harness: str | None,
             code_timeout: float | None, max_concurrent_steps: int | None, as_json: bool,

@@ -87,7 +87,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     canonical: str | None = None,
                     links: dict[str, Any] | None = None,
                     branches: Any = None,
-                    budget: dict[str, Any] | None = None) -> dict[str, Any]:
+                    budget: dict[str, Any] | None = None,
+                    seed: list[NewEvent] | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes.
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
@@ -99,7 +100,9 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     cycleNumber) name the runs this one belongs with, in RunStarted. `branches`
     executes parallel branches elsewhere (RunState.branches; `lwtool worker` passes
     its queue). `budget` ({maxTokens, maxCostUsd}, lwtool.record.budget) is the run's
-    for good, as its durability is (`replay --max-tokens` may change it)."""
+    for good, as its durability is (`replay --max-tokens` may change it). `seed`: step
+    results committed with RunStarted, in the same commit (`lwtool fork`: the results
+    kept from the run it forks); the run replays them and executes the rest."""
     harness = harness or WorkflowHarness()
     check_slots(model_slots(lwir.get("steps") or []), models)  # before anything is written
     durability = check_durability(durability or str(getattr(world, "durability",
@@ -131,20 +134,20 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                    **({"workspace": workspace} if workspace else {}),
                    **({"budget": budget} if budget else {}),
                    **({"links": links} if links else {})}
-        world.create_run(run_id, version_id, run_input, options, [NewEvent(
+        created = world.create_run(run_id, version_id, run_input, options, [NewEvent(
             "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
                            "capabilities": capabilities,
                            "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
                            "durability": durability,
                            "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
                                                "world": world.max_concurrent_steps},
-                           "pid": os.getpid(), **({"links": links} if links else {})})],
-                          fsyncs(durability))
+                           "pid": os.getpid(), **({"links": links} if links else {})}),
+            *(seed or [])], fsyncs(durability))
         if on_start:
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal(), timeout, harness, workspace, durability, branches,
-                              budget)
+                              Journal.from_events(created), timeout, harness, workspace,
+                              durability, branches, budget)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
