@@ -35,8 +35,12 @@ steps:
   - {id: b, uses: tool.call, needs: [a],
      with: {tool: mark, args: {name: b, value: "{{ steps.a.output.value }}"}}}
   - {id: c, uses: tool.call, with: {tool: mark, args: {name: c, value: "{{ input.v }}"}}}
-  - {id: d, uses: tool.call, needs: [b, c],
-     with: {tool: mark, args: {name: d, value: "{{ steps.b.output.value }}+{{ steps.c.output.value }}"}}}
+  - id: d
+    uses: tool.call
+    needs: [b, c]
+    with:
+      tool: mark
+      args: {name: d, value: "{{ steps.b.output.value }}+{{ steps.c.output.value }}"}
 """
 
 
