@@ -23,6 +23,7 @@ from lwtool.cli import (
     lsp,
     orchestrate,
     plan,
+    resume,
     run,
     runs,
     ui,
@@ -68,9 +69,9 @@ app.command("generate")(generate.generate)
 app.command("run")(run.run)
 app.command("orchestrate")(orchestrate.orchestrate)
 app.command("worker")(worker.worker)
-app.command("replay")(run.replay)
-app.command("retry")(run.retry)
-app.command("fork")(run.fork)
+app.command("replay")(resume.replay)
+app.command("retry")(resume.retry)
+app.command("fork")(resume.fork)
 app.command("events")(inspect.events)
 app.command("report")(inspect.report)
 app.command("runs")(runs.runs)

@@ -1,0 +1,166 @@
+"""`lwtool replay`, `lwtool retry` and `lwtool fork`: the commands that go on from a
+recorded run (resume it, reopen it after a failure, or start a new run from part of
+it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lwtool.cli.options import OfflineOption, WorldOption
+from lwtool.cli.run import (
+    AsJson,
+    CodeTimeout,
+    DataDir,
+    Harness,
+    MaxCost,
+    MaxSteps,
+    MaxTokens,
+    Models,
+    Quiet,
+    StepTimeout,
+    Tools,
+    announce,
+    budget_of,
+    drive,
+)
+from lwtool.cli.runtime_options import (
+    fail,
+    load_models,
+    load_tool_registry,
+    load_worker_harness,
+    offline_models,
+    open_world,
+    read_json_or_yaml,
+    use_world,
+    with_code_timeout,
+)
+
+
+def replay(
+    run_id: Annotated[str, typer.Argument(help="The run to resume.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    code_timeout: CodeTimeout = None,
+    max_concurrent_steps: MaxSteps = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    accept_drift: Annotated[bool, typer.Option(
+        "--accept-drift", help="Go on although the run's tools, models or harness changed "
+        "since it started (recorded as a CapabilityDriftAccepted event).")] = False,
+    offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
+) -> None:
+    """Resume a run from its event log (completed steps are never re-executed)."""
+    _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
+            max_concurrent_steps, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd),
+            accept_drift=accept_drift)
+
+
+def retry(
+    run_id: Annotated[str, typer.Argument(help="The failed run to retry.")],
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    code_timeout: CodeTimeout = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
+) -> None:
+    """Retry a failed run: its failed step(s) get new attempts and what follows runs,
+    keeping every committed result (the log records a RunRetried event)."""
+    _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
+            None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
+
+
+def fork(
+    run_id: Annotated[str, typer.Argument(help="The run to fork.")],
+    step: Annotated[str, typer.Option("--from", help="The top-level step to run again "
+                                      "(with everything downstream of it).")],
+    input: Annotated[str | None, typer.Option("--input", "-i", help="A new run input (a "
+                                              "JSON/YAML file, or -); default: the "
+                                              "run's own.")] = None,
+    new_id: Annotated[str | None, typer.Option("--run-id", help="The fork's run id (an "
+                                               "existing one resumes).")] = None,
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Start a new run of the same version that keeps every result not downstream of
+    --from and runs that step and what follows again (the original run is untouched)."""
+    use_world(world_url)
+    from lwtool.record.ids import new_run_id
+    from lwtool.runtime.fork import SAME_INPUT, fork_run
+    from lwtool.world.base import check_run_id
+
+    try:
+        fork_id = check_run_id(new_id) if new_id else new_run_id()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    run_input = read_json_or_yaml(input, "input") if input is not None else SAME_INPUT
+    registry = load_tool_registry(tools)
+    worker_harness = load_worker_harness(harness)
+    model_map = load_models(models) if models else None
+    world = open_world(data_dir, must_exist=True)
+
+    from lwtool.observe.progress import watch
+
+    world, shown = watch(world, sys.stderr, not quiet)
+    drive(lambda: fork_run(world, run_id, step, registry, model_map, run_input, fork_id,
+                            announce, step_timeout, worker_harness),
+           as_json, lambda: fork_id, shown)
+
+
+def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,
+            world_url: str | None, step_timeout: float | None, harness: str | None,
+            code_timeout: float | None, max_concurrent_steps: int | None, as_json: bool,
+            quiet: bool, offline: bool, budget: dict[str, Any] | None,
+            accept_drift: bool = False, retry: bool = False) -> None:
+    """`replay` and `retry`: resume the run from its log (`retry`: reopening it first)."""
+    use_world(world_url)
+    registry = load_tool_registry(tools)
+    worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
+    model_map = load_models(models) if models else None
+    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
+    if offline:
+        model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
+
+    from lwtool.observe.progress import watch
+    from lwtool.runtime.interpreter import resume_run
+
+    world, shown = watch(world, sys.stderr, not quiet, run_id)
+    drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
+                              worker_harness, accept_drift, retry=retry, budget=budget),
+           as_json, lambda: run_id, shown)
+
+
+def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:
+    """--offline on replay: the slots of the run's version and of its recorded map."""
+    from lwtool.world.base import WorldError, find_run
+
+    try:
+        record = find_run(world, run_id)
+        lwir = world.get_version(record.version_id) if record is not None else None
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    if record is None:
+        return {}  # resume_run says the run is not there
+    return offline_models(lwir, record.options.get("models") or {})
