@@ -107,9 +107,11 @@ def all_codes() -> dict[str, str]:
 
 def rule_help() -> dict[str, tuple[str, str]]:
     """Every code -> (its one-line summary, its explanation in Markdown: what it flags,
-    why, an example and what to write instead, from the rule's docstring; the summary
-    again for codes outside the rule modules)."""
-    helped = {code: (text, text) for code, text in OTHER_CODES.items()}
+    why, an example and what to write instead, from the rule's docstring, or from
+    lwtool.validate.other_codes for codes outside the rule modules)."""
+    from lwtool.validate.other_codes import OTHER_HELP
+
+    helped = {code: (text, OTHER_HELP.get(code, text)) for code, text in OTHER_CODES.items()}
     for rule in rules():
         summary, _, body = rule.doc.strip().partition("\n")
         helped[rule.code] = (summary.strip(), body.strip() or summary.strip())

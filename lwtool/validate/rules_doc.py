@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lwtool.validate.other_codes import OTHER_HELP
 from lwtool.validate.registry import OTHER_CODES, rules
 
 
@@ -12,7 +13,8 @@ def render() -> str:
     out += ["Codes outside the rule modules (found while loading a file, or by `lwtool "
             "check` and the planner's grant):", ""]
     for code, text in sorted(OTHER_CODES.items()):
-        out += [f"## `{code}`", "", text[0].upper() + text[1:] + ".", ""]
+        body = OTHER_HELP.get(code, "").replace("## ", "#### ")
+        out += [f"## `{code}`", "", text[0].upper() + text[1:] + ".", "", body, ""]
     out += ["Codes of the rule modules, with what each flags, why, an example and what to "
             "write instead:"]
     for rule in sorted(rules(), key=lambda r: r.code):

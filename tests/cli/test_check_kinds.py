@@ -60,3 +60,12 @@ def test_sarif_rules_have_names_and_every_code_a_heading(tmp_path: Path) -> None
     from lwtool.validate.registry import all_codes
 
     assert set(all_codes()) <= headings
+
+
+def test_every_code_is_explained_in_full() -> None:
+    from lwtool.validate.registry import rule_help
+
+    for code, (summary, body) in rule_help().items():
+        assert summary and "## What it flags" in body and "## Instead" in body, code
+    shown = run_cli("explain", "parse.invalid").stdout
+    assert "## Why" in shown and "quote expressions" in shown
