@@ -226,10 +226,22 @@ def version_page(world: Any, version_id: str, lwir: dict[str, Any]) -> dict[str,
     lock = lock_for(f"{name}.lwir.yaml", "Workflow", lwir).as_json() if workflow else None
     total, records = world.runs_page(None, version_id, 0, 20)
     return {"id": version_id, "name": name, "recomputed": recomputed,
-            "verified": recomputed == version_id, "lwir": _yaml(lwir), "workflow": workflow,
+            "verified": recomputed == version_id, "lwir": _written(lwir), "workflow": workflow,
             "lock": pretty(lock) if lock else "",
             "runs": [{"id": r.run_id, "status": shown_status(world, r.run_id, r.status),
                       "started": stamp(r.created_at)} for r in records], "total": total}
+
+
+def _written(lwir: dict[str, Any]) -> str:
+    """The version as a person writes LWIR (the spec's key order, block style, prompts as
+    literal blocks: lwtool.planner.emit), not in its canonical (sorted) key order; the
+    world keeps only the canonical form, so this is the nearest to the file written."""
+    from lwtool.planner.emit import lwir_yaml
+
+    try:
+        return lwir_yaml(lwir)
+    except Exception:  # noqa: BLE001 - any value the emitter cannot lay out: plain YAML
+        return _yaml(lwir)
 
 
 def _yaml(value: Any) -> str:

@@ -123,6 +123,11 @@ def test_version_page_has_lwir_hash_and_lock(client: TestClient) -> None:
     page = client.get(f"/versions/{version.group(1)}").text
     assert "matches" in page and version.group(1) in page
     assert "apiVersion: littleworkflow.dev/v0.1" in page
+    # as a person writes LWIR (apiVersion, kind, metadata ... steps), not sorted keys
+    text = page[page.index("apiVersion: littleworkflow"):]
+    assert text.index("kind: Workflow") < text.index("metadata:") < text.index("input:")
+    assert text.index("- id: improve") < text.index("uses: tool.call") < text.index(
+        "maxVisits: 4")  # sorted keys would put input before kind, maxVisits before uses
     assert "&#34;kind&#34;: &#34;WorkflowVersionLock&#34;" in page
     assert 'href="/runs/demo-loop"' in page
 
