@@ -36,10 +36,6 @@ class Budget:
         return cls(int(tokens) if tokens is not None else None,
                    float(cost) if cost is not None else None)
 
-    def as_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("maxTokens", self.max_tokens),
-                                  ("maxCostUsd", self.max_cost_usd)) if v is not None}
-
     def count(self, responded: dict[str, Any]) -> None:
         """Add one committed `harness.model.responded` payload."""
         usage, cost = reply_usage(responded)

@@ -26,7 +26,6 @@ from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
 
-ENDED = ("done", "failed", "cancelled")
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
 
 
@@ -126,12 +125,6 @@ class BranchQueue:
         with self.world._tx(durable=False) as conn:
             conn.execute("UPDATE lwtool.branches SET state = 'cancelled' WHERE run_id = %s AND "
                          "prefix = ANY(%s) AND state = 'queued'", (run_id, prefixes))
-
-    def pending(self) -> int:
-        """Branches not yet ended (queued or claimed)."""
-        rows = self.world._read("SELECT count(*) FROM lwtool.branches WHERE state IN "
-                                "('queued', 'claimed')")
-        return int(rows[0][0])
 
     def holders(self) -> dict[str, list[tuple[str, str, float]]]:
         """run id -> [(branch prefix, worker, claimed at)] of branches being executed."""
