@@ -16,7 +16,8 @@ from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, use_world
 
 
-def _stamp(at: float) -> str:
+def stamp(at: float) -> str:
+    """A moment as the run listings print it (UTC, to the second)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
@@ -87,7 +88,7 @@ def events(
         else:
             payload = json.dumps(event.payload, ensure_ascii=False)
             payload = payload if len(payload) <= 160 else payload[:157] + "..."
-            typer.echo(safe_text(f"{event.seq:>5}  {_stamp(event.at)}  {event.type:<32} "
+            typer.echo(safe_text(f"{event.seq:>5}  {stamp(event.at)}  {event.type:<32} "
                                  f"{event.step_path or '-':<28} {payload}"))
             for failed in event.payload.get("failedBranches") or []:
                 typer.echo(safe_text(f"{'':>7}failed branch {failed.get('itemKey')}: "

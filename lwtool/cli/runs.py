@@ -7,22 +7,19 @@ the worker holding each running run or branch are shown too."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from lwtool.cli.inspect import stamp
 from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
+from lwtool.world.base import shown_status
 
 DEFAULT_DATA_DIR = Path(".little-workflow")
-
-
-def _stamp(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 RunsJson = Annotated[bool, typer.Option(
@@ -55,8 +52,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         typer.echo(json.dumps([*({"runId": r.run_id, "status": shown[r.run_id],
                                   "workflow": names[r.version_id],
                                   "workflowVersionId": r.version_id,
-                                  "createdAt": _stamp(r.created_at),
-                                  "updatedAt": _stamp(r.updated_at),
+                                  "createdAt": stamp(r.created_at),
+                                  "updatedAt": stamp(r.updated_at),
                                   "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
                                   **_branches(branches.get(r.run_id))}
                                  for r in records),
@@ -75,17 +72,17 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                f"{'UPDATED':<20}  VERSION")
     for label, r in rows:
         held = queued.get(r.run_id)
-        by = f"  held by {held[1]} since {_stamp(held[2])}" if held and held[1] \
+        by = f"  held by {held[1]} since {stamp(held[2])}" if held and held[1] \
             and r.status == "running" else ""
         typer.echo(safe_text(f"{label:<{width}}  {shown[r.run_id]:<11}  "
-                             f"{names[r.version_id]:<{named}}  {_stamp(r.created_at)}  "
-                             f"{_stamp(r.updated_at)}  {r.version_id[:19]}…{by}"))
+                             f"{names[r.version_id]:<{named}}  {stamp(r.created_at)}  "
+                             f"{stamp(r.updated_at)}  {r.version_id[:19]}…{by}"))
         for prefix, worker, since in branches.get(r.run_id, []):
             typer.echo(safe_text(f"{' ' * (len(label) - len(label.lstrip()) + 2)}branch "
-                                 f"{prefix} held by {worker} since {_stamp(since)}"))
+                                 f"{prefix} held by {worker} since {stamp(since)}"))
     for run_id, held in waiting:
         typer.echo(safe_text(f"{run_id:<{width}}  {held[0]:<11}" + (
-            f"  held by {held[1]} since {_stamp(held[2])}" if held[1] else "")).rstrip())
+            f"  held by {held[1]} since {stamp(held[2])}" if held[1] else "")).rstrip())
     stopped = [r.run_id for r in records if shown[r.run_id] == "interrupted"]
     if stopped:
         typer.echo("")
@@ -95,11 +92,10 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
 
 
 def _status(world: Any, record: Any, in_queue: bool) -> str:
-    """The stored status, or `interrupted` for a running run nobody executes (a run a
-    PostgreSQL queue still holds for a worker is left `running`: a worker resumes it)."""
-    if record.status != "running" or in_queue or world.executing(record.run_id):
-        return str(record.status)
-    return "interrupted"
+    """The shown status (lwtool.world.base.shown_status); a run a PostgreSQL queue still
+    holds for a worker is left `running`: a worker resumes it."""
+    return str(record.status) if in_queue else shown_status(world, record.run_id,
+                                                              str(record.status))
 
 
 def _names(world: Any, records: list[Any]) -> dict[str, str]:
@@ -141,13 +137,13 @@ def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
 def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
     if not held or not held[1]:
         return {}
-    return {"worker": held[1], "claimedAt": _stamp(held[2])}
+    return {"worker": held[1], "claimedAt": stamp(held[2])}
 
 
 def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:
     if not held:
         return {}
-    return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": _stamp(since)}
+    return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": stamp(since)}
                          for prefix, worker, since in held]}
 
 

@@ -22,7 +22,13 @@ from starlette.templating import Jinja2Templates
 from lwtool.ui import attempt as attempt_pages
 from lwtool.ui import pages
 from lwtool.ui.text import short
-from lwtool.world.base import ArtifactMissing, InspectedWorld, RunNotFound, WorldError
+from lwtool.world.base import (
+    ArtifactMissing,
+    InspectedWorld,
+    RunNotFound,
+    WorldError,
+    shown_status,
+)
 
 ASSETS = Path(__file__).resolve().parent.parent / "_data" / "ui"
 LIVE_POLL = 0.25  # seconds between looks at a running run's head
@@ -143,7 +149,7 @@ async def _follow(request: Request, world: Any, run_id: str) -> Any:
         if seq != seen:
             seen = seq
             yield f"event: changed\ndata: {json.dumps({'seq': seq})}\n\n"
-        if pages.shown_status(world, run_id, status) != "running":
+        if shown_status(world, run_id, status) != "running":
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
         await asyncio.sleep(LIVE_POLL)

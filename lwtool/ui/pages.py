@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from lwtool.observe.timeline import Attempt, Call, Timeline, top_step_ids
 from lwtool.ui.text import money, pretty, preview, short, span, stamp
-from lwtool.world.base import Event, RunRecord
+from lwtool.world.base import Event, RunRecord, shown_status
 
 RUNS_PER_PAGE = 100
 EVENTS_PER_PAGE = 200
@@ -25,14 +25,6 @@ MAX_RUNNING = 10_000  # runs marked running the filters look at (each asked if i
 
 # -- liveness ----------------------------------------------------------------------------
 
-def shown_status(world: Any, run_id: str, status: str) -> str:
-    """A run's stored `status` (running | completed | failed), or interrupted: marked
-    running but no live process executes it (killed; `lwtool replay` resumes it)."""
-    if status != "running":
-        return status
-    return "running" if world.executing(run_id) else "interrupted"
-
-
 # -- runs --------------------------------------------------------------------------------
 
 def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
@@ -40,12 +32,17 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
 
     wanted = status if status in ("running", "interrupted", "completed", "failed") else ""
     counts = world.status_counts()
-    stopped = _interrupted(world) if counts.get("running") else []
-    if stopped:  # marked running, but no process executes them: their own filter
+    # marked running, but no process executes them: counted and filtered on their own
+    marked = world.runs_page("running", None, 0, MAX_RUNNING)[1] if counts.get("running") \
+        else []
+    stopped = {r.run_id for r in marked if not world.executing(r.run_id)}
+    looked_at = {r.run_id for r in marked}
+    if stopped:
         counts = {**counts, "running": counts["running"] - len(stopped),
                   "interrupted": len(stopped)}
     if wanted in ("running", "interrupted"):
-        _, marked = world.runs_page("running", text or None, 0, MAX_RUNNING)
+        if text:
+            marked = world.runs_page("running", text, 0, MAX_RUNNING)[1]
         chosen = [r for r in marked if (r.run_id in stopped) == (wanted == "interrupted")]
         total = len(chosen)
         records = chosen[page * RUNS_PER_PAGE:(page + 1) * RUNS_PER_PAGE]
@@ -60,7 +57,8 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
         for payload in replies.get(record.run_id, []):
             add_usage(usage, *reply_usage(json.loads(payload)))
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
-        shown = shown_status(world, record.run_id, record.status)
+        shown = ("interrupted" if record.run_id in stopped else record.status) \
+            if record.run_id in looked_at else shown_status(world, record.run_id, record.status)
         end = now if shown == "running" else record.updated_at
         rows.append({"id": record.run_id, "status": shown, "version": record.version_id,
                      "short": short(record.version_id), "started": stamp(record.created_at),
@@ -70,12 +68,6 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
     pages = max(1, -(-total // RUNS_PER_PAGE))
     return {"rows": rows, "total": total, "page": page, "pages": pages, "status": wanted,
             "text": text, "counts": counts}
-
-
-def _interrupted(world: Any) -> list[str]:
-    """Run ids marked running that no live process executes."""
-    _, marked = world.runs_page("running", None, 0, MAX_RUNNING)
-    return [r.run_id for r in marked if not world.executing(r.run_id)]
 
 
 # -- one run -----------------------------------------------------------------------------

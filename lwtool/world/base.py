@@ -185,6 +185,14 @@ class InspectedWorld(World, Protocol):
                        ) -> tuple[bytes, int, bool]: ...
 
 
+def shown_status(world: Any, run_id: str, status: str) -> str:
+    """A run's stored `status` (running | completed | failed), or `interrupted`: marked
+    running, but no live process executes it (killed; `lwtool replay` resumes it)."""
+    if status != "running" or world.executing(run_id):
+        return status
+    return "interrupted"
+
+
 def find_run(world: World, run_id: str) -> RunRecord | None:
     """The run's record, or None when the world has no such run."""
     try:
