@@ -20,6 +20,7 @@ from typing import Any
 
 from lwtool.record.ids import new_run_id
 from lwtool.runtime.interpreter import start_run
+from lwtool.runtime.scope import closure, decision_targets, dependents_of
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import NewEvent, RunConflict, World
 
@@ -43,22 +44,13 @@ def top_step(path: str) -> str:
 
 def downstream(steps: list[dict[str, Any]], start: str) -> set[str]:
     """`start` and every top-level step that depends on it: needs, and the targets of
-    decisions reached that way."""
-    after: dict[str, set[str]] = {s["id"]: set() for s in steps}
-    for step in steps:
-        for need in step.get("needs") or []:
-            after.setdefault(need, set()).add(step["id"])
+    decisions reached that way (the scheduler's own graph: lwtool.runtime.scope)."""
+    by_id = {s["id"]: s for s in steps}
+    edges = dependents_of(by_id)
+    for sid, step in by_id.items():
         if step.get("uses") == "decision":
-            with_ = step.get("with") or {}
-            targets = [c.get("to") for c in with_.get("cases") or []] + [with_.get("default")]
-            after[step["id"]].update(t for t in targets if t in after)
-    seen, todo = {start}, [start]
-    while todo:
-        for nxt in after.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+            edges[sid] |= {t for t in decision_targets(step) if t in edges}
+    return closure(start, edges)
 
 
 async def fork_run(world: World, run_id: str, step: str, tools: ToolRegistry,

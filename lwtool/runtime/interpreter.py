@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lwtool.calls.models import check_slots
@@ -39,17 +39,19 @@ from lwtool.world.base import (
 )
 
 
-def model_slots(steps: list[dict[str, Any]]) -> set[str]:
-    """The model slots the ai.generate steps of a step list (bodies included) use."""
-    slots: set[str] = set()
+def every_step(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every step of a step list, parallel bodies included."""
     todo = list(steps)
     while todo:
         step = todo.pop()
-        model = (step.get("with") or {}).get("model")
-        if step.get("uses") == "ai.generate" and isinstance(model, str):
-            slots.add(model)
+        yield step
         todo.extend(step.get("steps") or [])
-    return slots
+
+
+def model_slots(steps: list[dict[str, Any]]) -> set[str]:
+    """The model slots the ai.generate steps of a step list (bodies included) use."""
+    return {model for step in every_step(steps) if step.get("uses") == "ai.generate"
+            and isinstance(model := (step.get("with") or {}).get("model"), str)}
 
 
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
@@ -61,15 +63,12 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, s
     from lwtool.harness.agent import tool_fingerprint
 
     used: set[str] = set()
-    todo = list(lwir.get("steps") or [])
     permitted = (lwir.get("permissions") or {}).get("tools") or []
-    while todo:
-        step = todo.pop()
+    for step in every_step(lwir.get("steps") or []):
         if step.get("uses") == "tool.call":
             used.add(str((step.get("with") or {}).get("tool")))
         elif step.get("uses") == "code.run":  # its code may call any permitted tool
             used.update(str(name) for name in permitted)
-        todo.extend(step.get("steps") or [])
     slots = (lwir.get("permissions") or {}).get("models") or []
     return {"tools": {name: tool_fingerprint(tools.tools[name]) if name in tools.tools
                       else False for name in sorted(used)},

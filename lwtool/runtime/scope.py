@@ -27,7 +27,7 @@ StepRunner = Callable[["Scope", str, str, int], Coroutine[Any, Any, tuple[Any, i
 END = "end"
 
 
-def _dependents(steps: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+def dependents_of(steps: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {sid: set() for sid in steps}
     for sid, step in steps.items():
         for need in step.get("needs") or []:
@@ -55,7 +55,13 @@ class StepsView(Mapping[str, dict[str, Any]]):
         return len(self._outputs)
 
 
-def _closure(start: str, edges: dict[str, set[str]]) -> set[str]:
+def decision_targets(step: dict[str, Any]) -> list[str]:
+    """Where a decision may go: its cases' `to`, then its `default`."""
+    with_ = step.get("with") or {}
+    return [c.get("to") for c in with_.get("cases") or []] + [with_.get("default")]
+
+
+def closure(start: str, edges: dict[str, set[str]]) -> set[str]:
     seen = {start}
     todo = [start]
     while todo:
@@ -93,12 +99,12 @@ class Scope:
         self.last_step: str | None = None  # the most recently committed non-decision step
         self.last_seq = 0  # ... and the commit position of its result
         self.needs = {sid: [n for n in s.get("needs") or []] for sid, s in self.steps.items()}
-        self.dependents = _dependents(self.steps)
+        self.dependents = dependents_of(self.steps)
         self._downstream: dict[str, set[str]] = {}
         self.gated: set[str] = set()
         for sid, step in self.steps.items():
             if step.get("uses") == "decision":
-                for target in self._targets(step):
+                for target in decision_targets(step):
                     if target in self.steps and sid not in self.downstream(target):
                         self.gated.add(target)
         loop_of = self._loop_members()
@@ -118,7 +124,7 @@ class Scope:
 
         edges: dict[str, list[str]] = {sid: sorted(self.dependents[sid]) for sid in self.steps}
         for sid in decisions:
-            edges[sid] += [t for t in self._targets(self.steps[sid]) if t in self.steps]
+            edges[sid] += [t for t in decision_targets(self.steps[sid]) if t in self.steps]
         loop_of: dict[str, frozenset[str]] = {}
         for component in strongly_connected(list(self.steps), edges):
             if is_cycle(component, edges) and any(c in decisions for c in component):
@@ -148,13 +154,8 @@ class Scope:
         """The step and every step that needs it, directly or not (computed once)."""
         found = self._downstream.get(step_id)
         if found is None:
-            found = self._downstream[step_id] = _closure(step_id, self.dependents)
+            found = self._downstream[step_id] = closure(step_id, self.dependents)
         return found
-
-    @staticmethod
-    def _targets(step: dict[str, Any]) -> list[str]:
-        with_ = step.get("with") or {}
-        return [c.get("to") for c in with_.get("cases") or []] + [with_.get("default")]
 
     # -- expression scope ---------------------------------------------------------------
 
@@ -279,7 +280,7 @@ class Scope:
             return
         chosen = result
         self.dirty.update(self.loop_waiters.get(sid, ()))
-        for target in self._targets(step):
+        for target in decision_targets(step):
             if target in self.gated and target != chosen and target not in self.released:
                 self.rejected.add(target)
         if chosen == END:
