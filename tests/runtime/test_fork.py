@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Worlds, run_cli
+from tests.runtime.cli_runs import calls, events, lwtool
 
 TOOLS = '''\
 import os
@@ -53,59 +53,44 @@ def folder(tmp_path: Path, world_kind: str) -> Path:
     return tmp_path
 
 
-def _lwtool(folder: Path, *args: str, **env: str) -> object:
-    world = Worlds.current().env(folder / "data")
-    return run_cli(*args, "--data-dir", "data", cwd=folder,
-                   env={**world, "LWTOOL_TEST_DIR": str(folder), **env})
-
-
-def _calls(folder: Path) -> Counter[str]:
-    return Counter((folder / "calls.log").read_text().split())
-
-
-def _events(folder: Path, run_id: str) -> list[dict[str, object]]:
-    out = _lwtool(folder, "events", run_id, "--json").stdout  # type: ignore[attr-defined]
-    return [json.loads(line) for line in out.splitlines()]
-
-
 def test_a_fork_reruns_only_what_depends_on_the_step(folder: Path) -> None:
-    first = _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    first = lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                     "tools.py:tools", "--run-id", "orig", "--json")
     assert first.returncode == 0, first.stderr  # type: ignore[attr-defined]
-    before = _events(folder, "orig")
-    forked = _lwtool(folder, "fork", "orig", "--from", "b", "--input", "two.json",
+    before = events(folder, "orig")
+    forked = lwtool(folder, "fork", "orig", "--from", "b", "--input", "two.json",
                      "--run-id", "f1", "--tools", "tools.py:tools", "--json")
     assert forked.returncode == 0, forked.stderr  # type: ignore[attr-defined]
     # a and c keep their results (c read the input, but does not depend on b)
     assert json.loads(forked.stdout)["output"] == {  # type: ignore[attr-defined]
         "value": "d(b(a(one))+c(one))"}
-    assert _calls(folder) == Counter({"a": 1, "c": 1, "b": 2, "d": 2})
-    assert _events(folder, "orig") == before  # the original is untouched
-    started = _events(folder, "f1")[0]
+    assert calls(folder) == Counter({"a": 1, "c": 1, "b": 2, "d": 2})
+    assert events(folder, "orig") == before  # the original is untouched
+    started = events(folder, "f1")[0]
     assert started["payload"]["links"] == {  # type: ignore[index]
         "forkedFromRunId": "orig", "forkedFromStep": "b"}
 
 
 def test_a_fork_killed_mid_way_resumes_with_replay(folder: Path) -> None:
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "orig").returncode == 0  # type: ignore
-    killed = _lwtool(folder, "fork", "orig", "--from", "a", "--run-id", "f2", "--tools",
+    killed = lwtool(folder, "fork", "orig", "--from", "a", "--run-id", "f2", "--tools",
                      "tools.py:tools", LWTOOL_FAULT_KILL_AFTER="StepCompleted@b")
     assert killed.returncode == -9  # type: ignore[attr-defined]
-    resumed = _lwtool(folder, "replay", "f2", "--tools", "tools.py:tools", "--json")
+    resumed = lwtool(folder, "replay", "f2", "--tools", "tools.py:tools", "--json")
     assert resumed.returncode == 0, resumed.stderr  # type: ignore[attr-defined]
     assert json.loads(resumed.stdout)["output"] == {  # type: ignore[attr-defined]
         "value": "d(b(a(one))+c(one))"}
-    calls = _calls(folder)
-    assert (calls["a"], calls["b"], calls["c"], calls["d"]) == (2, 2, 1, 2)
+    counted = calls(folder)
+    assert (counted["a"], counted["b"], counted["c"], counted["d"]) == (2, 2, 1, 2)
 
 
 def test_a_fork_from_an_unknown_step_is_refused(folder: Path) -> None:
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "orig").returncode == 0  # type: ignore
-    refused = _lwtool(folder, "fork", "orig", "--from", "zz", "--run-id", "f3",
+    refused = lwtool(folder, "fork", "orig", "--from", "zz", "--run-id", "f3",
                       "--tools", "tools.py:tools")
     assert refused.returncode == 2  # type: ignore[attr-defined]
     assert "has no top-level step 'zz' (its steps: a, b, c, d)" in refused.stderr  # type: ignore
-    listed = _lwtool(folder, "runs", "--json").stdout  # type: ignore[attr-defined]
+    listed = lwtool(folder, "runs", "--json").stdout  # type: ignore[attr-defined]
     assert [r["runId"] for r in json.loads(listed)] == ["orig"]  # nothing written

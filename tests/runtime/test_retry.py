@@ -6,12 +6,11 @@ mid-way resumes with `lwtool replay`. In the local world and in PostgreSQL."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Worlds, run_cli
+from tests.runtime.cli_runs import calls, events, lwtool
 
 TOOLS = '''\
 import os
@@ -59,88 +58,77 @@ def folder(tmp_path: Path, world_kind: str) -> Path:
     return tmp_path
 
 
-def _lwtool(folder: Path, *args: str, **env: str) -> object:
-    world = Worlds.current().env(folder / "data")
-    return run_cli(*args, "--data-dir", "data", cwd=folder,
-                   env={**world, "LWTOOL_TEST_DIR": str(folder), **env})
-
-
-def _calls(folder: Path) -> Counter[str]:
-    return Counter((folder / "calls.log").read_text().split())
-
-
-def _types(folder: Path, run_id: str) -> list[str]:
-    out = _lwtool(folder, "events", run_id, "--json").stdout  # type: ignore[attr-defined]
-    return [json.loads(line)["type"] for line in out.splitlines()]
+def types_of(folder: Path, run_id: str) -> list[str]:
+    return [e["type"] for e in events(folder, run_id)]
 
 
 def test_a_failed_run_is_retried_from_its_failure(folder: Path) -> None:
     (folder / "break-c").write_text("")
-    failed = _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    failed = lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                      "tools.py:tools", "--run-id", "r1")
     assert failed.returncode == 1, failed.stderr  # type: ignore[attr-defined]
-    before = _types(folder, "r1")
-    refused = _lwtool(folder, "retry", "r1")  # without its tools: drift, refused
+    before = types_of(folder, "r1")
+    refused = lwtool(folder, "retry", "r1")  # without its tools: drift, refused
     assert refused.returncode == 1 and "capability_drift" in refused.stderr  # type: ignore
-    assert _types(folder, "r1") == before  # nothing written
+    assert types_of(folder, "r1") == before  # nothing written
     (folder / "break-c").unlink()
-    done = _lwtool(folder, "retry", "r1", "--tools", "tools.py:tools", "--json")
+    done = lwtool(folder, "retry", "r1", "--tools", "tools.py:tools", "--json")
     assert done.returncode == 0, done.stderr  # type: ignore[attr-defined]
     assert json.loads(done.stdout)["output"] == {"value": "s-a-c"}  # type: ignore[attr-defined]
-    calls = _calls(folder)
-    assert (calls["a"], calls["bx"], calls["by"]) == (1, 1, 1)  # committed: not again
-    assert calls["c"] == 2  # the failed step, and its new attempt
-    types = _types(folder, "r1")
+    counted = calls(folder)
+    assert (counted["a"], counted["bx"], counted["by"]) == (1, 1, 1)  # committed: not again
+    assert counted["c"] == 2  # the failed step, and its new attempt
+    types = types_of(folder, "r1")
     assert types.count("RunFailed") == 1 and types.count("RunRetried") == 1
     assert types[-1] == "RunCompleted"
-    listed = _lwtool(folder, "runs").stdout  # type: ignore[attr-defined]
+    listed = lwtool(folder, "runs").stdout  # type: ignore[attr-defined]
     assert listed.splitlines()[1].split()[:2] == ["r1", "completed"]
 
 
 def test_a_settled_groups_failed_branch_stays_settled(folder: Path) -> None:
     (folder / "break-by").write_text("")
     (folder / "break-c").write_text("")  # c runs after the settled group, and fails
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "r2").returncode == 1  # type: ignore
-    assert _calls(folder)["by"] == 1  # not transient: final at once
+    assert calls(folder)["by"] == 1  # not transient: final at once
     (folder / "break-c").unlink()
-    done = _lwtool(folder, "retry", "r2", "--tools", "tools.py:tools")
+    done = lwtool(folder, "retry", "r2", "--tools", "tools.py:tools")
     assert done.returncode == 0, done.stderr  # type: ignore[attr-defined]
-    assert _calls(folder)["by"] == 1  # the group completed (all_settled): kept
+    assert calls(folder)["by"] == 1  # the group completed (all_settled): kept
 
 
 def test_retry_is_refused_for_a_completed_or_running_run(folder: Path) -> None:
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "ok").returncode == 0  # type: ignore
-    before = _types(folder, "ok")
-    again = _lwtool(folder, "retry", "ok", "--tools", "tools.py:tools")
+    before = types_of(folder, "ok")
+    again = lwtool(folder, "retry", "ok", "--tools", "tools.py:tools")
     assert again.returncode == 2  # type: ignore[attr-defined]
     assert "run ok completed; there is nothing to retry" in again.stderr  # type: ignore
-    assert _types(folder, "ok") == before  # nothing written
-    cut = _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert types_of(folder, "ok") == before  # nothing written
+    cut = lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                   "tools.py:tools", "--run-id", "cut",
                   LWTOOL_FAULT_KILL_AFTER="StepCompleted@a")
     assert cut.returncode == -9  # type: ignore[attr-defined]
-    running = _lwtool(folder, "retry", "cut", "--tools", "tools.py:tools")
+    running = lwtool(folder, "retry", "cut", "--tools", "tools.py:tools")
     assert running.returncode == 2  # type: ignore[attr-defined]
     assert "run cut has not failed" in running.stderr and \
         "lwtool replay cut" in running.stderr  # type: ignore[attr-defined]
-    missing = _lwtool(folder, "retry", "nope")
+    missing = lwtool(folder, "retry", "nope")
     assert missing.returncode == 2  # type: ignore[attr-defined]
 
 
 def test_a_retry_killed_mid_way_resumes_with_replay(folder: Path) -> None:
     (folder / "break-c").write_text("")
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "k").returncode == 1  # type: ignore
     (folder / "break-c").unlink()
-    killed = _lwtool(folder, "retry", "k", "--tools", "tools.py:tools",
+    killed = lwtool(folder, "retry", "k", "--tools", "tools.py:tools",
                      LWTOOL_FAULT_KILL_AFTER="StepCompleted@c")
     assert killed.returncode == -9  # type: ignore[attr-defined]
-    resumed = _lwtool(folder, "replay", "k", "--tools", "tools.py:tools", "--json")
+    resumed = lwtool(folder, "replay", "k", "--tools", "tools.py:tools", "--json")
     assert resumed.returncode == 0, resumed.stderr  # type: ignore[attr-defined]
     assert json.loads(resumed.stdout)["output"] == {"value": "s-a-c"}  # type: ignore
-    assert _calls(folder)["c"] == 2  # once failed, once done: not again on replay
+    assert calls(folder)["c"] == 2  # once failed, once done: not again on replay
 
 
 def test_a_retried_step_gets_its_retry_policy_afresh(folder: Path) -> None:
@@ -149,12 +137,12 @@ def test_a_retried_step_gets_its_retry_policy_afresh(folder: Path) -> None:
         'from lwtool import TransientError\n'
         '        raise TransientError(f"{args[\'name\']} is busy")'))
     (folder / "break-c").write_text("")  # transient: c's default policy, 3 attempts
-    assert _lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
                    "tools.py:tools", "--run-id", "t").returncode == 1  # type: ignore
-    assert _calls(folder)["c"] == 3
-    again = _lwtool(folder, "retry", "t", "--tools", "tools.py:tools")
+    assert calls(folder)["c"] == 3
+    again = lwtool(folder, "retry", "t", "--tools", "tools.py:tools")
     assert again.returncode == 1  # type: ignore[attr-defined]
-    assert _calls(folder)["c"] == 3 + 3  # three attempts afresh (numbered 4 to 6)
+    assert calls(folder)["c"] == 3 + 3  # three attempts afresh (numbered 4 to 6)
     (folder / "break-c").unlink()
-    assert _lwtool(folder, "retry", "t", "--tools", "tools.py:tools").returncode == 0  # type: ignore
-    assert _calls(folder)["c"] == 7 and _calls(folder)["a"] == 1
+    assert lwtool(folder, "retry", "t", "--tools", "tools.py:tools").returncode == 0  # type: ignore
+    assert calls(folder)["c"] == 7 and calls(folder)["a"] == 1
