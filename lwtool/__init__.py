@@ -14,6 +14,7 @@ from lwtool._version import __version__ as __version__
 _EXPORTS = {
     "CapabilityDriftError": "lwtool.record.errors",
     "RunFailedError": "lwtool.record.errors",
+    "RunWaitingError": "lwtool.record.errors",
     "TransientError": "lwtool.record.errors",
     "ToolRegistry": "lwtool.tools",
     "LockedWorkflow": "lwtool.runtime.api",
@@ -22,6 +23,7 @@ _EXPORTS = {
     "postgres_world": "lwtool.world.postgres",
     "lock_workflow": "lwtool.runtime.api",
     "replay_run": "lwtool.runtime.api",
+    "respond": "lwtool.runtime.respond",
     "run_definition": "lwtool.planner.api",
     "run_workflow": "lwtool.planner.api",  # LWIR, or a definition planned first
     "define_workflow": "lwtool.authoring.definitions",

@@ -1,6 +1,6 @@
-"""`lwtool replay`, `lwtool retry` and `lwtool fork`: the commands that go on from a
-recorded run (resume it, reopen it after a failure, or start a new run from part of
-it)."""
+"""`lwtool replay`, `lwtool retry`, `lwtool fork` and `lwtool respond`: the commands
+that go on from a recorded run (resume it, reopen it after a failure, start a new run
+from part of it, or answer what it waits for)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,58 @@ def fork(
     drive(lambda: fork_run(world, run_id, step, registry, model_map, run_input, fork_id,
                             announce, step_timeout, worker_harness),
            as_json, lambda: fork_id, shown)
+
+
+def respond(
+    run_id: Annotated[str, typer.Argument(help="The waiting run.")],
+    step_path: Annotated[str, typer.Argument(help="The step path of the request (as "
+                                             "`lwtool runs` or the run printed it).")],
+    input: Annotated[str, typer.Option("--input", "-i", help="The answer: a JSON/YAML "
+                                       "file, or - for stdin.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Go on with the run once the "
+                                         "answer is committed (as `lwtool replay`).")] = False,
+    tools: Tools = None,
+    models: Models = None,
+    data_dir: DataDir = Path(".little-workflow"),
+    world_url: WorldOption = None,
+    step_timeout: StepTimeout = None,
+    harness: Harness = None,
+    code_timeout: CodeTimeout = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    offline: OfflineOption = False,
+) -> None:
+    """Answer a run's human.input request: the answer is checked against the step's
+    schema and committed (a wrong one is refused, nothing written)."""
+    import json
+
+    from lwtool.cli import exit_codes
+    from lwtool.runtime.respond import AnswerInvalid, NotWaiting
+    from lwtool.runtime.respond import respond as answer
+    from lwtool.world.base import RunLocked, RunNotFound, WorldError
+
+    use_world(world_url)
+    value = read_json_or_yaml(input, "input")
+    world = open_world(data_dir, must_exist=True)
+    try:
+        done = answer(world, run_id, step_path, value)
+    except AnswerInvalid as exc:
+        raise fail(f"run {run_id}: {exc}; nothing was written", exit_codes.INVALID) from None
+    except RunNotFound as exc:
+        raise fail(f"{exc} (see `lwtool runs`)") from None
+    except (NotWaiting, RunLocked, WorldError) as exc:
+        raise fail(str(exc)) from None
+    finally:
+        world.close()
+    still = f"; still waiting at {', '.join(done['open'])}" if done["open"] else ""
+    sys.stderr.write(f"lwtool: answered {step_path} of run {run_id}{still}\n")
+    if not resume:
+        if as_json:
+            typer.echo(json.dumps(done, ensure_ascii=False))
+        sys.stderr.write(f"lwtool: go on with `lwtool replay {run_id}`\n")
+        return
+    _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
+            None, as_json, quiet, offline, None)
 
 
 def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,

@@ -311,6 +311,16 @@ def drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: boo
         sys.stderr.write(f"lwtool: run {result['runId']} completed\n")
 
 
+def say_waiting(run_id: str, requests: list[dict[str, Any]]) -> None:
+    """What a run waits for, and the command that answers it (on stderr)."""
+    for request in requests:
+        path = request.get("stepPath")
+        schema = json.dumps(request.get("schema"), ensure_ascii=False, separators=(",", ":"))
+        sys.stderr.write(f"lwtool: run {run_id} waits for input at {path}: "
+                         f"{request.get('prompt')}\n  answer (JSON or YAML matching "
+                         f"{schema}): lwtool respond {run_id} {path} --input FILE --resume\n")
+
+
 def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
             current_run: Callable[[], str | None], as_json: bool,
             resume_hint: Callable[[str], str]) -> dict[str, Any]:
@@ -319,7 +329,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
 
     from lwtool.calls.models import UnresolvedModel
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
-    from lwtool.record.errors import NondeterminismError, RunFailedError
+    from lwtool.record.errors import NondeterminismError, RunFailedError, RunWaitingError
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     try:
@@ -335,6 +345,11 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
                                    "causeCode": "cancelled", "resume": resume}))
         sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")
         raise typer.Exit(143 if terminated else 130) from None
+    except RunWaitingError as waiting:
+        if as_json:
+            typer.echo(json.dumps(waiting.as_json(), ensure_ascii=False))
+        say_waiting(waiting.run_id, waiting.requests)
+        raise typer.Exit(exit_codes.WAITING) from None
     except RunFailedError as failure:
         if as_json:
             typer.echo(json.dumps(failure.as_json(), ensure_ascii=False))

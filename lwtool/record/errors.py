@@ -71,5 +71,32 @@ class CapabilityDriftError(RunFailedError):
     """The locked version, tools or models no longer match what the run recorded."""
 
 
+class WaitingForInput(Exception):
+    """Steps of a scope wait for a person (`human.input` steps with no answer yet): each
+    request is {stepPath, stepId, prompt, schema}. Not a failure: the scope runs what
+    else it can, then passes the waits up; the run stops with status `waiting`."""
+
+    def __init__(self, requests: list[dict[str, Any]]) -> None:
+        super().__init__(", ".join(str(r.get("stepPath")) for r in requests))
+        self.requests = requests
+
+
+class RunWaitingError(Exception):
+    """A run stopped to wait for a person: `lwtool respond RUN STEP_PATH --input FILE`
+    (or `lwtool.respond`) answers a request; a replay then goes on from there."""
+
+    def __init__(self, run_id: str, workflow_version_id: str,
+                 requests: list[dict[str, Any]]) -> None:
+        paths = ", ".join(str(r.get("stepPath")) for r in requests)
+        super().__init__(f"run {run_id} is waiting for input at {paths}")
+        self.run_id = run_id
+        self.workflow_version_id = workflow_version_id
+        self.requests = requests
+
+    def as_json(self) -> dict[str, Any]:
+        return {"runId": self.run_id, "workflowVersionId": self.workflow_version_id,
+                "status": "waiting", "waitingFor": self.requests}
+
+
 class NondeterminismError(Exception):
     """Replay found a different step at a recorded key: the log and the LWIR disagree."""

@@ -44,6 +44,9 @@ class Journal:
     # step path -> its failed attempts before the last RunRetried: a retried step gets
     # its retry policy's attempts afresh (attempt numbers go on counting)
     retry_base: dict[str, int] = field(default_factory=dict)
+    # human.input: step path -> its HumanInputRequested / HumanInputReceived payload
+    requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: list[Event]) -> Journal:
@@ -73,6 +76,10 @@ class Journal:
             elif event.type in ("harness.session.completed", "harness.session.failed") \
                     and path is not None:
                 journal.open_sessions.pop(path, None)
+            elif event.type == "HumanInputRequested" and path is not None:
+                journal.requests[path] = event.payload
+            elif event.type == "HumanInputReceived" and path is not None:
+                journal.answers[path] = event.payload
             elif event.type in ("RunCompleted", "RunFailed"):
                 journal.terminal = event
             elif event.type == "RunRetried":  # `lwtool retry`: failures before it are past

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwtool.harness.workflow import WorkflowHarness
-from lwtool.record.errors import RunFailedError, StepFailure
+from lwtool.record.errors import RunFailedError, StepFailure, WaitingForInput
 from lwtool.record.journal import Journal
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime.dispatch import run_step
@@ -74,6 +74,8 @@ class RemoteBranches:
         if state == "failed":
             raise StepFailure(result["cause"], result["message"], result.get("path"),
                               details=result.get("details") or {})
+        if state == "waiting":
+            raise WaitingForInput(result["requests"])
         return result["output"]
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -149,7 +151,8 @@ def step_at(lwir: dict[str, Any], chain: list[str]) -> dict[str, Any]:
 async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, str],
                          known: dict[str, Any] | None = None) -> tuple[str, Any]:
     """Execute one claimed branch (lwtool.world.postgres_branches.BranchTask) here;
-    `("done", {"output"})` or `("failed", {"cause", "message", "path", "details"})`.
+    `("done", {"output"})`, `("failed", {"cause", "message", "path", "details"})` or
+    `("waiting", {"requests"})` (a human.input step of the branch has no answer yet).
     The world's errors (the server away, the step committed by another worker) are
     raised: the claim is left to run out. `known` keeps what does not change (run
     records' input and options, versions) between the branches a worker executes."""
@@ -185,6 +188,8 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
                      has_item=True)
         await body.execute()
         return "done", {"output": branch_output(body, step)}
+    except WaitingForInput as wait:
+        return "waiting", {"requests": wait.requests}
     except StepFailure as failure:
         return "failed", {"cause": failure.cause, "message": failure.message,
                           "path": failure.step_path, "details": failure.details}

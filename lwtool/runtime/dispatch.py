@@ -59,6 +59,11 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
 
         output, committed = await run_parallel(scope, step, path, visit)
         return output, _completed_seq(committed)
+    if uses == "human.input":  # answered by a person, not executed by a harness
+        from lwtool.steps.human_input import run_human_input
+
+        output, committed = await run_human_input(scope, step, path, visit)
+        return output, _completed_seq(committed)
     kind = STEP_KINDS.get(uses)
     if kind is None:
         raise StepFailure("runtime_config_error", f"unknown step type '{uses}'", path)

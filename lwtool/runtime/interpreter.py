@@ -1,7 +1,9 @@
 """Start or resume a run of a locked WorkflowVersion and drive it to RunCompleted or
-RunFailed. A resumed run rebuilds its state from the committed events: completed steps,
-decisions and model replies come from the log; the step that was in flight when the
-process died runs again (at-least-once), nothing before it does."""
+RunFailed, or to RunWaiting when its human.input steps wait for a person (status
+`waiting`; RunWaitingError). A resumed run rebuilds its state from the committed
+events: completed steps, decisions and model replies come from the log; the step that
+was in flight when the process died runs again (at-least-once), nothing before it
+does."""
 
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.record.budget import Budget
-from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
+from lwtool.record.errors import (
+    CapabilityDriftError,
+    RunFailedError,
+    RunWaitingError,
+    StepFailure,
+    WaitingForInput,
+)
 from lwtool.record.ids import new_run_id, short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.retry import retry_event
@@ -236,6 +244,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
         if reopen is not None:
             events += world.append(run_id, [reopen], status="running")
             journal = Journal.from_events(events)
+        elif record.status == "waiting":  # going on: answered, or to wait again
+            world.append(run_id, [], status="running")
         return await _execute(world, run_id, record.version_id, lwir, record.input, tools,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
@@ -285,6 +295,10 @@ async def _drive(state: RunState) -> dict[str, Any]:
             check_schema(output, (lwir.get("output") or {}).get("schema"), "the run output")
         except OutputInvalid as exc:
             raise StepFailure("step_schema_error", str(exc), final_path) from None
+    except WaitingForInput as wait:
+        await state.record([NewEvent("RunWaiting", {"waitingFor": wait.requests})],
+                           status="waiting")
+        raise RunWaitingError(run_id, version_id, wait.requests) from None
     except StepFailure as failure:
         await state.record([NewEvent("RunFailed", {
             "causeCode": failure.cause, "failedStepPath": failure.step_path,

@@ -11,7 +11,9 @@ branches at the first failure, and the group fails with that branch's cause.
 `all_settled` never cancels: once every branch has settled, the group's output is the
 fan-in of the branches that succeeded (declared order), its StepCompleted lists
 `failedBranches` ({itemKey, causeCode, failedStepPath, message}), and it fails only
-when no branch succeeded. Completed branches stay committed either way.
+when no branch succeeded. Completed branches stay committed either way. A branch that
+waits for a person (human.input) waits alone: the other branches go on, and once all
+have settled the group passes every branch's wait up (WaitingForInput).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import asyncio
 from typing import Any
 
 from lwtool.expr.functions import to_text
-from lwtool.record.errors import StepFailure
+from lwtool.record.errors import StepFailure, WaitingForInput
 from lwtool.steps.inputs import resolve
 from lwtool.world.base import Event, NewEvent
 
@@ -56,6 +58,12 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
     remote = run.branches if width > 1 else None  # one at a time gains nothing elsewhere
 
     async def branch(item: Any, key: str) -> Any:
+        try:
+            return await run_branch(item, key)
+        except WaitingForInput as wait:  # a result here: it must not cancel the others
+            return wait
+
+    async def run_branch(item: Any, key: str) -> Any:
         await gate.acquire()
         if remote is not None:
             try:
@@ -89,6 +97,10 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+    waits = [request for r in results if isinstance(r, WaitingForInput)
+             for request in r.requests]
+    if waits:
+        raise WaitingForInput(waits)
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, StepFailure):
             raise result

@@ -7,7 +7,9 @@ it and every step that needs it are skipped. A back-edge (a decision choosing a 
 that leads to it) starts a new visit of that step and of every step after it in the
 loop; a step's visits are bounded by `maxVisits`. `to: end` ends the scope: nothing
 more starts in it. When a step fails, the steps still running are cancelled (a
-cancelled attempt records nothing) and the failure is the scope's.
+cancelled attempt records nothing) and the failure is the scope's. A step that waits
+for a person (human.input) is not a failure: the scope runs every step that does not
+need it, then passes all its waits up together (WaitingForInput).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
-from lwtool.record.errors import StepFailure
+from lwtool.record.errors import StepFailure, WaitingForInput
 from lwtool.record.run_state import RunState
 from lwtool.world.base import NewEvent
 
@@ -95,6 +97,7 @@ class Scope:
         self.released: set[str] = set()  # gated targets a decision chose
         self.rejected: set[str] = set()  # gated targets chosen against (and not since)
         self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
+        self.waiting: set[str] = set()  # steps waiting for a person (human.input)
         self.ended = False
         self.last_step: str | None = None  # the most recently committed non-decision step
         self.last_seq = 0  # ... and the commit position of its result
@@ -187,7 +190,7 @@ class Scope:
         ready = []
         done = self.done
         for sid in sorted(self.dirty, key=self.position.__getitem__):
-            if sid in done or sid in self.skipped or sid in running:
+            if sid in done or sid in self.skipped or sid in running or sid in self.waiting:
                 continue
             if sid in self.gated and sid not in self.released:
                 continue
@@ -206,6 +209,7 @@ class Scope:
     async def execute(self) -> None:
         run_step = self.run_step
         running: dict[asyncio.Task[Any], str] = {}
+        waits: list[dict[str, Any]] = []
         try:
             while True:
                 runnable = self._runnable(set(running.values()))
@@ -214,7 +218,12 @@ class Scope:
                     # a completion makes steps runnable): run it here, without a task.
                     sid = runnable[0]
                     path, visit = self._start_visit(sid)
-                    result, seq = await run_step(self, sid, path, visit)
+                    try:
+                        result, seq = await run_step(self, sid, path, visit)
+                    except WaitingForInput as wait:
+                        self.waiting.add(sid)
+                        waits.extend(wait.requests)
+                        continue
                     self._completed(sid, result, seq)
                     continue
                 for sid in runnable:
@@ -224,15 +233,24 @@ class Scope:
                 if not running:
                     break
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                # A failure first (it raises), then results in commit order.
+                # A failure first (it raises), then waits, then results in commit order.
                 for task in sorted(finished, key=lambda t: self.position[running[t]]):
-                    if task.exception() is not None:
+                    if task.exception() is not None \
+                            and not isinstance(task.exception(), WaitingForInput):
                         running.pop(task)
                         task.result()
-                for task in sorted(finished, key=lambda t: t.result()[1]):
+                for task in sorted(finished, key=lambda t: self.position[running[t]]):
+                    wait = task.exception()
+                    if isinstance(wait, WaitingForInput):
+                        self.waiting.add(running.pop(task))
+                        waits.extend(wait.requests)
+                for task in sorted((t for t in finished if t in running),
+                                   key=lambda t: t.result()[1]):
                     sid = running.pop(task)
                     result, seq = task.result()
                     self._completed(sid, result, seq)
+            if waits:
+                raise WaitingForInput(waits)
             self._skip_rest()
         finally:
             for task in running:

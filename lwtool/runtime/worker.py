@@ -21,7 +21,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from lwtool.record.errors import RunFailedError
+from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import RunLocked, WorldError
 
@@ -122,7 +122,7 @@ async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry
 async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                    models: dict[str, str], name: str, lease: float,
                    log: Callable[[str], None], remote: Any) -> bool:
-    """Execute one claimed run; True when it ended (completed or failed)."""
+    """Execute one claimed run; True when it ended (completed, failed or waiting)."""
     from lwtool.runtime.interpreter import start_run
 
     what = f"run {claim.run_id}"
@@ -147,6 +147,9 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
         return False
     except RunFailedError as failed:
         state, said = "failed", f"{what} failed ({failed.cause_code}): {failed.message}"
+    except RunWaitingError as waiting:  # `lwtool respond ... --resume` goes on with it
+        paths = ", ".join(str(r["stepPath"]) for r in waiting.requests)
+        state, said = "waiting", f"{what} waits for a person at {paths}"
     except WorldError as exc:  # the server is away: the lease runs out, the run waits
         log(f"{what} left for later: {exc}")
         return False

@@ -48,13 +48,14 @@ class BranchQueue:
     def enqueue(self, run_id: str, prefix: str, parallel: list[str], item: Any,
                 history: bool) -> None:
         """Queue a branch. One the queue has already (a resumed owner's) is left as it
-        is, unless it was cancelled (its owner left the run): then it is queued again."""
+        is, unless it was cancelled (its owner left the run) or waited for a person (the
+        run goes on now): then it is queued again."""
         with self.world._tx(durable=False) as conn:
             conn.execute(
                 "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
                 "enqueued_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s) ON CONFLICT (run_id, "
                 "prefix) DO UPDATE SET state = 'queued', history = true WHERE "
-                "lwtool.branches.state = 'cancelled'",
+                "lwtool.branches.state IN ('cancelled', 'waiting')",
                 (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time()))
 
     def claim(self, worker: str, lease: float) -> BranchTask | None:
@@ -117,7 +118,7 @@ class BranchQueue:
         """prefix -> (state, result) of those of `prefixes` that have ended."""
         rows = self.world._read(
             "SELECT prefix, state, result FROM lwtool.branches WHERE run_id = %s AND prefix = "
-            "ANY(%s) AND state IN ('done', 'failed')", (run_id, prefixes))
+            "ANY(%s) AND state IN ('done', 'failed', 'waiting')", (run_id, prefixes))
         return {r[0]: (r[1], loads(r[2]) if r[2] is not None else None) for r in rows}
 
     def cancel(self, run_id: str, prefixes: list[str]) -> None:

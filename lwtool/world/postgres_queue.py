@@ -69,8 +69,9 @@ class RunQueue:
         return moved is not None
 
     def finish(self, run_id: str, worker: str, state: str) -> bool:
-        """`done`, `failed`, or `queued` (handed back: another may take it at once);
-        False when the run's claim is no longer this worker's."""
+        """`done`, `failed`, `waiting` (for a person), or `queued` (handed back:
+        another may take it at once); False when the run's claim is no longer this
+        worker's."""
         with self.world._tx() as conn:
             ended = conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL "
                                  "WHERE run_id = %s AND worker = %s AND state = 'claimed' "

@@ -1,7 +1,8 @@
 """A JSON Schema in the file uses something outside LWIR's schema subset.
 
 ## What it flags
-In workflow input/output schemas and step output schemas (and a definition's): the
+In workflow input/output schemas, step output schemas and a human.input step's
+`with.schema` (and a definition's): the
 rejected keywords (`pattern`, `format`, `exclusiveMinimum`, `exclusiveMaximum`,
 `default`, `deprecated`, `readOnly`, `writeOnly`, `patternProperties`, `if`/`then`/
 `else`, `$ref`), unknown keywords, malformed keyword values, and records keyed by a
@@ -59,6 +60,9 @@ def schema_locations(ctx: Context) -> Iterator[tuple[Any, str]]:
         output = info.step.get("output")
         if isinstance(output, dict) and "schema" in output:
             yield output["schema"], f"{info.pointer}/output/schema"
+        settings = info.step.get("with")
+        if info.uses == "human.input" and isinstance(settings, dict) and "schema" in settings:
+            yield settings["schema"], f"{info.pointer}/with/schema"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
