@@ -17,7 +17,7 @@ from typing import Any
 from lwtool.validate.context import Context, StepInfo
 from lwtool.validate.flow import decision_targets, flow_edges
 
-STATUSES = ("done", "failed", "running", "skipped")
+STATUSES = ("done", "failed", "running", "skipped", "waiting")
 
 
 @dataclass
@@ -112,7 +112,8 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
                 tally.pop("failed", None)
         path = event.step_path
         if path is None or event.type not in ("StepAttemptStarted", "StepCompleted",
-                                              "StepSkipped", "StepAttemptFailed"):
+                                              "StepSkipped", "StepAttemptFailed",
+                                              "HumanInputRequested"):
             continue
         final_failure = event.type == "StepAttemptFailed" and event.payload.get(
             "final", not event.payload.get("transient", False))
@@ -133,6 +134,8 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
             status = "skipped"
         elif started:
             status = "failed" if terminal else "running"
+        elif tally.get("HumanInputRequested"):
+            status = "waiting"
         else:
             status = ""
         graph.states[pointer] = StepState(status, completed)
@@ -198,7 +201,8 @@ def _path_pattern(info: StepInfo) -> re.Pattern[str]:
 _MERMAID_CLASSES = {"done": "fill:#d3f9d8,stroke:#2b8a3e",
                     "failed": "fill:#ffe3e3,stroke:#c92a2a",
                     "running": "fill:#fff3bf,stroke:#e67700",
-                    "skipped": "fill:#f1f3f5,stroke:#adb5bd,color:#868e96"}
+                    "skipped": "fill:#f1f3f5,stroke:#adb5bd,color:#868e96",
+                    "waiting": "fill:#e7f5ff,stroke:#1971c2"}
 
 
 def mermaid(graph: Graph) -> str:
@@ -258,7 +262,7 @@ def group_bounds(info: StepInfo) -> str:
 # -- DOT -------------------------------------------------------------------------------
 
 _DOT_COLORS = {"done": "#d3f9d8", "failed": "#ffe3e3", "running": "#fff3bf",
-               "skipped": "#f1f3f5"}
+               "skipped": "#f1f3f5", "waiting": "#e7f5ff"}
 
 
 def dot(graph: Graph) -> str:

@@ -107,6 +107,13 @@ class Workflow:
                  "default": default}
         return self._add(step_id, "decision", needs, {"maxVisits": max_visits, "with": with_})
 
+    def human_input(self, step_id: str, prompt: str, schema: Any, *, needs: Needs = None,
+                    max_visits: int | None = None) -> Step:
+        """A human.input step: the run waits for a person's answer to `prompt` (a
+        template), checked against `schema` (a JSON Schema dict or a Python type)."""
+        return self._add(step_id, "human.input", needs, {
+            "maxVisits": max_visits, "with": {"prompt": prompt, "schema": to_schema(schema)}})
+
     def parallel(self, step_id: str, items: str, body: Workflow, *, item_key: str,
                  max_branches: int, max_concurrency: int,
                  failure_mode: str = "all_settled", needs: Needs = None) -> Step:

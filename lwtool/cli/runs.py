@@ -1,8 +1,9 @@
 """`lwtool runs`: the runs of a data dir or PostgreSQL world, a row each under a header:
 id (a pipeline's sub-runs indented under it), status, workflow name, start, last
 commit, version. A run marked running that no live process executes is shown
-`interrupted`, with the command that resumes it; in a PostgreSQL world, queued runs and
-the worker holding each running run or branch are shown too."""
+`interrupted`, with the command that resumes it; a `waiting` run, with what it waits
+for and the command that answers it; in a PostgreSQL world, queued runs and the worker
+holding each running run or branch are shown too."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ DEFAULT_DATA_DIR = Path(".little-workflow")
 
 RunsJson = Annotated[bool, typer.Option(
     "--json", help="One JSON array, a run each: runId, status, workflow, workflowVersionId, "
-    "createdAt, updatedAt, parentRunId (PostgreSQL: worker, claimedAt, branches).")]
+    "createdAt, updatedAt, parentRunId, waitingFor (PostgreSQL: worker, claimedAt, "
+    "branches).")]
 
 
 def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
          as_json: RunsJson = False) -> None:
     """List the runs in the data dir (or --world) with status, workflow and timestamps.
     --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
-    updatedAt, parentRunId, and in a PostgreSQL world worker, claimedAt and branches."""
+    updatedAt, parentRunId, waitingFor (a waiting run's open requests), and in a
+    PostgreSQL world worker, claimedAt and branches."""
     use_world(world_url)
     if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
@@ -44,6 +47,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         queued, branches = _queue(world)
         shown = {r.run_id: _status(world, r, r.run_id in queued) for r in records}
         names = _names(world, records)
+        asks = _asks(world, [r.run_id for r in records if r.status == "waiting"])
     except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
         raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
     known = {r.run_id for r in records}
@@ -55,6 +59,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                   "createdAt": stamp(r.created_at),
                                   "updatedAt": stamp(r.updated_at),
                                   "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
+                                  **({"waitingFor": asks[r.run_id]} if r.run_id in asks
+                                     else {}),
                                   **_branches(branches.get(r.run_id))}
                                  for r in records),
                                *({"runId": run_id, "status": "queued", **_held(held)}
@@ -77,9 +83,13 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         typer.echo(safe_text(f"{label:<{width}}  {shown[r.run_id]:<11}  "
                              f"{names[r.version_id]:<{named}}  {stamp(r.created_at)}  "
                              f"{stamp(r.updated_at)}  {r.version_id[:19]}…{by}"))
+        indent = " " * (len(label) - len(label.lstrip()) + 2)
         for prefix, worker, since in branches.get(r.run_id, []):
-            typer.echo(safe_text(f"{' ' * (len(label) - len(label.lstrip()) + 2)}branch "
-                                 f"{prefix} held by {worker} since {stamp(since)}"))
+            typer.echo(safe_text(f"{indent}branch {prefix} held by {worker} since "
+                                 f"{stamp(since)}"))
+        for ask in asks.get(r.run_id, []):
+            typer.echo(safe_text(f"{indent}waits for input at {ask['stepPath']}: "
+                                 f"{ask['prompt']}"))
     for run_id, held in waiting:
         typer.echo(safe_text(f"{run_id:<{width}}  {held[0]:<11}" + (
             f"  held by {held[1]} since {stamp(held[2])}" if held[1] else "")).rstrip())
@@ -89,6 +99,12 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     for run_id in stopped:
         typer.echo(safe_text(f"{run_id} was interrupted (its process died); resume it: "
                              f"{_resume(run_id, data_dir)}"))
+    for run_id, open_asks in asks.items():
+        where = _where(data_dir)
+        typer.echo(safe_text(f"{run_id} is waiting for a person; answer: " + "; ".join(
+            f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE --resume"
+            for ask in open_asks) if open_asks else
+            f"{run_id} has its answers; go on: {_resume(run_id, data_dir)}"))
 
 
 def _status(world: Any, record: Any, in_queue: bool) -> str:
@@ -115,11 +131,24 @@ def _names(world: Any, records: list[Any]) -> dict[str, str]:
     return names
 
 
-def _resume(run_id: str, data_dir: Path) -> str:
+def _where(data_dir: Path) -> str:
+    """The flag that points a command at this world ("" for the default data dir)."""
     if postgres_url() is not None:
-        return f"lwtool replay {run_id} --world URL (with the run's --tools and --models)"
-    where = "" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
-    return f"lwtool replay {run_id}{where} (with the run's --tools and --models)"
+        return " --world URL"
+    return "" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
+
+
+def _resume(run_id: str, data_dir: Path) -> str:
+    return f"lwtool replay {run_id}{_where(data_dir)} (with the run's --tools and --models)"
+
+
+def _asks(world: Any, waiting: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """run id -> its open human.input requests, for the runs marked waiting."""
+    if not waiting:
+        return {}
+    from lwtool.runtime.respond import waiting_for
+
+    return {run_id: waiting_for(world, run_id) for run_id in waiting}
 
 
 def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],

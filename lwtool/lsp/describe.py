@@ -19,6 +19,9 @@ STEP_TYPE_DOCS = {
                 "ends the scope. Records only `{chosen}`.",
     "parallel": "Runs its `steps` once per item (bounded by maxBranches and "
                 "maxConcurrency) and fans the branch outputs in, in input or itemKey order.",
+    "human.input": "lwtool: waits for a person. The run stops with status `waiting` and "
+                   "exit code 3; `lwtool respond RUN STEP_PATH --input FILE` answers (checked "
+                   "against `with.schema`), and the answer is the step's output.",
 }
 
 

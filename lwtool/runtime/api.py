@@ -85,7 +85,9 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
 
     Returns the RunResult `{runId, workflowVersionId, status, output, usage, artifacts,
     events}` (`events`: the run's event log, each as `lwtool events --json` prints it);
-    raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails.
+    raises RunFailedError (with `cause_code`, `failed_step_path`) when the run fails,
+    and RunWaitingError (its `requests`) when it stops to wait for a person
+    (`lwtool.respond` answers; `replay_run` goes on).
     An existing `run_id` resumes that run instead of starting it twice. `step_timeout`
     (seconds, default 300) bounds each step attempt: cause code `timeout`, retried by
     the step's retry policy like any transient failure. `harness` is the worker harness

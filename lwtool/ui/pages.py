@@ -30,7 +30,8 @@ MAX_RUNNING = 10_000  # runs marked running the filters look at (each asked if i
 def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
     from lwtool.record.report import add_usage, empty_totals, reply_usage
 
-    wanted = status if status in ("running", "interrupted", "completed", "failed") else ""
+    wanted = status if status in ("running", "interrupted", "waiting", "completed",
+                                  "failed") else ""
     counts = world.status_counts()
     # marked running, but no process executes them: counted and filtered on their own
     marked = world.runs_page("running", None, 0, MAX_RUNNING)[1] if counts.get("running") \
@@ -116,6 +117,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "cost": money(timeline.cost_usd, timeline.priced_calls
                               + timeline.unpriced_calls),
                 "failure": failure, "input": preview(record.input, 400),
+                "waiting_for": _waiting_for(events) if status == "waiting" else [],
                 "parent": record.parent_run_id or ""},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
@@ -128,6 +130,19 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
         "types": counts, "chosen": chosen, "offset": offset, "shown": len(page),
         "selected": len(selected), "per_page": EVENTS_PER_PAGE,
     }
+
+
+def _waiting_for(events: list[Event]) -> list[dict[str, Any]]:
+    """A waiting run's open human.input requests: {path, prompt, schema (text)}."""
+    asked: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.type == "HumanInputRequested" and event.step_path is not None:
+            asked[event.step_path] = {"path": event.step_path,
+                                      "prompt": event.payload.get("prompt"),
+                                      "schema": preview(event.payload.get("schema"), 400)}
+        elif event.type == "HumanInputReceived" and event.step_path is not None:
+            asked.pop(event.step_path, None)
+    return list(asked.values())
 
 
 def _graph(version: dict[str, Any], events: list[Event]) -> tuple[Any, Any]:
