@@ -240,10 +240,10 @@ class Scope:
                         running.pop(task)
                         task.result()
                 for task in sorted(finished, key=lambda t: self.position[running[t]]):
-                    wait = task.exception()
-                    if isinstance(wait, WaitingForInput):
+                    paused = task.exception()
+                    if isinstance(paused, WaitingForInput):
                         self.waiting.add(running.pop(task))
-                        waits.extend(wait.requests)
+                        waits.extend(paused.requests)
                 for task in sorted((t for t in finished if t in running),
                                    key=lambda t: t.result()[1]):
                     sid = running.pop(task)

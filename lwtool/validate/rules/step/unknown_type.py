@@ -1,8 +1,8 @@
 """A step's `uses` names no step type.
 
 ## What it flags
-`uses` values other than `ai.generate`, `tool.call`, `code.run`, `decision` and
-`parallel`.
+`uses` values other than `ai.generate`, `tool.call`, `code.run`, `decision`,
+`parallel` and lwtool's `human.input`.
 
 ## Why
 The interpreter dispatches on `uses`; an unknown type has nothing to run it.
