@@ -1,0 +1,66 @@
+"""human.input under `lwtool worker` (a real PostgreSQL): branches executed by workers
+wait each on its own path, the run ends its claim as `waiting` (the worker drains and
+stops), `lwtool runs` shows what it waits for, and once answered the run goes on from
+its log: no step committed before the wait runs again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.world.test_workers import TOOLS, _marks, _worker
+
+pytestmark = pytest.mark.slow
+
+
+def _workflow(path: Path) -> None:
+    def mark(step: str, value: str) -> dict[str, object]:
+        return {"tool": "mark", "args": {"run": "w", "step": step, "value": value}}
+
+    path.write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "approve-each"}, "permissions": {"tools": ["mark"]},
+        "steps": [
+            {"id": "prep", "uses": "tool.call", "with": mark("prep", "p")},
+            {"id": "fan", "uses": "parallel", "needs": ["prep"],
+             "with": {"items": [0, 1, 2], "maxBranches": 3, "maxConcurrency": 3},
+             "steps": [
+                 {"id": "ask", "uses": "human.input",
+                  "with": {"prompt": "ok {{ item }}?", "schema": {"type": "integer"}}},
+                 {"id": "b", "uses": "tool.call", "needs": ["ask"],
+                  "with": mark("b{{ item }}", "{{ steps.ask.output }}")}]},
+            {"id": "join", "uses": "tool.call", "needs": ["fan"],
+             "with": mark("join", "{{ steps.fan.output[2].value }}")}]}))
+
+
+def test_worker_branches_wait_and_the_run_goes_on_once_answered(tmp_path: Path,
+                                                                 postgres_url: str) -> None:
+    _workflow(tmp_path / "wf.lwir.json")
+    (tmp_path / "in.json").write_text("{}")
+    queued = run_cli("run", str(tmp_path / "wf.lwir.json"), "-i", str(tmp_path / "in.json"),
+                     "--enqueue", "--run-id", "w", "--world", postgres_url)
+    assert queued.returncode == 0, queued.stderr
+    worker = _worker(tmp_path, postgres_url, "--concurrency", "2")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    assert "run w waits for a person at fan[0].ask, fan[1].ask, fan[2].ask" in err
+    listed = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
+    assert listed[0]["status"] == "waiting"  # requests in commit order: here, any order
+    assert sorted((w["stepPath"], w["prompt"]) for w in listed[0]["waitingFor"]) == [
+        ("fan[0].ask", "ok 0?"), ("fan[1].ask", "ok 1?"), ("fan[2].ask", "ok 2?")]
+    assert _marks(tmp_path) == {"w:prep": 1}
+
+    for index in range(3):
+        (tmp_path / "a.json").write_text(str(10 + index))
+        more = ("--resume", "--tools", TOOLS, "--json") if index == 2 else ()
+        answered = run_cli("respond", "w", f"fan[{index}].ask", "--input",
+                           str(tmp_path / "a.json"), "--world", postgres_url, *more,
+                           env={"LWTOOL_TEST_DIR": str(tmp_path)})
+        assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["output"] == {"value": "12-b2-join"}
+    assert _marks(tmp_path) == {"w:prep": 1, "w:b0": 1, "w:b1": 1, "w:b2": 1, "w:join": 1}
+    verified = run_cli("verify", "--world", postgres_url)
+    assert verified.returncode == 0, verified.stderr
