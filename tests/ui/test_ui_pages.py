@@ -262,3 +262,35 @@ def test_an_artifact_file_replaced_by_a_link_or_a_fifo_is_damage(demo_dir: Path,
         piped = client.get(url)
         assert piped.status_code == 500 and "is not a regular file" in piped.text
     world.close()
+
+
+APPROVE = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: approve}
+steps:
+  - id: ask
+    uses: human.input
+    with: {prompt: "Ship {{ input.what }}?", schema: {type: boolean}}
+"""
+
+
+def test_a_waiting_run_shows_what_it_waits_for(tmp_path: Path) -> None:
+    (tmp_path / "approve.lwir.yaml").write_text(APPROVE)
+    (tmp_path / "in.json").write_text('{"what": "v2"}')
+    waits = run_cli("run", "approve.lwir.yaml", "-i", "in.json", "--run-id", "w",
+                    "--data-dir", "data", cwd=tmp_path)
+    assert waits.returncode == 3, waits.stderr
+    world = LocalWorld(tmp_path / "data", read_only=True)
+    try:
+        with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+            listed = client.get("/?status=waiting").text
+            assert re.search(r'<option value="waiting" selected>waiting \(1\)</option>', listed)
+            assert '<tr class="waiting"><td><a href="/runs/w">' in listed
+            page = client.get("/runs/w").text
+            assert 'id="run-status">waiting' in page
+            assert "Waiting for a person at <span class=\"mono\">ask</span>: Ship v2?" in page
+            assert "lwtool respond w ask --input FILE --resume" in page
+            assert 'data-status="waiting"' in page
+    finally:
+        world.close()
