@@ -41,6 +41,7 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
     if recorded is not None:
         return dict(recorded)
     if run.budget is not None:
+        run.budget.refresh()  # what the runs sharing it committed meanwhile
         spent = run.budget.spent()
         if spent is not None:  # no call starts once the run's budget is spent
             raise StepFailure("budget_exceeded", f"no model call started: {spent}", path)

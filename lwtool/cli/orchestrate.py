@@ -14,7 +14,18 @@ import typer
 from lwtool.cli import exit_codes
 from lwtool.cli.options import OfflineOption, WorldOption
 from lwtool.cli.render import FileReport, render_text
-from lwtool.cli.run import AsJson, DataDir, Models, Quiet, StepTimeout, Tools, execute
+from lwtool.cli.run import (
+    AsJson,
+    DataDir,
+    MaxCost,
+    MaxTokens,
+    Models,
+    Quiet,
+    StepTimeout,
+    Tools,
+    budget_of,
+    execute,
+)
 from lwtool.cli.runtime_options import (
     fail,
     load_models,
@@ -41,8 +52,11 @@ def orchestrate(
     as_json: AsJson = False,
     quiet: Quiet = False,
     offline: OfflineOption = False,
+    max_tokens: MaxTokens = None,
+    max_cost_usd: MaxCost = None,
 ) -> None:
-    """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs."""
+    """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs
+    (--max-tokens/--max-cost-usd: one budget for the session, its planners and sub-runs)."""
     use_world(world_url)
     from lwtool.orchestrate.api import orchestrate as run_pipeline
     from lwtool.orchestrate.pipeline import load_pipeline
@@ -83,7 +97,8 @@ def orchestrate(
     result = execute(lambda: run_pipeline(loaded, run_input, world=world, tools=registry,
                                           models=model_map, run_id=run_id,
                                           step_timeout=step_timeout, on_start=announce,
-                                          progress=progress),
+                                          progress=progress,
+                                          budget=budget_of(max_tokens, max_cost_usd)),
                      lambda: run_id, as_json,
                      lambda run: f"resume it with `lwtool orchestrate {pipeline} --input "
                                  f"{input} --run-id {run}`")

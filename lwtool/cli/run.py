@@ -113,12 +113,12 @@ def run(
             raise fail(str(exc)) from None
     lwir, definition = _lwir_for(path)
     run_input = read_json_or_yaml(input, "input")
+    budget = budget_of(max_tokens, max_cost_usd)
     if enqueue:
         _enqueue(path, lwir, definition, run_input, data_dir, run_id, models, durability,
-                 step_timeout, as_json)
+                 step_timeout, as_json, budget)
         return
     registry = load_tool_registry(tools)
-    budget = budget_of(max_tokens, max_cost_usd)
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
@@ -158,7 +158,8 @@ def run(
 
 def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
              run_input: Any, data_dir: Path, run_id: str | None, models: Path | None,
-             durability: Any, step_timeout: float | None, as_json: bool) -> None:
+             durability: Any, step_timeout: float | None, as_json: bool,
+             budget: dict[str, Any] | None) -> None:
     """Record the run in the PostgreSQL world's queue; print its id."""
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.canonical.plain_json import NotJson, to_json
@@ -182,6 +183,9 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     options = {"models": {**definition_models(definition), **load_models(models)},
                "durability": mode, "stepTimeoutS": step_timeout,
                "workspace": workspace_of(definition, path.parent)}
+    budget = {**definition_budget(definition), **(budget or {})}
+    if budget:
+        options["budget"] = budget
     world = open_world(data_dir, durability=mode)
     version_id = workflow_version_id(lwir)
     try:

@@ -34,6 +34,7 @@ from lwtool.harness.session_spec import HARNESS_ID, SESSION_PATH, TASKS, Session
 from lwtool.harness.skills import SkillError
 from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workspace import Workspace, session_workspace
+from lwtool.record.budget import Budget
 from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
 from lwtool.record.ids import short_hash
 from lwtool.record.journal import Journal
@@ -81,7 +82,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                 from None
         if journal is None:
             journal = Journal()
-            options = {"session": True, **({"links": spec.links} if spec.links else {})}
+            options = {"session": True, **({"links": spec.links} if spec.links else {}),
+                       **({"budget": spec.budget} if spec.budget else {})}
             world.create_run(run_id, version_id, spec.prompt, options, [
                 NewEvent("RunStarted", {"workflowVersionId": version_id,
                                         "inputHash": short_hash(spec.prompt),
@@ -104,12 +106,22 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
         state = RunState(world, run_id, version_id, subject, spec.prompt, space.tools, {},
                          journal, asyncio.Semaphore(world.max_concurrent_steps), timeout,
                          durability=str(getattr(world, "durability", DEFAULT_DURABILITY)))
+        state.budget = _budget(world, spec, run_id)
         if not spec.keep_scratch:  # a planner's goes when the run it planned ends
             state.on_end.extend(scratch_remover(world, run_id, pipeline=spec.pipeline_run))
         try:
             return await _drive(state, spec, space, timeout, finish)
         finally:
             state.close()
+
+
+def _budget(world: World, spec: SessionSpec, run_id: str) -> Budget | None:
+    """The session's budget (the spec's, else the one recorded when it started), held
+    against every reply under its budget root."""
+    value = spec.budget if spec.budget is not None else \
+        world.get_run(run_id).options.get("budget")
+    budget = Budget.of(value)
+    return budget.shared(world, spec.budget_root or run_id, run_id) if budget else None
 
 
 def _existing(world: World, run_id: str, version_id: str) -> Journal | None:

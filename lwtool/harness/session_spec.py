@@ -28,7 +28,8 @@ class SessionSpec:
     names its `pipeline` store key and the `available_workflows` whose stores it reads;
     a session inside a pipeline run names it (`pipeline_run`: its scratch nests there
     and it sees the orchestrator's at /mnt/scratch/from-orchestrator). `links` go into
-    RunStarted (the runs this one belongs with); they are not part of its identity."""
+    RunStarted (the runs this one belongs with); they are not part of its identity, nor
+    is its `budget` (recorded with the session; a resume without one keeps it)."""
 
     role: str
     model: str | ScriptedModel
@@ -45,6 +46,10 @@ class SessionSpec:
     available_workflows: tuple[str, ...] = ()
     pipeline_run: str | None = None
     links: dict[str, Any] = field(default_factory=dict)
+    # {maxTokens, maxCostUsd} held before each model call, against every reply under
+    # `budget_root` (the run or pipeline the session serves; default: the session)
+    budget: dict[str, Any] | None = None
+    budget_root: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:

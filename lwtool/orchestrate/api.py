@@ -56,7 +56,8 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
                       on_start: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None,
                       typed: bool = False,
-                      session_tools: ToolRegistry | None = None) -> dict[str, Any]:
+                      session_tools: ToolRegistry | None = None,
+                      budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run (or, with an existing `run_id`, resume) the pipeline; returns its RunResult:
     {runId, status, output (the orchestrator's answer), turns, toolCalls, usage,
     subRuns}. `models` maps model slots (the orchestrator's `model`, the definitions'
@@ -64,7 +65,9 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     each workflow is a tool of its own (create_harness) instead of the three tools, and
     the session is asked the input itself under the pipeline's system prompt only.
     `tools` are what the workflows' steps call; the session's model is offered them too
-    unless `session_tools` names what it is offered instead."""
+    unless `session_tools` names what it is offered instead. `budget` ({maxTokens,
+    maxCostUsd}) is the pipeline's: the orchestrator session, every planner session and
+    every sub-run are held against it together (recorded: a resume keeps it)."""
     from lwtool.harness.bash import BashOptions
     from lwtool.harness.session import run_session
     from lwtool.harness.session_spec import SessionSpec
@@ -78,8 +81,14 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     registry = ToolRegistry.of(tools)
     model_map = dict(models or {})
     say = progress or (lambda _: None)
+    if budget is None:  # a resumed pipeline keeps the budget it started with
+        from lwtool.world.base import find_run
+
+        record = find_run(world, run_id)
+        budget = record.options.get("budget") if record is not None else None
+    limits = dict(budget) if budget else None
     composed = SubRuns(world, pipeline, run_id, registry, model_map, step_timeout,
-                       planner_model, say)
+                       planner_model, say, limits)
     offered = composed.workflow_tools() if typed else composed.registry()
     own = registry if session_tools is None else session_tools
     problem = tool_clash(own, offered.names())
@@ -105,7 +114,8 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         bash=bash, pipeline=pipeline.key,
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
-                  "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs})
+                  "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs},
+        budget=limits)
     result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)

@@ -59,8 +59,10 @@ class SubRuns:
     def __init__(self, world: World, pipeline: Pipeline, run_id: str, tools: ToolRegistry,
                  models: Mapping[str, str], step_timeout: float | None = None,
                  planner_model: Any = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None,
+                 budget: dict[str, Any] | None = None) -> None:
         self.world, self.pipeline, self.run_id = world, pipeline, run_id
+        self.budget = budget  # the pipeline's: every planner session and sub-run shares it
         self.tools, self.models = tools, dict(models)
         self.step_timeout, self.planner_model = step_timeout, planner_model
         self.say = progress or (lambda _: None)
@@ -214,7 +216,8 @@ class SubRuns:
                 self.world, workflow.folder, workflow.definition, value, self.tools, models,
                 planner_run, self.step_timeout, planner_model=self.planner_model,
                 keep_scratch=True, pipeline_run=self.run_id,
-                links={"parentRunId": self.run_id})
+                links={"parentRunId": self.run_id}, budget=self.budget,
+                budget_root=self.run_id)
             version_id = planned.version_id
         self.plans[key] = version_id
         self.versions[version_id] = (workflow.id, planner_run)
@@ -251,7 +254,8 @@ class SubRuns:
                 result = await start_run(self.world, lwir, value, self.tools, models, sub_run,
                                          step_timeout=self.step_timeout, workspace=workspace,
                                          durability=definition_durability(workflow.definition),
-                                         version_id=version_id, links=links)
+                                         version_id=version_id, links=links,
+                                         budget=self.budget)
             except RunFailedError as failed:
                 self.say(f"sub-run {sub_run} failed: {failed.cause_code}")
                 return {"runId": sub_run, "status": "failed", "outputRef": None,

@@ -62,10 +62,13 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                           outer_loop: dict[str, Any] | None = None,
                           progress: Progress | None = None, planner_model: Any = None,
                           keep_scratch: bool = False, pipeline_run: str | None = None,
-                          links: dict[str, Any] | None = None) -> Any:
+                          links: dict[str, Any] | None = None,
+                          budget: dict[str, Any] | None = None,
+                          budget_root: str | None = None) -> Any:
     """Plan with `planner_model`, else the definition's planner model looked up in
     `models`; bash for the planner where a sandbox can run (else none, and `progress`
-    says why). `keep_scratch` when a run of the plan follows (its workers read it)."""
+    says why). `keep_scratch` when a run of the plan follows (its workers read it).
+    `budget` is held against every reply under `budget_root` (lwtool.record.budget)."""
     from lwtool.harness.bash import BashOptions
     from lwtool.planner.compile_loop import plan_workflow
     from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT
@@ -91,7 +94,7 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                                progress=say, outer_loop=outer_loop,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT, harness=harness,
                                keep_scratch=keep_scratch, pipeline_run=pipeline_run,
-                               links=links)
+                               links=links, budget=budget, budget_root=budget_root)
 
 
 async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,
@@ -141,10 +144,12 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
                                on_start, step_timeout, harness, space, durability,
                                links=links, budget=run_budget)
 
-    async def plan(context: dict[str, Any] | None, planner_run: str) -> Any:
+    async def plan(context: dict[str, Any] | None, planner_run: str,
+                   root: str | None = None) -> Any:
         return await plan_definition(world, folder, value, run_input, registry, model_map,
                                      planner_run, step_timeout, context, progress,
-                                     planner_model, keep_scratch=True)
+                                     planner_model, keep_scratch=True, budget=run_budget,
+                                     budget_root=root)
 
     if planner.get("plan"):
         return await run(load_lwir(folder / str(planner["plan"])), run_id)
@@ -162,7 +167,7 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
             judge = load_attribute(relative_spec(str(spec), folder), "supervise")
         return await run_outer_loop(world, value, run_input, judge, plan, run, run_id,
                                     progress)
-    planned = await plan(None, f"{run_id}.plan")
+    planned = await plan(None, f"{run_id}.plan", run_id)  # one budget for both
     return await run(checked_lwir(planned.lwir), run_id, {"plannerRunId": planned.planner_run_id})
 
 

@@ -62,9 +62,13 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                         timeout: float = DEFAULT_STEP_TIMEOUT,
                         harness: Any = None, keep_scratch: bool = False,
                         pipeline_run: str | None = None,
-                        links: dict[str, Any] | None = None) -> PlanResult:
+                        links: dict[str, Any] | None = None,
+                        budget: dict[str, Any] | None = None,
+                        budget_root: str | None = None) -> PlanResult:
     """Draft, check and lock LWIR for `definition` and `run_input`. `run_id` names the
-    planner session's run (an existing one resumes). `harness`: the definition's own
+    planner session's run (an existing one resumes). `budget` ({maxTokens,
+    maxCostUsd}) is held against every reply under `budget_root` (the run the plan is
+    for, or its pipeline). `harness`: the definition's own
     planner harness (lwtool.planner.custom) instead of the built-in session.
     `keep_scratch`: the session's scratch stays for the run that follows (its workers'
     /mnt/scratch/from-planner; removed when that run ends). `pipeline_run`: the
@@ -117,7 +121,8 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         memory=MemoryConfig.from_json(definition.get("memory")),
         skills=tuple(located(s, skills_base) for s in planner.get("skills") or ()),
         bash=bash, identity=_identity(request), keep_scratch=keep_scratch,
-        pipeline_run=pipeline_run, links=dict(links or {}))
+        pipeline_run=pipeline_run, links=dict(links or {}), budget=budget,
+        budget_root=budget_root)
     say(f"planning {request.workflow_id} (planner run {run_id})")
     result = await run_session(world, spec,
                                ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),

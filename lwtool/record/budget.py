@@ -7,10 +7,17 @@ Tokens are input plus output tokens. Cost is litellm's price of each reply; lwto
 own models (offline, scripted) cost nothing. A reply litellm has no price for makes the
 spend unknown: with a cost budget, no further call starts, and the failure says so,
 rather than letting an unknown spend pass as within budget.
+
+A budget covers a run and what it stands on: a planned run's planner session, a
+pipeline's orchestrator session, planner sessions and sub-runs (all held against the
+pipeline's one budget), and the branches of a PostgreSQL run that other workers
+execute. Where others commit under the same budget, its `source` (`shared`) reads
+back every committed reply before each new call; a run alone counts its own replies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +31,8 @@ class Budget:
     tokens: int = 0  # spent so far (committed replies)
     cost_usd: float = 0.0
     unpriced: list[str] = field(default_factory=list)  # models of replies without a price
+    # every committed reply under this budget, when other runs or processes share it
+    source: Callable[[], Iterable[dict[str, Any]]] | None = None
 
     @classmethod
     def of(cls, value: Any) -> Budget | None:
@@ -46,6 +55,24 @@ class Budget:
         elif model.get("provider") != LWTOOL_PROVIDER:
             self.unpriced.append(f"{model.get('provider')}/{model.get('modelId')}")
 
+    def shared(self, world: Any, root: str, own: str) -> Budget:
+        """Hold this budget against every reply committed under `root` (a pipeline run,
+        a planned run: lwtool.record.rollup.linked) and by `own`, read back from the
+        world before each new call; counted once now."""
+        from lwtool.record.rollup import replies_under
+
+        self.source = lambda: replies_under(world, root, own)
+        self.refresh()
+        return self
+
+    def refresh(self) -> None:
+        """Recount from `source` (nothing to do for a budget of one run alone)."""
+        if self.source is None:
+            return
+        self.tokens, self.cost_usd, self.unpriced = 0, 0.0, []
+        for payload in self.source():
+            self.count(payload)
+
     def spent(self) -> str | None:
         """Why no further call may start (None: within budget)."""
         if self.max_tokens is not None and self.tokens >= self.max_tokens:
@@ -60,3 +87,21 @@ class Budget:
                     f"{len(self.unpriced)} reply(ies) have no price ({names}), so the "
                     f"spend is unknown (${self.cost_usd:.6f} priced)")
         return None
+
+
+def run_budget(value: Any, world: Any, run_id: str, links: dict[str, Any] | None,
+               elsewhere: bool, replies: Iterable[dict[str, Any]] = ()) -> Budget | None:
+    """A workflow run's budget (None without one): shared with its pipeline (held
+    against the pipeline run, `links.parentRunId`), with its planner session
+    (`links.plannerRunId`), or with the workers executing its branches (`elsewhere`);
+    else counted from the run's own committed `replies`."""
+    budget = Budget.of(value)
+    if budget is None:
+        return None
+    links = links or {}
+    root = str(links.get("parentRunId") or run_id)
+    if root != run_id or links.get("plannerRunId") or elsewhere:
+        return budget.shared(world, root, run_id)
+    for reply in replies:
+        budget.count(reply)
+    return budget

@@ -64,6 +64,22 @@ def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
     return runs
 
 
+def replies_under(world: World, root: str, own: str) -> list[dict[str, Any]]:
+    """The committed `harness.model.responded` payloads of `root`, every run it stands
+    on, and `own` (a run of it that `root` does not name yet: a planner session whose
+    run has not started)."""
+    runs = [linked_id for _, linked_id in linked(world, root)[0]]
+    if own not in runs:
+        runs.append(own)
+    replies: list[dict[str, Any]] = []
+    for linked_id in runs:
+        try:
+            replies += [e.payload for e in world.events(linked_id, ["harness.model.responded"])]
+        except RunNotFound:
+            continue
+    return replies
+
+
 def rolled_usage(world: World, run_id: str) -> dict[str, Any]:
     """{total, byRole: {role: totals}, runs: [{runId, role, usage}]}."""
     runs, calls = linked(world, run_id)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwtool.harness.workflow import WorkflowHarness
+from lwtool.record.budget import run_budget
 from lwtool.record.errors import RunFailedError, StepFailure, WaitingForInput
 from lwtool.record.journal import Journal
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
@@ -181,6 +182,9 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
                      float(options.get("stepTimeoutS") or DEFAULT_STEP_TIMEOUT),
                      WorkflowHarness(), durability=check_durability(
                          str(options.get("durability", DEFAULT_DURABILITY))))
+    # the run's budget, held against every reply of the run (other workers' too)
+    state.budget = run_budget(options.get("budget"), world, task.run_id,
+                              options.get("links"), elsewhere=True)
     state.workspace = dict(options.get("workspace") or {})
     state.inline_commits = False  # the worker's loop executes other branches meanwhile
     try:

@@ -18,7 +18,7 @@ from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
-from lwtool.record.budget import Budget
+from lwtool.record.budget import run_budget
 from lwtool.record.errors import (
     CapabilityDriftError,
     RunFailedError,
@@ -154,7 +154,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
             on_start(run_id)
         return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
                               Journal.from_events(created), timeout, harness, workspace,
-                              durability, branches, budget)
+                              durability, branches, budget, links)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
@@ -250,7 +250,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                               models, journal, timeout, harness,
                               record.options.get("workspace"),
                               str(record.options.get("durability", DEFAULT_DURABILITY)),
-                              branches, budget or record.options.get("budget"))
+                              branches, budget or record.options.get("budget"),
+                              record.options.get("links"))
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
@@ -259,14 +260,14 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                    workspace: dict[str, Any] | None = None,
                    durability: str = DEFAULT_DURABILITY,
                    branches: Any = None,
-                   budget: dict[str, Any] | None = None) -> dict[str, Any]:
+                   budget: dict[str, Any] | None = None,
+                   links: dict[str, Any] | None = None) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
-                     durability=check_durability(durability), branches=branches,
-                     budget=Budget.of(budget))
-    if state.budget is not None:  # what the run's committed replies spent already
-        for reply in journal.replies.values():
-            state.budget.count(reply)
+                     durability=check_durability(durability), branches=branches)
+    # what the run (and the runs sharing its budget) committed already
+    state.budget = run_budget(budget, world, run_id, links, branches is not None,
+                              journal.replies.values())
     state.workspace = dict(workspace or {})
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the

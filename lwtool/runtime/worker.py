@@ -138,7 +138,8 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                                  claim.run_id, step_timeout=options.get("stepTimeoutS"),
                                  workspace=options.get("workspace"),
                                  durability=options.get("durability"),
-                                 version_id=claim.version_id, branches=remote)
+                                 version_id=claim.version_id, branches=remote,
+                                 budget=options.get("budget"))
         state, said = "done", f"{what} {result.get('status', 'completed')}"
     except RunLocked:
         log(f"{what} is being executed elsewhere: handed back")

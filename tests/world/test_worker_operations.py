@@ -1,11 +1,13 @@
-"""human.input under `lwtool worker` (a real PostgreSQL): branches executed by workers
-wait each on its own path, the run ends its claim as `waiting` (the worker drains and
-stops), `lwtool runs` shows what it waits for, and once answered the run goes on from
-its log: no step committed before the wait runs again."""
+"""Operations under `lwtool worker` (a real PostgreSQL). human.input: branches executed
+by workers wait each on its own path, the run ends its claim as `waiting` (the worker
+drains and stops), `lwtool runs` shows what it waits for, and once answered the run goes
+on from its log: no step committed before the wait runs again. Budgets: a run's budget
+(given at --enqueue) holds across the workers executing its branches."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,41 @@ def test_worker_branches_wait_and_the_run_goes_on_once_answered(tmp_path: Path,
     assert _marks(tmp_path) == {"w:prep": 1, "w:b0": 1, "w:b1": 1, "w:b2": 1, "w:join": 1}
     verified = run_cli("verify", "--world", postgres_url)
     assert verified.returncode == 0, verified.stderr
+
+
+FAN_OF_CALLS = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: fan-of-calls}
+permissions: {models: [writer]}
+steps:
+  - id: fan
+    uses: parallel
+    with: {items: [0, 1, 2, 3], maxBranches: 4, maxConcurrency: 2}
+    steps:
+      - {id: say, uses: ai.generate, with: {model: writer, prompt: "Say {{ item }}"}}
+"""
+
+
+def test_a_budget_holds_across_the_workers_executing_the_branches(
+        tmp_path: Path, postgres_url: str) -> None:
+    from tests.fixtures.openai_server import fixture_server
+
+    (tmp_path / "wf.lwir.yaml").write_text(FAN_OF_CALLS)
+    (tmp_path / "in.json").write_text("{}")
+    (tmp_path / "models.yaml").write_text("writer: openai/gpt-4o-mini\n")
+    queued = run_cli("run", str(tmp_path / "wf.lwir.yaml"), "-i", str(tmp_path / "in.json"),
+                     "--models", str(tmp_path / "models.yaml"), "--enqueue", "--run-id", "b",
+                     "--world", postgres_url, "--max-tokens", "15")
+    assert queued.returncode == 0, queued.stderr
+    with fixture_server(["A", "B", "C", "D"]) as server:  # each answer: 11 + 7 tokens
+        worker = _worker(tmp_path, postgres_url, "--concurrency", "2",
+                         OPENAI_API_BASE=server.base_url, OPENAI_BASE_URL=server.base_url,
+                         OPENAI_API_KEY="sk-fixture")
+        _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    # the first two branches started with nothing spent; the next saw what they spent
+    # (18 or 36 tokens: the other may still be answering) and started no call
+    assert len(server.requests) == 2, err
+    assert re.search(r"run b failed \(budget_exceeded\): no model call started: the token "
+                     r"budget is spent: (18|36) tokens used of 15", err), err

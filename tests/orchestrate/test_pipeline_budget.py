@@ -1,0 +1,86 @@
+"""One budget for a whole pipeline (`lwtool orchestrate --max-tokens`): the
+orchestrator session and every sub-run are held against what all of them committed,
+so a sub-run stops once the others spent the budget, and so does the orchestrator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_cli
+from tests.fixtures.openai_server import fixture_server
+
+PIPELINE = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Pipeline
+id: greetings
+description: Greet everyone, one at a time.
+workflows: [greet.definition.yaml]
+orchestrator: {model: orchestrator, maxConcurrentSubRuns: 1}
+"""
+DEFINITION = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: WorkflowDefinition
+id: greet
+description: Greets someone.
+input:
+  schema: {type: object, required: [name], properties: {name: {type: string}}}
+models: [{id: writer, model: openai/gpt-4o-mini}]
+planner: {plan: greet.lwir.yaml}
+"""
+WORKFLOW = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: greet}
+input:
+  schema: {type: object, required: [name], properties: {name: {type: string}}}
+permissions: {models: [writer]}
+steps:
+  - {id: hello, uses: ai.generate, with: {model: writer, prompt: "Greet {{ input.name }}"}}
+"""
+
+
+def _folder(tmp_path: Path) -> Path:
+    (tmp_path / "greetings.pipeline.yaml").write_text(PIPELINE)
+    (tmp_path / "greet.definition.yaml").write_text(DEFINITION)
+    (tmp_path / "greet.lwir.yaml").write_text(WORKFLOW)
+    (tmp_path / "input.json").write_text('{"names": ["Ada", "Bo"]}')
+    (tmp_path / "models.yaml").write_text("orchestrator: openai/fixture-orchestrator\n")
+    return tmp_path
+
+
+def _env(server: Any) -> dict[str, str]:
+    return {"OPENAI_API_BASE": server.base_url, "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-fixture", "LWTOOL_BASH_SANDBOX": "path-check"}
+
+
+def test_the_pipeline_budget_holds_across_the_session_and_its_sub_runs(
+        tmp_path: Path) -> None:
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.runtime.api import load_lwir
+
+    folder = _folder(tmp_path)
+    version = workflow_version_id(load_lwir(folder / "greet.lwir.yaml"))
+    runs = [{"name": "run_workflow", "arguments": json.dumps(
+        {"workflowVersionId": version, "input": {"name": name}})} for name in ("Ada", "Bo")]
+    replies = [{"tool_calls": [{"name": "plan_workflow", "arguments": json.dumps(
+        {"workflowId": "greet", "input": {"name": "Ada"}})}]}, {"tool_calls": runs},
+        "Hello Ada", "Hello Bo", "done"]
+    with fixture_server(replies) as server:  # each answer: 11 + 7 tokens
+        done = run_cli("orchestrate", "greetings.pipeline.yaml", "-i", "input.json",
+                       "--models", "models.yaml", "--data-dir", "data", "--run-id", "p",
+                       "--max-tokens", "40", "--json", cwd=folder, env=_env(server))
+    assert done.returncode == 1, done.stderr
+    spent = "no model call started: the token budget is spent: 54 tokens used of 40"
+    failed = json.loads(done.stdout)
+    assert failed["causeCode"] == "budget_exceeded" and failed["message"].startswith(spent)
+    # the orchestrator's two turns (36), the first sub-run's call (54); nothing after
+    assert len(server.requests) == 3
+    rows = {r["runId"]: r["status"] for r in json.loads(
+        run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout)}
+    assert rows == {"p": "failed", "p.sub.1.0": "completed", "p.sub.1.1": "failed"}
+    events = [json.loads(line) for line in run_cli(
+        "events", "p.sub.1.1", "--data-dir", "data", "--json", cwd=folder).stdout.splitlines()]
+    ended = events[-1]["payload"]
+    assert (ended["causeCode"], ended["message"].startswith(spent)) == ("budget_exceeded", True)
