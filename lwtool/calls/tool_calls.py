@@ -21,6 +21,7 @@ from typing import Any, Literal, NoReturn
 
 from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.record.errors import WaitingForInput
 from lwtool.tools import Tool
 from lwtool.world.base import INLINE_LIMIT, NewEvent
 
@@ -52,6 +53,8 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     started = time.perf_counter()
     try:
         result = await tool.invoke(args, run.tool_threads)
+    except WaitingForInput:  # a sub-run waits for a person: the call is in flight still
+        raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the caller
         # decides what a failure means; a tool's own SystemExit must not end the process
         where, trace = raised_at(exc, tool.fn)

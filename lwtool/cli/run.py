@@ -315,14 +315,19 @@ def drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: boo
         sys.stderr.write(f"lwtool: run {result['runId']} completed\n")
 
 
-def say_waiting(run_id: str, requests: list[dict[str, Any]]) -> None:
-    """What a run waits for, and the command that answers it (on stderr)."""
+def say_waiting(run_id: str, requests: list[dict[str, Any]], then: str) -> None:
+    """What a run waits for, and the command that answers it (on stderr). A request
+    of a pipeline's sub-run names that run (`runId`): answered there, then `then`
+    resumes the pipeline."""
     for request in requests:
-        path = request.get("stepPath")
+        path, asker = request.get("stepPath"), request.get("runId") or run_id
         schema = json.dumps(request.get("schema"), ensure_ascii=False, separators=(",", ":"))
-        sys.stderr.write(f"lwtool: run {run_id} waits for input at {path}: "
+        sys.stderr.write(f"lwtool: run {asker} waits for input at {path}: "
                          f"{request.get('prompt')}\n  answer (JSON or YAML matching "
-                         f"{schema}): lwtool respond {run_id} {path} --input FILE --resume\n")
+                         f"{schema}): lwtool respond {asker} {path} --input FILE"
+                         f"{'' if asker != run_id else ' --resume'}\n")
+    if any(r.get("runId", run_id) != run_id for r in requests):
+        sys.stderr.write(f"lwtool: then {then}\n")
 
 
 def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
@@ -352,7 +357,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     except RunWaitingError as waiting:
         if as_json:
             typer.echo(json.dumps(waiting.as_json(), ensure_ascii=False))
-        say_waiting(waiting.run_id, waiting.requests)
+        say_waiting(waiting.run_id, waiting.requests, resume_hint(waiting.run_id))
         raise typer.Exit(exit_codes.WAITING) from None
     except RunFailedError as failure:
         if as_json:

@@ -99,12 +99,20 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     for run_id in stopped:
         typer.echo(safe_text(f"{run_id} was interrupted (its process died); resume it: "
                              f"{_resume(run_id, data_dir)}"))
+    waiting_parents = {r.parent_run_id for r in records if r.status == "waiting"}
     for run_id, open_asks in asks.items():
         where = _where(data_dir)
-        typer.echo(safe_text(f"{run_id} is waiting for a person; answer: " + "; ".join(
-            f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE --resume"
-            for ask in open_asks) if open_asks else
-            f"{run_id} has its answers; go on: {_resume(run_id, data_dir)}"))
+        if open_asks:
+            typer.echo(safe_text(f"{run_id} is waiting for a person; answer: " + "; ".join(
+                f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE --resume"
+                for ask in open_asks)))
+        elif run_id in waiting_parents:  # a pipeline: answer its sub-runs, then resume it
+            typer.echo(safe_text(f"{run_id} waits for its sub-runs: answer them (without "
+                                 "--resume), then resume it as it was started (the same "
+                                 "--run-id)"))
+        else:
+            typer.echo(safe_text(f"{run_id} has its answers; go on: "
+                                 f"{_resume(run_id, data_dir)}"))
 
 
 def _status(world: Any, record: Any, in_queue: bool) -> str:

@@ -31,7 +31,7 @@ from lwtool.calls.model_calls import recorded_model_call
 from lwtool.calls.models import OutputRequest
 from lwtool.calls.scripted import ScriptedModel
 from lwtool.calls.tool_calls import ToolCallFailed, call_tool, refuse_call
-from lwtool.record.errors import StepFailure
+from lwtool.record.errors import StepFailure, WaitingForInput
 from lwtool.record.run_state import SESSION_USAGE
 from lwtool.tools import Tool, ToolRegistry
 
@@ -130,8 +130,16 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
         if not calls:
             result.text = text
             return result
-        answers = await asyncio.gather(*(
-            _answer(run, path, turn, n, call, tools) for n, call in enumerate(calls)))
+        settled = await asyncio.gather(*(
+            _answer(run, path, turn, n, call, tools) for n, call in enumerate(calls)),
+            return_exceptions=True)  # a call that waits must not orphan the others
+        waits = [r for s in settled if isinstance(s, WaitingForInput) for r in s.requests]
+        if waits:
+            raise WaitingForInput(waits)
+        for outcome in settled:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        answers = [a for a in settled if not isinstance(a, BaseException)]
         result.tool_calls += len(calls)
         result.messages.extend({"role": "tool", "tool_call_id": call["id"], "content": text}
                                for call, (_, text) in zip(calls, answers, strict=True))

@@ -35,7 +35,13 @@ from lwtool.harness.skills import SkillError
 from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workspace import Workspace, session_workspace
 from lwtool.record.budget import Budget
-from lwtool.record.errors import CapabilityDriftError, RunFailedError, StepFailure
+from lwtool.record.errors import (
+    CapabilityDriftError,
+    RunFailedError,
+    RunWaitingError,
+    StepFailure,
+    WaitingForInput,
+)
 from lwtool.record.ids import short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
@@ -97,6 +103,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                     SESSION_PATH)])
         else:
             _check_manifest(world, run_id, version_id, space.manifest)
+            if journal.terminal is None and world.get_run(run_id).status == "waiting":
+                world.append(run_id, [], status="running")  # going on
         if on_start:
             on_start(run_id)
         if journal.terminal is not None:
@@ -158,6 +166,10 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace, timeout: 
         result: AgentResult = await run_agent(state, SESSION_PATH, spec.model, messages,
                                               space.tools, max_turns=spec.max_turns,
                                               timeout=timeout, finish=finish)
+    except WaitingForInput as wait:  # a pipeline's sub-run waits for a person
+        await state.record([NewEvent("RunWaiting", {"waitingFor": wait.requests})],
+                           status="waiting")
+        raise RunWaitingError(state.run_id, state.version_id, wait.requests) from None
     except StepFailure as failure:
         await state.record([
             NewEvent("harness.session.failed", {"runId": state.run_id,

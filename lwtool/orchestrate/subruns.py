@@ -235,7 +235,7 @@ class SubRuns:
     async def _run(self, workflow: Available, version_id: str, planner_run: str, value: Any,
                    sub_run: str, call_id: str) -> dict[str, Any]:
         from lwtool.planner.api import definition_durability, definition_models, workspace_of
-        from lwtool.record.errors import RunFailedError
+        from lwtool.record.errors import RunFailedError, RunWaitingError, WaitingForInput
         from lwtool.runtime.interpreter import start_run
 
         self._check_input(workflow, value)
@@ -256,6 +256,10 @@ class SubRuns:
                                          durability=definition_durability(workflow.definition),
                                          version_id=version_id, links=links,
                                          budget=self.budget)
+            except RunWaitingError as waiting:  # the pipeline waits with it
+                self.say(f"sub-run {sub_run} waits for a person")
+                raise WaitingForInput([{**r, "runId": sub_run} for r in waiting.requests]) \
+                    from None
             except RunFailedError as failed:
                 self.say(f"sub-run {sub_run} failed: {failed.cause_code}")
                 return {"runId": sub_run, "status": "failed", "outputRef": None,

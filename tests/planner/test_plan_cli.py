@@ -148,3 +148,18 @@ def test_kill_while_planning_then_resume_without_asking_again(folder: Path) -> N
     assert len(server.requests) == 3
     assert len(server.requests[2]["messages"]) == len(server.requests[1]["messages"])
     assert (folder / "loan.lwir.yaml").exists()
+
+
+def test_a_planned_runs_budget_counts_its_planner_session(folder: Path) -> None:
+    (folder / "models.yaml").write_text("planner: openai/gpt-4o-mini\n"
+                                        "gpt-4o-mini: openai/gpt-4o-mini\n")
+    with fixture_server([_submit(GOOD), "never asked"]) as server:  # 11 + 7 tokens each
+        done = run_cli("run", "loan.definition.yaml", "-i", "in.json", "--tools",
+                       "tools.py:tools", "--models", "models.yaml", "--data-dir", "data",
+                       "--run-id", "r1", "--max-tokens", "10", "--json", cwd=folder,
+                       env=_env(server))
+    assert done.returncode == 1, done.stderr
+    failed = json.loads(done.stdout)
+    assert (failed["causeCode"], failed["failedStepPath"]) == ("budget_exceeded", "summarize")
+    assert "18 tokens used of 10" in failed["message"]  # the planner's reply
+    assert len(server.requests) == 1

@@ -1,6 +1,8 @@
-"""One budget for a whole pipeline (`lwtool orchestrate --max-tokens`): the
-orchestrator session and every sub-run are held against what all of them committed,
-so a sub-run stops once the others spent the budget, and so does the orchestrator."""
+"""Operations on a pipeline. One budget for all of it (`lwtool orchestrate
+--max-tokens`): the orchestrator session and every sub-run are held against what all
+of them committed, so a sub-run stops once the others spent the budget, and so does the
+orchestrator. A sub-run that waits for a person makes the pipeline wait; once answered,
+the pipeline resumes without asking its model again."""
 
 from __future__ import annotations
 
@@ -84,3 +86,50 @@ def test_the_pipeline_budget_holds_across_the_session_and_its_sub_runs(
         "events", "p.sub.1.1", "--data-dir", "data", "--json", cwd=folder).stdout.splitlines()]
     ended = events[-1]["payload"]
     assert (ended["causeCode"], ended["message"].startswith(spent)) == ("budget_exceeded", True)
+
+
+ASK = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: greet}
+input:
+  schema: {type: object, required: [name], properties: {name: {type: string}}}
+steps:
+  - id: ask
+    uses: human.input
+    with: {prompt: "How should we greet {{ input.name }}?", schema: {type: string}}
+"""
+
+
+def test_a_sub_run_waiting_for_a_person_makes_the_pipeline_wait(tmp_path: Path) -> None:
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.runtime.api import load_lwir
+
+    folder = _folder(tmp_path)
+    (folder / "greet.lwir.yaml").write_text(ASK)
+    version = workflow_version_id(load_lwir(folder / "greet.lwir.yaml"))
+    replies = [{"tool_calls": [{"name": "plan_workflow", "arguments": json.dumps(
+        {"workflowId": "greet", "input": {"name": "Ada"}})}]},
+        {"tool_calls": [{"name": "run_workflow", "arguments": json.dumps(
+            {"workflowVersionId": version, "input": {"name": "Ada"}})}]}, "greeted"]
+    args = ("orchestrate", "greetings.pipeline.yaml", "-i", "input.json", "--models",
+            "models.yaml", "--data-dir", "data", "--run-id", "p")
+    with fixture_server(replies) as server:
+        waits = run_cli(*args, "--json", cwd=folder, env=_env(server))
+        assert waits.returncode == 3, waits.stderr
+        request = json.loads(waits.stdout)["waitingFor"][0]
+        assert (request["runId"], request["stepPath"]) == ("p.sub.1.0", "ask")
+        assert "lwtool respond p.sub.1.0 ask --input FILE" in waits.stderr
+        assert "then resume it with `lwtool orchestrate greetings.pipeline.yaml" in waits.stderr
+        listed = run_cli("runs", "--data-dir", "data", cwd=folder).stdout
+        assert "p waits for its sub-runs" in listed, listed
+        (folder / "answer.json").write_text('"Warmly"')
+        answered = run_cli("respond", "p.sub.1.0", "ask", "--input", "answer.json",
+                           "--data-dir", "data", cwd=folder)
+        assert answered.returncode == 0, answered.stderr
+        done = run_cli(*args, "--json", cwd=folder, env=_env(server))
+        assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["output"] == "greeted" and len(server.requests) == 3  # no turn asked twice
+    assert [(s["runId"], s["status"]) for s in result["subRuns"]] == [("p.sub.1.0",
+                                                                      "completed")]
