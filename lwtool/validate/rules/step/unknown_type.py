@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.context import STEP_TYPES, Context
+from lwtool.validate.context import STEP_TYPES, Context, did_you_mean
 
 CODE = "step.unknown_type"
 
@@ -38,5 +38,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     for info in ctx.steps:
         uses = info.step.get("uses")
         if isinstance(uses, str) and uses not in STEP_TYPES:
-            yield ctx.finding(f"{info.pointer}/uses", f"unknown step type '{uses}'; expected "
-                              f"one of {', '.join(STEP_TYPES)}")
+            near = did_you_mean(uses, STEP_TYPES)
+            known = ", ".join(STEP_TYPES)
+            yield ctx.finding(f"{info.pointer}/uses", f"unknown step type '{uses}'{near} "
+                              f"(step types: {known})" if near else
+                              f"unknown step type '{uses}'; expected one of {known}")
