@@ -130,3 +130,20 @@ async def test_a_field_of_another_type_is_a_diagnostic(yls: LanguageClient) -> N
 async def test_a_valid_workflow_has_no_diagnostics(yls: LanguageClient) -> None:
     text = (ROOT / "examples" / "candidate-review.lwir.yaml").read_text()
     assert (await _open(yls, text))[1] == []
+
+
+async def test_a_bad_step_type_is_one_diagnostic(yls: LanguageClient) -> None:
+    text = HEAD + "  - id: get\n    uses: tool.cal\n    with: {tool: fetch}\n"
+    _, diagnostics = await _open(yls, text)
+    line = text.splitlines().index("    uses: tool.cal")
+    assert [(d.range.start.line, d.message.splitlines()[0]) for d in diagnostics] == [
+        (line, 'Value is not accepted. Valid values: "ai.generate", "tool.call", '
+               '"code.run", "decision", "parallel", "human.input".')], diagnostics
+
+
+async def test_a_new_step_offers_fields_not_one_snippet_per_variant(
+        yls: LanguageClient) -> None:
+    labels = await _labels(yls, HEAD + "  - id: a\n    uses: tool.call\n    with: {tool: fetch}"
+                           "\n  - |\n")
+    assert "uses" in labels, labels
+    assert not [label for label in labels if label.endswith(" step")], labels

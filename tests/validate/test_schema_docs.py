@@ -43,7 +43,11 @@ def test_every_property_has_a_description(name: str) -> None:
 
 def test_each_step_type_has_its_own_variant() -> None:
     defs = load_schema("lwir.schema.json")["$defs"]
-    variants = [defs[ref["$ref"].rsplit("/", 1)[-1]] for ref in defs["step"]["oneOf"]]
+    # if uses is X then X's variant (not oneOf: a bad `uses` is one diagnostic in
+    # schema-driven editors, the enum's, not one more per variant)
+    branches = defs["step"]["allOf"]
+    variants = [defs[b["then"]["$ref"].rsplit("/", 1)[-1]] for b in branches]
+    assert [b["if"]["properties"]["uses"]["const"] for b in branches] == list(STEP_TYPES)
     assert [v["properties"]["uses"]["const"] for v in variants] == list(STEP_TYPES)
     assert defs["step"]["properties"]["uses"]["enum"] == list(STEP_TYPES)
     keys = {v["properties"]["uses"]["const"]: set(v["properties"]) for v in variants}

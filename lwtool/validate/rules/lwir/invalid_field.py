@@ -85,8 +85,15 @@ def check(ctx: Context) -> Iterator[Finding]:
 def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
     pointer = jp.from_parts(error.instance_path)
     kind = type(error.kind).__name__
-    if kind == "OneOfNotValid" and list(error.schema_path)[-3:] == ["$defs", "step", "oneOf"]:
-        yield from _step_findings(ctx, error)
+    variants, step_keys = _step_variants(ctx.kind)
+    where = list(error.schema_path)
+    if kind == "AdditionalProperties" and len(where) == 3 and where[0] == "$defs" \
+            and where[1] in variants:  # a step's own field its type does not take
+        uses = variants[where[1]]
+        for name in error.kind.unexpected:
+            if (uses, name) not in _REPORTED_BY_OTHER_RULES:
+                yield ctx.finding(jp.join(pointer, name),
+                                  _step_field_text(ctx.kind, uses, name, step_keys), key=True)
     elif kind == "Enum" and error.instance_path and error.instance_path[-1] == "uses":
         return  # step.unknown_type reports it with the list of types
     elif kind == "AdditionalProperties":
@@ -105,28 +112,6 @@ def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
     else:
         message = error.message
         yield ctx.finding(pointer, message if len(message) <= 200 else message[:197] + "...")
-
-
-def _step_findings(ctx: Context, error: Any) -> Iterator[Finding]:
-    """A step matched none of the per-type variants: report what the variant its `uses`
-    names rejects (a step that is no object, or whose `uses` is missing or unknown, has
-    its finding from the step schema's own keywords or from step.unknown_type)."""
-    variants, step_keys = _step_variants(ctx.kind)
-    uses = error.instance.get("uses") if isinstance(error.instance, dict) else None
-    if not isinstance(uses, str) or uses not in variants:
-        return
-    index = variants[uses]
-    for sub in error.kind.context[index]:
-        if type(sub.kind).__name__ == "AdditionalProperties" and \
-                list(sub.instance_path) == list(error.instance_path):
-            pointer = jp.from_parts(sub.instance_path)
-            for name in sub.kind.unexpected:
-                if (uses, name) in _REPORTED_BY_OTHER_RULES:
-                    continue
-                yield ctx.finding(jp.join(pointer, name),
-                                  _step_field_text(ctx.kind, uses, name, step_keys), key=True)
-        else:
-            yield from _findings(ctx, sub)
 
 
 def _step_field_text(kind: str, uses: str, name: str, step_keys: frozenset[str]) -> str:
@@ -162,9 +147,9 @@ def _allowed_at(kind: str, error: Any) -> frozenset[str]:
 def _variant_fields(kind: str, uses: str) -> tuple[frozenset[str], frozenset[str]]:
     """A step type's `with` fields and its own fields."""
     defs = load_schema(_SCHEMA_FILES[kind]).get("$defs", {})
-    for ref in defs.get("step", {}).get("oneOf", []):
-        variant = defs[ref["$ref"].rsplit("/", 1)[-1]]
-        if variant["properties"]["uses"].get("const") == uses:
+    for name, variant_uses in _step_variants(kind)[0].items():
+        if variant_uses == uses:
+            variant = defs[name]
             with_ = variant["properties"].get("with") or {}
             return (frozenset(with_.get("properties") or ()),
                     frozenset(variant["properties"]))
@@ -176,16 +161,17 @@ _REPORTED_BY_OTHER_RULES = frozenset({("decision", "output")})  # decision.outpu
 
 
 @cache
-def _step_variants(kind: str) -> tuple[dict[str, int], frozenset[str]]:
-    """`uses` value -> its index in the step's oneOf; and every field some step type takes."""
+def _step_variants(kind: str) -> tuple[dict[str, str], frozenset[str]]:
+    """The per-type step schemas (`$defs` name -> its `uses`: the step's allOf of
+    if-uses-then-variant), and every field some step type takes."""
     defs = load_schema(_SCHEMA_FILES[kind]).get("$defs", {})
-    indexes: dict[str, int] = {}
+    names: dict[str, str] = {}
     keys: set[str] = set()
-    for index, ref in enumerate(defs.get("step", {}).get("oneOf", [])):
-        variant = defs[ref["$ref"].rsplit("/", 1)[-1]]
-        indexes[variant["properties"]["uses"]["const"]] = index
-        keys.update(variant["properties"])
-    return indexes, frozenset(keys)
+    for branch in defs.get("step", {}).get("allOf", []):
+        name = branch["then"]["$ref"].rsplit("/", 1)[-1]
+        names[name] = defs[name]["properties"]["uses"]["const"]
+        keys.update(defs[name]["properties"])
+    return names, frozenset(keys)
 
 
 def _schema_types(error: Any) -> str:
