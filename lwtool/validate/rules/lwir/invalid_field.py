@@ -86,10 +86,10 @@ def _findings(ctx: Context, error: Any) -> Iterator[Finding]:
     pointer = jp.from_parts(error.instance_path)
     kind = type(error.kind).__name__
     variants, step_keys = _step_variants(ctx.kind)
-    where = list(error.schema_path)
-    if kind == "AdditionalProperties" and len(where) == 3 and where[0] == "$defs" \
-            and where[1] in variants:  # a step's own field its type does not take
-        uses = variants[where[1]]
+    keyword = list(error.schema_path)
+    if kind == "AdditionalProperties" and len(keyword) == 3 and keyword[0] == "$defs" \
+            and keyword[1] in variants:  # a step's own field its type does not take
+        uses = variants[keyword[1]]
         for name in error.kind.unexpected:
             if (uses, name) not in _REPORTED_BY_OTHER_RULES:
                 yield ctx.finding(jp.join(pointer, name),
