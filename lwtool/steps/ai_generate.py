@@ -21,6 +21,9 @@ from lwtool.world.base import NewEvent
 
 resolve_input = step_input
 
+# What a completed attempt attaches to its result, in order (the inspector's labels).
+ATTACHED = ("prompt (the messages sent)", "model reply (raw text)")
+
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

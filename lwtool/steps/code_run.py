@@ -29,6 +29,9 @@ from lwtool.world.base import NewEvent
 
 resolve_input = step_input
 
+# What a completed attempt attaches to its result (the inspector's label).
+ATTACHED = ("sandbox log (console output)",)
+
 
 class CodeRunFailed(StepFailure):
     """The code threw, broke a limit or returned output its schema refuses; `envelope`

@@ -59,8 +59,17 @@ def attempt_page(record: RunRecord, events: list[Event], path: str, number: int
         "input_ref": started.get("inputRef", ""), "input_hash": started.get("inputHash", ""),
         "output": pretty(envelope["output"]) if "output" in envelope else "",
         "output_ref": envelope.get("outputRef", ""),
-        "artifacts": list(envelope.get("artifacts") or []),
+        "artifacts": _labelled(attempt.uses, list(envelope.get("artifacts") or [])),
         "chosen": (closing.payload.get("chosen") if closing is not None else None),
         "calls": calls,
         "events": [{"seq": e.seq, "type": e.type, "full": full(e.payload)} for e in mine],
     }
+
+
+def _labelled(uses: str, refs: list[str]) -> list[dict[str, str]]:
+    """An attempt's attached artifacts with what each is (its step type's ATTACHED)."""
+    from lwtool.steps import STEP_KINDS
+
+    labels = getattr(STEP_KINDS.get(uses), "ATTACHED", ())
+    return [{"ref": ref, "label": labels[n] if n < len(labels) else f"artifact {n + 1}"}
+            for n, ref in enumerate(refs)]

@@ -92,6 +92,8 @@ def test_attempt_page_shows_input_output_prompt_and_response(client: TestClient)
     assert "Prompt" in text and "You assess candidates against a job requirement" in text
     assert "Response" in text and "offline answer: Assess Ten years of Python" in text
     assert text.count('href="/artifacts/sha256/') == 3  # the output and two artifacts
+    labels = re.findall(r'<li><a href="/artifacts/sha256/[0-9a-f]{64}">([^<]+)</a>', text)
+    assert labels == ["prompt (the messages sent)", "model reply (raw text)"]
     tool = client.get(f"/runs/broken/step?path={quote('each[b].work')}&attempt=1").text
     assert "step_failed: tool &#39;work&#39; raised RuntimeError: item b is broken" in tool
     missing = client.get("/runs/demo-review/step?path=nope&attempt=1")
