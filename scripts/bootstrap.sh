@@ -23,4 +23,12 @@ if command -v npm >/dev/null 2>&1; then
       echo "bootstrap: npm ci in $clients failed; the tests/clients tests will fail" >&2
     fi
   fi
+  # A real VS Code host for the extension's test (code-server; needs ripgrep and a
+  # C++ toolchain: .ci/run installs them).
+  if command -v rg >/dev/null 2>&1; then
+    bash scripts/install_code_server.sh \
+      || echo "bootstrap: code-server did not install; tests/clients/test_vscode.py will fail" >&2
+  else
+    echo "bootstrap: no ripgrep (apt-get install ripgrep): code-server is not installed" >&2
+  fi
 fi

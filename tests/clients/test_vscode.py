@@ -1,0 +1,156 @@
+"""The packed VS Code extension (editors/vscode) in a real VS Code host: code-server
+(VS Code 1.100 in the browser; scripts/install_code_server.sh) driven in Debian's
+Chromium. The extension finds the project's `.venv/bin/lwtool` (the extension host's
+PATH is the login shell's, not the one code-server was started with), shows `lwtool
+lsp`'s findings in the Problems panel with their codes and positions, and says when
+lwtool cannot be found, naming the `lwtool.command` setting."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+HOST = ROOT / "tests" / "clients" / "vscode-host" / "node_modules" / ".bin" / "code-server"
+LWTOOL = Path(sys.executable).parent / "lwtool"
+BROKEN = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: x}
+permissions: {tools: [t]}
+steps:
+  - id: a
+    uses: tool.cal
+    with: {tool: t}
+"""
+FINDING = "unknown step type 'tool.cal'; did you mean 'tool.call'?"
+
+
+@pytest.fixture(scope="module")
+def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extension packed as its publisher packs it."""
+    if shutil.which("npm") is None:
+        pytest.fail("npm is required to pack the extension (.ci/run installs it)")
+    if not HOST.exists():
+        pytest.fail(f"{HOST} is missing: run scripts/install_code_server.sh "
+                    "(scripts/bootstrap.sh does where npm is)")
+    out = tmp_path_factory.mktemp("vsix") / "lwtool-lwir.vsix"
+    folder = ROOT / "editors" / "vscode"
+    for command in (["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                    ["npx", "vsce", "package", "--no-dependencies", "--out", str(out)]):
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture()
+def host(tmp_path: Path, vsix: Path) -> Iterator[dict[str, Any]]:
+    """code-server with the .vsix installed, on a workspace and user folder of its own."""
+    user, extensions, workspace = (tmp_path / n for n in ("user", "extensions", "ws"))
+    for folder in (user / "User", extensions, workspace):
+        folder.mkdir(parents=True)
+    common = ["--user-data-dir", str(user), "--extensions-dir", str(extensions)]
+    installed = subprocess.run([str(HOST), *common, "--install-extension", str(vsix)],
+                               capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    port = _free_port()
+    (tmp_path / "config.yaml").write_text("")  # not the user's ~/.config/code-server
+    log = (tmp_path / "code-server.log").open("wb")
+    server = subprocess.Popen(
+        [str(HOST), *common, "--config", str(tmp_path / "config.yaml"), "--auth", "none",
+         "--bind-addr", f"127.0.0.1:{port}",
+         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+         str(workspace)], stdout=log, stderr=subprocess.STDOUT)  # a pipe would fill up
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "code-server did not start"
+            assert server.poll() is None, (tmp_path / "code-server.log").read_text()
+            time.sleep(0.2)
+    try:
+        yield {"url": f"http://127.0.0.1:{port}/?folder={workspace}", "workspace": workspace,
+               "settings": user / "User" / "settings.json"}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _open_file(page: Any, name: str) -> None:
+    """Open a workspace file from the Explorer, as a user clicks it."""
+    page.click(f".explorer-folders-view .monaco-list-row[aria-label='{name}']")
+    page.wait_for_selector(f".tabs-container .tab[aria-label^='{name}']", timeout=30_000)
+
+
+def _problems(page: Any, wanted: str, timeout: float = 60) -> str:
+    """The Problems panel's text once it shows `wanted` (opened from the status bar's
+    problem counts)."""
+    page.click("#status\\.problems")
+    page.wait_for_selector(".markers-panel", state="visible", timeout=30_000)
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = page.inner_text(".markers-panel")
+        if wanted in text:
+            return text
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the Problems panel never showed {wanted!r}: {text!r}")
+
+
+def _workbench(browser: Any, url: str) -> Any:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(url)
+    page.wait_for_selector(".monaco-workbench .part.editor", timeout=60_000)
+    # the workspace is loaded once the Explorer lists it
+    page.wait_for_selector(".explorer-folders-view .monaco-list-row", timeout=60_000)
+    return page
+
+
+def test_findings_reach_the_problems_panel_from_the_project_venv(
+        browser: Any, host: dict[str, Any]) -> None:
+    workspace: Path = host["workspace"]
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "lwtool").symlink_to(LWTOOL)
+    (workspace / "flow.workflow.yaml").write_text(BROKEN)
+    page = _workbench(browser, host["url"])
+    try:
+        _open_file(page, "flow.workflow.yaml")
+        text = _problems(page, FINDING)
+        assert "step.unknown_type" in text and "[Ln 7, Col 11]" in text
+    finally:
+        page.close()
+
+
+def test_lwtool_not_found_names_the_setting(browser: Any, host: dict[str, Any]) -> None:
+    host["settings"].write_text(json.dumps({"lwtool.command": ["/nowhere/lwtool", "lsp"]}))
+    (host["workspace"] / "flow.workflow.yaml").write_text(BROKEN)
+    page = _workbench(browser, host["url"])
+    try:
+        _open_file(page, "flow.workflow.yaml")
+        toast = page.wait_for_selector(".notifications-toasts .notification-list-item-message",
+                                       timeout=60_000)
+        assert toast is not None
+        message = toast.inner_text()
+        assert "lwtool was not found" in message and "lwtool.command" in message, message
+    finally:
+        page.close()
