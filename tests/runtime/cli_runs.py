@@ -11,6 +11,23 @@ from typing import Any
 
 from tests.conftest import Worlds, run_cli
 
+# A test tool module (`tools.py:tools`): `step(args)` logs `args["name"]` to calls.log,
+# fails while a `break-<name>` file exists, and returns `<value>-<name>`.
+LOGGING_TOOLS = '''\
+import os
+from pathlib import Path
+
+def step(args):
+    here = Path(os.environ["LWTOOL_TEST_DIR"])
+    with open(here / "calls.log", "a") as log:
+        log.write(args["name"] + "\\n")
+    if (here / f"break-{args['name']}").exists():
+        raise RuntimeError(f"{args['name']} is broken")
+    return {"value": f"{args['value']}-{args['name']}"}
+
+tools = {"step": step}
+'''
+
 
 def lwtool(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`lwtool ARGS --data-dir data` in `folder`, LWTOOL_TEST_DIR set to it."""

@@ -11,20 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runtime.cli_runs import LOGGING_TOOLS as TOOLS
 from tests.runtime.cli_runs import calls, events, lwtool
-
-TOOLS = '''\
-import os
-from pathlib import Path
-
-def step(args):
-    here = Path(os.environ["LWTOOL_TEST_DIR"])
-    with open(here / "calls.log", "a") as log:
-        log.write(args["name"] + "\\n")
-    return {"value": f"{args['value']}-{args['name']}"}
-
-tools = {"step": step}
-'''
 
 FAN = """\
 apiVersion: littleworkflow.dev/v0.1
