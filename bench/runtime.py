@@ -10,7 +10,12 @@
    defaults): goal <= 1.1x the ideal 200 ms; beside it the same fan-out in raw
    asyncio with one raw SQLite commit a branch (what timers and the loop cost alone);
 4. resume of a run of ~1,000 events killed (SIGKILL, a real process) right after its
-   last step committed: goal under 20 ms.
+   last step committed: goal under 20 ms;
+5. the same chain as users meet it: `lwtool run --quiet` with a tool module given by
+   --tools (a plain sync function, and an async one), each step with an object output
+   schema; per step = (time of a 200-step chain - time of a 1-step chain) / 199, so
+   process start and imports cancel out. Goals as for 2 (issue 32: strict <= 1.3x the
+   step floor at FULL, process <= 2.5x at NORMAL).
 
 Medians of --reps rounds; the modes alternate within a round so both see the same
 disk weather. Run: .venv/bin/python bench/runtime.py [--reps N]
@@ -173,6 +178,27 @@ def resume(folder: Path) -> tuple[float, int]:
     return elapsed * 1000, count
 
 
+def cli_step(folder: Path, durability: str, flavour: str) -> float:
+    """Per-step microseconds of `lwtool run` (see 5. above)."""
+    import json
+
+    spans = {}
+    for steps in (1, 200):
+        path = folder / f"cli-{steps}.lwir.json"
+        path.write_text(json.dumps(chain_lwir(steps, uses="tool.call")))
+        data = folder / f"cli-{durability}-{flavour}-{steps}"
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "lwtool", "run", str(path), "--input",
+                               "-", "--tools", f"{HERE / '_cli_tools.py'}:{flavour}_tools",
+                               "--data-dir", str(data), "--durability", durability,
+                               "--quiet"], input='{"seed": "x"}', capture_output=True,
+                              text=True, cwd=HERE.parent)
+        spans[steps] = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(done.stderr)
+    return (spans[200] - spans[1]) / 199 * 1e6
+
+
 def child(data: Path) -> None:
     asyncio.run(start_run(LocalWorld(data), chain_lwir(RESUME_STEPS, uses="tool.call"),
                           {"seed": "x"}, tools(), {}))
@@ -206,6 +232,8 @@ def main() -> None:
                 keep(f"chain-{mode}", chain_step(folder, mode))
                 keep(f"fan-{mode}", fan_out(folder, mode))
                 keep(f"rawfan-{mode}", raw_fan_out(folder, synchronous))
+                for flavour in ("sync", "async"):
+                    keep(f"cli-{flavour}-{mode}", cli_step(folder, mode, flavour))
             ms, count = resume(folder)
             keep("resume", ms)
     med = {name: statistics.median(values) for name, values in figures.items()}
@@ -224,6 +252,12 @@ def main() -> None:
           f"= {med['fan-process'] / 200:.2f}x (goal <= 1.1x); raw asyncio + SQLite "
           f"{med['rawfan-strict']:.0f} ms (FULL) / {med['rawfan-process']:.0f} ms (NORMAL)")
     print(f"resume of a killed {count}-event run: {med['resume']:.1f} ms (goal < 20 ms)")
+    rows = {"strict": med["rows-strict"], "process": med["rows-process"]}
+    print("`lwtool run`, 200-step chain with output schemas, per step: " + "; ".join(
+        f"{flavour} tool {mode} {med[f'cli-{flavour}-{mode}']:.0f} us = "
+        f"{med[f'cli-{flavour}-{mode}'] / rows[mode]:.2f}x the step floor"
+        for flavour in ("sync", "async") for mode in MODES)
+        + " (goals: strict <= 1.3x, process <= 2.5x)")
     print(f"({options.reps} rounds, medians)")
 
 

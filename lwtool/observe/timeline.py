@@ -67,7 +67,7 @@ class Attempt:
 @dataclass
 class Timeline:
     run_id: str
-    status: str = "running"  # running | completed | failed
+    status: str = "running"  # running | waiting | completed | failed
     version_id: str = ""
     started: float | None = None
     ended: float | None = None
@@ -154,7 +154,11 @@ class Timeline:
 
     def _fold(self, event: Event) -> None:
         kind, payload, path = event.type, event.payload, event.step_path
-        if kind == "RunStarted":
+        if self.status == "waiting" and kind not in ("RunWaiting", "HumanInputReceived"):
+            self.status, self.ended = "running", None  # resumed
+        if kind == "RunWaiting":  # stopped until a person answers (human.input)
+            self.status, self.ended = "waiting", event.at
+        elif kind == "RunStarted":
             self.started = event.at if self.started is None else self.started
             self.version_id = str(payload.get("workflowVersionId", ""))
         elif kind in ("RunCompleted", "RunFailed"):

@@ -150,3 +150,24 @@ def test_step_paths_name_their_branch_and_visit() -> None:
     assert branch_of("g[k1].h[k2].s.visit[0]") == ("g[k1].h", "k2")
     assert branch_of("g.visit[1][k].s") == ("g.visit[1]", "k")
     assert branch_of("top.visit[3]") is None and branch_of("top") is None
+
+
+def test_progress_ends_on_waiting_and_a_resume_runs_again(tmp_path: Path) -> None:
+    (tmp_path / "ask.lwir.yaml").write_text(
+        "apiVersion: littleworkflow.dev/v0.1\nkind: Workflow\nmetadata: {name: ask}\n"
+        "steps:\n  - id: ask\n    uses: human.input\n"
+        "    with: {prompt: 'Go on?', schema: {type: boolean}}\n")
+    (tmp_path / "in.json").write_text("{}")
+    data = str(tmp_path / "data")
+    code, _, stderr = _on_terminal(["run", str(tmp_path / "ask.lwir.yaml"), "--input",
+                                    str(tmp_path / "in.json"), "--data-dir", data,
+                                    "--run-id", "w"], _env(tmp_path))
+    assert code == 3
+    assert "run w · waiting · 0 of 1 steps done" in _frames(stderr)
+    events = LocalWorld(tmp_path / "data").events("w")
+    assert Timeline.of("w", events).status == "waiting"
+    (tmp_path / "yes.json").write_text("true")
+    assert run_cli("respond", "w", "ask", "--input", str(tmp_path / "yes.json"),
+                   "--data-dir", data, "--resume").returncode == 0
+    timeline = Timeline.of("w", LocalWorld(tmp_path / "data").events("w"))
+    assert (timeline.status, timeline.ended is not None) == ("completed", True)
