@@ -2,8 +2,9 @@
 (VS Code 1.100 in the browser; scripts/install_code_server.sh) driven in Debian's
 Chromium. The extension finds the project's `.venv/bin/lwtool` (the extension host's
 PATH is the login shell's, not the one code-server was started with), shows `lwtool
-lsp`'s findings in the Problems panel with their codes and positions, and says when
-lwtool cannot be found, naming the `lwtool.command` setting."""
+lsp`'s findings in the Problems panel with their codes and positions, says when lwtool
+cannot be found, naming the `lwtool.command` setting, and starts the server once the
+setting is changed in VS Code's own settings editor, without a reload."""
 
 from __future__ import annotations
 
@@ -141,8 +142,14 @@ def test_findings_reach_the_problems_panel_from_the_project_venv(
         page.close()
 
 
-def test_lwtool_not_found_names_the_setting(browser: Any, host: dict[str, Any]) -> None:
-    host["settings"].write_text(json.dumps({"lwtool.command": ["/nowhere/lwtool", "lsp"]}))
+# Typed into VS Code's settings editor: no auto-closing to fight.
+PLAIN_TYPING = {"editor.autoClosingBrackets": "never", "editor.autoClosingQuotes": "never"}
+
+
+def test_lwtool_not_found_is_said_and_a_changed_setting_starts_it(
+        browser: Any, host: dict[str, Any]) -> None:
+    host["settings"].write_text(json.dumps({"lwtool.command": ["/nowhere/lwtool", "lsp"],
+                                            **PLAIN_TYPING}))
     (host["workspace"] / "flow.workflow.yaml").write_text(BROKEN)
     page = _workbench(browser, host["url"])
     try:
@@ -152,5 +159,22 @@ def test_lwtool_not_found_names_the_setting(browser: Any, host: dict[str, Any]) 
         assert toast is not None
         message = toast.inner_text()
         assert "lwtool was not found" in message and "lwtool.command" in message, message
+        # the user fixes the setting in VS Code: the server starts, no reload
+        page.keyboard.press("F1")
+        page.wait_for_selector(".quick-input-widget", state="visible")
+        page.keyboard.insert_text("Preferences: Open User Settings (JSON)")
+        page.wait_for_selector(".quick-input-list .monaco-list-row", timeout=30_000)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".tabs-container .tab[aria-label^='settings.json']",
+                               timeout=30_000)
+        page.wait_for_timeout(500)  # the editor takes the focus once it is shown
+        page.locator(".editor-group-container.active .monaco-editor .view-lines").click()
+        page.keyboard.press("Control+A")
+        page.keyboard.press("Delete")
+        page.keyboard.insert_text(json.dumps({"lwtool.command": [str(LWTOOL), "lsp"],
+                                              **PLAIN_TYPING}))
+        page.keyboard.press("Control+S")
+        assert "step.unknown_type" in _problems(page, FINDING)
+        assert json.loads(host["settings"].read_text())["lwtool.command"][0] == str(LWTOOL)
     finally:
         page.close()
