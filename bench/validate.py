@@ -1,6 +1,10 @@
 """Validation speed: a generated 1,000-step LWIR file (YAML) end to end in-process
 (goal < 250 ms), `lwtool validate` on a small file from a cold process (goal < 300 ms),
-and `lwtool --help` from a cold process (start-up of the CLI itself).
+and `lwtool --help` from a cold process (start-up of the CLI itself). Then the figure
+of issue 32: cold `lwtool validate` of a small file against `python -c pass`, paired
+runs, as a ratio (goal <= 8x), with the modules' bytecode cached as an installed lwtool
+has it; and without (PYTHONDONTWRITEBYTECODE, which this workplace sets: every start
+then compiles lwtool's modules from source).
 
 Run: .venv/bin/python bench/validate.py
 """
@@ -57,6 +61,35 @@ def main() -> None:
         print(f"lwtool validate small file, cold process wall time: {best_and_median(cold)}  "
               "(goal < 300 ms)")
         print(f"lwtool --help, cold process wall time: {best_and_median(_cold_runs(['--help']))}")
+        for label, env in (("bytecode cached", _with_bytecode()),
+                           ("no bytecode", {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})):
+            ratio, tool, bare = _paired(lwtool, env)
+            print(f"cold validate / python -c pass ({label}): {ratio:.1f}x ({tool * 1000:.0f} "
+                  f"ms / {bare * 1000:.0f} ms, median of 9 pairs; goal <= 8x)")
+
+
+def _with_bytecode() -> dict[str, str]:
+    """The environment without PYTHONDONTWRITEBYTECODE (the first run writes the
+    bytecode, as pip does at install time)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _paired(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Median ratio of `command` to `python -c pass` over 9 pairs, and each median."""
+    bare = [sys.executable, "-c", "pass"]
+    for warm in (command, bare):
+        subprocess.run(warm, check=True, capture_output=True, env=env)
+    ratios, tools, bares = [], [], []
+    for _ in range(9):
+        spans = []
+        for run in (command, bare):
+            started = time.perf_counter()
+            subprocess.run(run, check=True, capture_output=True, env=env)
+            spans.append(time.perf_counter() - started)
+        tools.append(spans[0])
+        bares.append(spans[1])
+        ratios.append(spans[0] / spans[1])
+    return (statistics.median(ratios), statistics.median(tools), statistics.median(bares))
 
 
 def _cold_runs(args: list[str], runs: int = 30) -> list[float]:
