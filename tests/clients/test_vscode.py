@@ -9,6 +9,7 @@ setting is changed in VS Code's own settings editor, without a reload."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -44,8 +45,11 @@ def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("npm") is None:
         pytest.fail("npm is required to pack the extension (.ci/run installs it)")
     if not HOST.exists():
-        pytest.fail(f"{HOST} is missing: run scripts/install_code_server.sh "
-                    "(scripts/bootstrap.sh does where npm is)")
+        why = (f"{HOST} is missing: scripts/bootstrap.sh installs it where npm and ripgrep "
+               "are (apt-get install ripgrep; .ci/run does)")
+        if os.environ.get("LWTOOL_REQUIRE_BROWSER"):
+            pytest.fail(why)
+        pytest.skip(why)
     out = tmp_path_factory.mktemp("vsix") / "lwtool-lwir.vsix"
     folder = ROOT / "editors" / "vscode"
     for command in (["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
