@@ -34,6 +34,7 @@ from lwtool.cli.runtime_options import (
     load_worker_harness,
     offline_models,
     open_world,
+    postgres_url,
     read_json_or_yaml,
     use_world,
     with_code_timeout,
@@ -137,6 +138,8 @@ def respond(
                                        "file, or - for stdin.")],
     resume: Annotated[bool, typer.Option("--resume", help="Go on with the run once the "
                                          "answer is committed (as `lwtool replay`).")] = False,
+    enqueue: Annotated[bool, typer.Option("--enqueue", help="PostgreSQL world: queue the "
+                                          "run again for `lwtool worker` processes.")] = False,
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
@@ -158,10 +161,19 @@ def respond(
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     use_world(world_url)
+    if resume and enqueue:
+        raise fail("--resume and --enqueue exclude each other: go on here, or let a worker")
+    if enqueue and postgres_url() is None:
+        raise fail("--enqueue needs a PostgreSQL world (--world postgresql://... or "
+                   "LWTOOL_WORLD)")
     value = read_json_or_yaml(input, "input")
     world = open_world(data_dir, must_exist=True)
     try:
         done = answer(world, run_id, step_path, value)
+        if enqueue:
+            from lwtool.world.postgres_queue import RunQueue
+
+            done["queued"] = RunQueue(world).requeue(run_id)
     except AnswerInvalid as exc:
         raise fail(f"run {run_id}: {exc}; nothing was written", exit_codes.INVALID) from None
     except RunNotFound as exc:
@@ -175,7 +187,14 @@ def respond(
     if not resume:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))
-        sys.stderr.write(f"lwtool: go on with `lwtool replay {run_id}`\n")
+        if done.get("queued"):
+            sys.stderr.write(f"lwtool: run {run_id} queued again; `lwtool worker` processes "
+                             "go on with it\n")
+        elif enqueue:
+            sys.stderr.write(f"lwtool: run {run_id} was not waiting in the queue (it was "
+                             "not started with --enqueue, or a worker holds it)\n")
+        else:
+            sys.stderr.write(f"lwtool: go on with `lwtool replay {run_id}`\n")
         return
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, None)

@@ -5,8 +5,8 @@ renews. A run whose worker died is claimable again once its lease has run out; t
 run's advisory lock keeps a slow worker and its successor from executing it at once,
 and its event log keeps every committed step from running again.
 
-States: queued -> claimed -> done | failed (a claimed run whose lease ran out counts as
-queued)."""
+States: queued -> claimed -> done | failed | waiting (a claimed run whose lease ran out
+counts as queued; a waiting run is queued again by `lwtool respond --enqueue`)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,16 @@ class RunQueue:
                                      dumps_text(options), time.time())).fetchone()
         if added is None:
             raise RunConflict(f"run {run_id} is queued already (choose a new run id)")
+
+    def requeue(self, run_id: str) -> bool:
+        """Queue a run that waits for a person again (its answer is in: a worker goes on
+        with it); False when the queue does not hold it as waiting."""
+        with self.world._tx() as conn:
+            row = conn.execute("UPDATE lwtool.queue SET state = 'queued', worker = NULL, "
+                               "lease_until = NULL, enqueued_at = %s WHERE run_id = %s AND "
+                               "state = 'waiting' RETURNING run_id",
+                               (time.time(), run_id)).fetchone()
+        return row is not None
 
     def claim(self, worker: str, lease: float) -> Claim | None:
         """The oldest runnable run, claimed for `lease` seconds; None when there is none."""

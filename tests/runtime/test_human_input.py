@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,7 +190,7 @@ def test_a_run_killed_around_a_wait_resumes_to_the_same_wait(folder: Path) -> No
     assert types_of(folder, "k").count("HumanInputReceived") == 2
 
 
-def test_the_python_api_answers_a_waiting_run(folder: Path, world_kind: str) -> None:
+def test_the_python_api_answers_a_waiting_run(folder: Path, world_kind: Any) -> None:
     import asyncio
 
     import lwtool
@@ -218,3 +219,14 @@ def test_the_python_api_answers_a_waiting_run(folder: Path, world_kind: str) -> 
         assert result["output"] == {"ok": True}
     finally:
         world.close()
+
+
+def test_enqueue_needs_the_postgresql_world(folder: Path, world_kind: Any) -> None:
+    if world_kind.kind != "local":
+        pytest.skip("the PostgreSQL side: tests/world/test_worker_operations.py")
+    assert run(folder, "fan.lwir.yaml", "q").returncode == 3
+    refused = respond(folder, "q", "fan[0].ask", "yes.json", "--enqueue")
+    assert refused.returncode == 2 and "--enqueue needs a PostgreSQL world" in refused.stderr
+    both = respond(folder, "q", "fan[0].ask", "yes.json", "--enqueue", "--resume")
+    assert both.returncode == 2 and "exclude each other" in both.stderr
+    assert "HumanInputReceived" not in types_of(folder, "q")  # nothing written

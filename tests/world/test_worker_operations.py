@@ -55,15 +55,22 @@ def test_worker_branches_wait_and_the_run_goes_on_once_answered(tmp_path: Path,
         ("fan[0].ask", "ok 0?"), ("fan[1].ask", "ok 1?"), ("fan[2].ask", "ok 2?")]
     assert _marks(tmp_path) == {"w:prep": 1}
 
-    for index in range(3):
+    for index in range(3):  # the last answer queues the run again for the workers
         (tmp_path / "a.json").write_text(str(10 + index))
-        more = ("--resume", "--tools", TOOLS, "--json") if index == 2 else ()
+        more = ("--enqueue",) if index == 2 else ()
         answered = run_cli("respond", "w", f"fan[{index}].ask", "--input",
-                           str(tmp_path / "a.json"), "--world", postgres_url, *more,
-                           env={"LWTOOL_TEST_DIR": str(tmp_path)})
+                           str(tmp_path / "a.json"), "--world", postgres_url, *more)
         assert answered.returncode == 0, answered.stderr
-    assert json.loads(answered.stdout)["output"] == {"value": "12-b2-join"}
+    assert "run w queued again" in answered.stderr
+    worker = _worker(tmp_path, postgres_url, "--concurrency", "2")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and "run w done" in err, err
+    done = run_cli("replay", "w", "--world", postgres_url, "--json", "--tools", TOOLS)
+    assert json.loads(done.stdout)["output"] == {"value": "12-b2-join"}
     assert _marks(tmp_path) == {"w:prep": 1, "w:b0": 1, "w:b1": 1, "w:b2": 1, "w:join": 1}
+    refused = run_cli("respond", "w", "fan[0].ask", "--input", str(tmp_path / "a.json"),
+                      "--world", postgres_url, "--enqueue")
+    assert refused.returncode == 2 and "has completed" in refused.stderr
     verified = run_cli("verify", "--world", postgres_url)
     assert verified.returncode == 0, verified.stderr
 
