@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.clients.documents import BROKEN
 from tests.conftest import ROOT
 
 CONFIG = ROOT / "editors" / "neovim" / "lwtool.lua"
@@ -56,16 +57,6 @@ f:close()
 vim.cmd("qa!")
 """
 
-BROKEN = """\
-apiVersion: littleworkflow.dev/v0.1
-kind: Workflow
-metadata: {name: x}
-permissions: {tools: [t]}
-steps:
-  - id: a
-    uses: tool.cal
-    with: {tool: t}
-"""
 
 
 def _open(folder: Path, name: str, text: str, wait_for: int = 1,

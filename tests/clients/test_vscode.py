@@ -22,21 +22,11 @@ from typing import Any
 
 import pytest
 
+from tests.clients.documents import BROKEN, FINDING
 from tests.conftest import ROOT
 
 HOST = ROOT / "tests" / "clients" / "vscode-host" / "node_modules" / ".bin" / "code-server"
 LWTOOL = Path(sys.executable).parent / "lwtool"
-BROKEN = """\
-apiVersion: littleworkflow.dev/v0.1
-kind: Workflow
-metadata: {name: x}
-permissions: {tools: [t]}
-steps:
-  - id: a
-    uses: tool.cal
-    with: {tool: t}
-"""
-FINDING = "unknown step type 'tool.cal'; did you mean 'tool.call'?"
 
 
 @pytest.fixture(scope="module")
