@@ -221,12 +221,21 @@ def test_the_python_api_answers_a_waiting_run(folder: Path, world_kind: Any) -> 
         world.close()
 
 
-def test_enqueue_needs_the_postgresql_world(folder: Path, world_kind: Any) -> None:
-    if world_kind.kind != "local":
-        pytest.skip("the PostgreSQL side: tests/world/test_worker_operations.py")
-    assert run(folder, "fan.lwir.yaml", "q").returncode == 3
-    refused = respond(folder, "q", "fan[0].ask", "yes.json", "--enqueue")
-    assert refused.returncode == 2 and "--enqueue needs a PostgreSQL world" in refused.stderr
-    both = respond(folder, "q", "fan[0].ask", "yes.json", "--enqueue", "--resume")
-    assert both.returncode == 2 and "exclude each other" in both.stderr
-    assert "HumanInputReceived" not in types_of(folder, "q")  # nothing written
+def test_enqueue_needs_the_postgresql_world(tmp_path: Path) -> None:
+    """The local world only (the PostgreSQL side: tests/world/test_worker_operations.py)."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "fan.lwir.yaml").write_text(FAN)
+    (tmp_path / "in.json").write_text('{"v": "s"}')
+    (tmp_path / "yes.json").write_text("true")
+    (tmp_path / "tools.py").write_text(TOOLS)
+    local = {"cwd": tmp_path, "env": {"LWTOOL_TEST_DIR": str(tmp_path), "LWTOOL_WORLD": ""}}
+    assert run_cli("run", "fan.lwir.yaml", "-i", "in.json", "--tools", "tools.py:tools",
+                   "--run-id", "q", **local).returncode == 3  # type: ignore[arg-type]
+    for extra, said in ((("--enqueue",), "--enqueue needs a PostgreSQL world"),
+                        (("--enqueue", "--resume"), "exclude each other")):
+        refused = run_cli("respond", "q", "fan[0].ask", "--input", "yes.json", *extra,
+                          **local)  # type: ignore[arg-type]
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+    events = run_cli("events", "q", **local).stdout  # type: ignore[arg-type]
+    assert "HumanInputRequested" in events and "HumanInputReceived" not in events
