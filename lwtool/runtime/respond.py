@@ -14,6 +14,7 @@ from typing import Any
 
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.journal import Journal
+from lwtool.steps import human_input
 from lwtool.steps.human_input import RECEIVED, REQUESTED
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.world.base import NewEvent, World
@@ -34,17 +35,9 @@ def open_requests(journal: Journal) -> dict[str, dict[str, Any]]:
 
 
 def waiting_for(world: World, run_id: str) -> list[dict[str, Any]]:
-    """The run's open requests, in the order they were made: {stepPath, prompt,
-    schema} (what `lwtool runs` and the inspector show under a waiting run)."""
-    requests: dict[str, dict[str, Any]] = {}
-    for event in world.events(run_id, types=[REQUESTED, RECEIVED]):
-        if event.type == REQUESTED and event.step_path is not None:
-            requests[event.step_path] = {"stepPath": event.step_path,
-                                         "prompt": event.payload.get("prompt"),
-                                         "schema": event.payload.get("schema")}
-        elif event.step_path is not None:
-            requests.pop(event.step_path, None)
-    return list(requests.values())
+    """The run's open requests, in the order they were made: {stepPath, stepId, prompt,
+    schema}."""
+    return human_input.open_requests(world.events(run_id, types=[REQUESTED, RECEIVED]))
 
 
 def _who() -> str | None:

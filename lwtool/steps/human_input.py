@@ -12,6 +12,7 @@ its path, so each parallel branch and each loop visit waits on its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from lwtool.expr.functions import to_text
@@ -29,6 +30,20 @@ def request_of(event: Event) -> dict[str, Any]:
     payload = event.payload
     return {"stepPath": event.step_path, "stepId": payload.get("stepId"),
             "prompt": payload.get("prompt"), "schema": payload.get("schema")}
+
+
+def open_requests(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The requests among `events` with no answer yet, in the order they were made
+    (what `lwtool runs` and the inspector show under a waiting run)."""
+    asked: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.step_path is None:
+            continue
+        if event.type == REQUESTED:
+            asked[event.step_path] = request_of(event)
+        elif event.type == RECEIVED:
+            asked.pop(event.step_path, None)
+    return list(asked.values())
 
 
 async def run_human_input(scope: Any, step: dict[str, Any], path: str,

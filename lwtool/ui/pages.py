@@ -134,15 +134,10 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
 
 def _waiting_for(events: list[Event]) -> list[dict[str, Any]]:
     """A waiting run's open human.input requests: {path, prompt, schema (text)}."""
-    asked: dict[str, dict[str, Any]] = {}
-    for event in events:
-        if event.type == "HumanInputRequested" and event.step_path is not None:
-            asked[event.step_path] = {"path": event.step_path,
-                                      "prompt": event.payload.get("prompt"),
-                                      "schema": preview(event.payload.get("schema"), 400)}
-        elif event.type == "HumanInputReceived" and event.step_path is not None:
-            asked.pop(event.step_path, None)
-    return list(asked.values())
+    from lwtool.steps.human_input import open_requests
+
+    return [{"path": r["stepPath"], "prompt": r["prompt"], "schema": preview(r["schema"], 400)}
+            for r in open_requests(events)]
 
 
 def _graph(version: dict[str, Any], events: list[Event]) -> tuple[Any, Any]:
