@@ -5,14 +5,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import time
 from typing import Any
 
+import orjson
+
 # json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str),
-# built once: the bytes earlier logs' hashes were taken over.
+# built once: the bytes earlier logs' hashes were taken over (and still are).
 _hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                 default=str).encode
+# orjson writes the same bytes ten times faster, with sorted keys, for JSON values, except
+# floats the standard library writes in exponent form with a padded exponent (`1e-05`,
+# `2.5e-07`): orjson writes `0.00001`, `2.5e-7`, and its text for every such float has
+# one of the forms below. Text with any of them (a string holding `e-5` too) is written
+# again by the standard library; so is anything orjson refuses (an integer beyond 64
+# bits, a non-string key, a lone surrogate, an object the standard library writes as
+# its str()).
+_FAST = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+         | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS)
+_MAYBE_OTHER_FLOAT = re.compile(rb"e-[1-9](?![0-9])|0\.0000")
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
 
 
 def new_run_id() -> str:
@@ -21,7 +38,14 @@ def new_run_id() -> str:
 
 
 def hash_bytes(value: Any) -> bytes:
-    """The bytes `short_hash` hashes."""
+    """The bytes `short_hash` hashes: the standard library's sorted compact JSON,
+    written by orjson wherever its bytes are the same."""
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_FAST)
+    except TypeError:
+        return _hash_encode(value).encode("utf-8")
+    if _MAYBE_OTHER_FLOAT.search(data) is None:
+        return data
     return _hash_encode(value).encode("utf-8")
 
 

@@ -28,11 +28,16 @@ def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | No
     text where text belongs (a store edited to hold bytes there)."""
     if not isinstance(payload_text, str):
         raise TypeError(f"an event payload is {type(payload_text).__name__}, not text")
+    return chained_hash(prev, run_id, seq, type_, step_path, repr(at), payload_text)
+
+
+def chained_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
+                 at_text: str, payload_text: str) -> str:
+    """`event_hash` with the time already written (`repr(at)`: the events of one commit
+    share it): one string, one SHA-256."""
     path = "-" if step_path is None else f"{len(step_path)}:{step_path}"
-    fields = f"{prev}\n{run_id}\n{seq}\n{len(type_)}:{type_}\n{at!r}\n{path}\n"
-    digest = hashlib.sha256(fields.encode("utf-8", "surrogatepass"))
-    digest.update(payload_text.encode("utf-8", "surrogatepass"))
-    return FORM + digest.hexdigest()
+    material = f"{prev}\n{run_id}\n{seq}\n{len(type_)}:{type_}\n{at_text}\n{path}\n{payload_text}"
+    return FORM + hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _first_form_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,

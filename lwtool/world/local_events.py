@@ -18,7 +18,7 @@ from lwtool.world.base import (
     StoreUnavailable,
     WorldError,
 )
-from lwtool.world.chain import FORM, event_hash
+from lwtool.world.chain import FORM, chained_hash
 
 # Stores made from format 3 on key each event by its run's number and its seq (run_no *
 # 2**32 + seq, the table's rowid): a run's events are one key range, appended in
@@ -37,13 +37,15 @@ def chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now:
     out, rows = [], []
     if seq + len(events) > MAX_SEQ:
         raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
+    at_text = repr(now)
     for event in events:
         seq += 1
-        text = dumps_text(event.payload)
-        prev = event_hash(prev, run_id, seq, event.type, event.step_path, now, text)
-        out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
-        row = (run_id, seq, event.type, event.step_path, text, now, prev)
-        rows.append(row if base is None else (base + seq, *row))
+        type_, payload_, path = event.type, event.payload, event.step_path
+        text = dumps_text(payload_)
+        prev = chained_hash(prev, run_id, seq, type_, path, at_text, text)
+        out.append(Event(seq, run_id, type_, payload_, path, now))
+        rows.append((run_id, seq, type_, path, text, now, prev) if base is None else
+                    (base + seq, run_id, seq, type_, path, text, now, prev))
     return out, rows, (seq, prev)
 
 
