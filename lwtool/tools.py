@@ -9,9 +9,8 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -44,7 +43,7 @@ class Tool:
     async def invoke(self, args: Any, threads: Executor) -> Any:
         """Call the tool: awaited when async, else in `threads` (never the event loop).
         While it runs, its `os._exit(n)` raises ToolExited instead of ending the run."""
-        with _exit_guard():
+        with _exit_guard:
             if self.is_async:
                 return await self.fn(args)
             if not self.blocking:
@@ -74,22 +73,27 @@ def _guarded_exit(status: int) -> NoReturn:
 _owner_pid = os.getpid()
 
 
-@contextmanager
-def _exit_guard() -> Iterator[None]:
-    """Route `os._exit` of this process to ToolExited while any tool runs."""
-    global _guards, _owner_pid
-    with _guards_lock:
-        if _guards == 0:
-            _owner_pid = os.getpid()
-            os._exit = _guarded_exit
-        _guards += 1
-    try:
-        yield
-    finally:
+class _ExitGuard:
+    """Route `os._exit` of this process to ToolExited while any tool runs (a class, not
+    a generator: entered once per tool call)."""
+
+    def __enter__(self) -> None:
+        global _guards, _owner_pid
+        with _guards_lock:
+            if _guards == 0:
+                _owner_pid = os.getpid()
+                os._exit = _guarded_exit
+            _guards += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _guards
         with _guards_lock:
             _guards -= 1
             if _guards == 0:
                 os._exit = _real_exit
+
+
+_exit_guard = _ExitGuard()
 
 
 @dataclass

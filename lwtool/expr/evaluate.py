@@ -49,6 +49,8 @@ def _order(op: str, a: Any, b: Any) -> bool:
 
 
 def _get(target: Any, key: Any) -> Any:
+    if type(target) is dict:  # the common case, without the Mapping ABC's check
+        return target.get(key) if isinstance(key, str) else None
     if isinstance(target, Mapping):
         return target.get(key) if isinstance(key, str) else None
     if isinstance(target, list) and isinstance(key, int) and not isinstance(key, bool):
@@ -58,14 +60,16 @@ def _get(target: Any, key: Any) -> Any:
 
 def evaluate(node: ast.Node, scope: Mapping[str, Any]) -> Any:
     """The value of one expression. Raises EvaluationError on a type error."""
+    kind = type(node)  # paths first (most expressions are `steps.x.output.y`); the
+    if kind is ast.Member:  # node classes are never subclassed
+        return _get(evaluate(node.target, scope), node.name)  # type: ignore[attr-defined]
+    if kind is ast.Root:
+        name = node.name  # type: ignore[attr-defined]
+        if name not in scope:
+            raise EvaluationError(f"'{name}' is not available here")
+        return scope[name]
     if isinstance(node, ast.Literal):
         return node.value
-    if isinstance(node, ast.Root):
-        if node.name not in scope:
-            raise EvaluationError(f"'{node.name}' is not available here")
-        return scope[node.name]
-    if isinstance(node, ast.Member):
-        return _get(evaluate(node.target, scope), node.name)
     if isinstance(node, ast.Index):
         return _get(evaluate(node.target, scope), evaluate(node.index, scope))
     if isinstance(node, ast.Array):

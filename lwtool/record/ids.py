@@ -10,7 +10,10 @@ import secrets
 import time
 from typing import Any
 
-import orjson
+try:
+    import orjson
+except ImportError:  # a base install (validate, check, lsp): the standard library alone
+    orjson = None  # type: ignore[assignment]
 
 # json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str),
 # built once: the bytes earlier logs' hashes were taken over (and still are).
@@ -21,10 +24,12 @@ _hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_as
 # `2.5e-07`): orjson writes `0.00001`, `2.5e-7`, and its text for every such float has
 # one of the forms below. Text with any of them (a string holding `e-5` too) is written
 # again by the standard library; so is anything orjson refuses (an integer beyond 64
-# bits, a non-string key, a lone surrogate, an object the standard library writes as
-# its str()).
-_FAST = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
-         | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS)
+# bits, a non-string key, a lone surrogate, a date or dataclass the standard library
+# writes as its str()). lwtool hashes JSON values; an enum member, which orjson writes as
+# its value, is not one.
+_FAST = 0 if orjson is None else (
+    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS)
 _MAYBE_OTHER_FLOAT = re.compile(rb"e-[1-9](?![0-9])|0\.0000")
 
 
@@ -40,6 +45,8 @@ def new_run_id() -> str:
 def hash_bytes(value: Any) -> bytes:
     """The bytes `short_hash` hashes: the standard library's sorted compact JSON,
     written by orjson wherever its bytes are the same."""
+    if orjson is None:
+        return _hash_encode(value).encode("utf-8")
     try:
         data = orjson.dumps(value, default=_refuse, option=_FAST)
     except TypeError:

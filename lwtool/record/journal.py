@@ -94,11 +94,11 @@ class Journal:
         CapabilityDriftError, before it does anything (fields an older lwtool left null,
         empty or at the empty-skills hash, from before they were recorded, are not
         compared)."""
-        from lwtool.record.errors import CapabilityDriftError
-
         recorded = self.open_sessions.get(path)
         if recorded is None:
             return
+        from lwtool.record.errors import CapabilityDriftError
+
         changed = sorted(key for key in set(recorded) | set(manifest)
                          if recorded.get(key) not in _UNRECORDED
                          and recorded.get(key) != manifest.get(key))

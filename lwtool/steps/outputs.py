@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.record.ids import hash_bytes
 
 
 class OutputInvalid(ValueError):
@@ -14,14 +15,14 @@ class OutputInvalid(ValueError):
 
 
 @lru_cache(maxsize=256)
-def _compiled(schema_text: str) -> Any:
+def _compiled(schema_text: bytes) -> Any:
     import jsonschema_rs
 
     return jsonschema_rs.Draft202012Validator(json.loads(schema_text))
 
 
 # Equal schemas share a compiled validator: keyed by their text with sorted keys.
-_cache_key = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_cache_key = hash_bytes
 
 # Schemas seen, by identity: a locked version's schema objects are checked step after
 # step. Each entry holds its schema, so an id is never reused while it is here.
