@@ -25,6 +25,7 @@ from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 from lwtool.record.ids import hash_bytes, short_hash
 from lwtool.record.run_state import step_timeout
+from lwtool.runtime.deadlines import Deadlines
 from lwtool.runtime.scope import Scope
 from lwtool.steps import STEP_KINDS
 from lwtool.steps.outputs import OutputInvalid, check_output
@@ -103,15 +104,22 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
             await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (spent - 1) / 1000)
 
 
-async def _recorded_input(run: Any, step_input: Any) -> tuple[str, dict[str, Any]]:
-    """The attempt's inputHash, and its input as StepAttemptStarted records it: inline
-    up to INPUT_INLINE_LIMIT bytes, else `inputRef`, the artifact of the very bytes the
-    hash was taken over (stored before the event that names it)."""
+def _input_hash(step_input: Any) -> tuple[str, bytes | None]:
+    """The attempt's inputHash, and the bytes it was taken over when they are too large
+    to record inline (StepAttemptStarted then names their artifact, `inputRef`, stored
+    before it)."""
     data = hash_bytes(step_input)
-    digest = hashlib.sha256(data).hexdigest()
-    if len(data) <= INPUT_INLINE_LIMIT:
-        return f"sha256:{digest}", {"input": step_input}
-    return f"sha256:{digest}", {"inputRef": await run.world.put_artifact(data, run.fsyncs)}
+    return ("sha256:" + hashlib.sha256(data).hexdigest(),
+            data if len(data) > INPUT_INLINE_LIMIT else None)
+
+
+def _deadlines(run: Any) -> Deadlines:
+    """The run's attempt deadlines (one loop timer for all of them)."""
+    found: Deadlines | None = run.memo.get("deadlines")
+    if found is None:
+        found = run.memo["deadlines"] = Deadlines()
+        run.on_end.append(found.close)
+    return found
 
 
 def _joined(worker_system: str, step_system: Any) -> str | None:
@@ -154,13 +162,17 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     started = time.perf_counter()
     expression_scope = scope.expression_scope(sid, path, visit, attempt)
     step_input = kind.resolve_input(scope, step, expression_scope, path)
-    input_hash, recorded_input = await _recorded_input(run, step_input)
+    input_hash, large = _input_hash(step_input)
+    recorded_input = {"input": step_input} if large is None else \
+        {"inputRef": await run.world.put_artifact(large, run.fsyncs)}
     settings = step.get("with") or {}
+    generates = uses == "ai.generate"
     manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
                                run.config_hash(step), run.tools_hash,
                                definition_hash=run.workspace.get("definitionHash"),
-                               model_slot=settings.get("model") if uses == "ai.generate" else None,
-                               system=_joined(worker_system(run), settings.get("system")),
+                               model_slot=settings.get("model") if generates else None,
+                               system=_joined(worker_system(run), settings.get("system"))
+                               if generates else None,
                                **worker_identity(run, path))
     run.journal.check_session(run.run_id, run.version_id, path, manifest)
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
@@ -181,7 +193,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     limit, source = step_timeout(step, run.step_timeout)
     custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
-        async with asyncio.timeout(limit):  # no extra task, unlike wait_for
+        async with _deadlines(run).within(limit):  # no extra task, unlike wait_for
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
                 await custom_context(run, scope, step, path) if custom else

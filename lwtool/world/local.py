@@ -165,25 +165,12 @@ class LocalWorld(InspectorViews):
         return StoreUnavailable(f"cannot write to the data dir {self.data_dir}: "
                                 f"{self.data_dir} {why}")
 
-    @contextmanager
-    def _tx(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+    def _tx(self, durable: bool = True) -> _Transaction:
+        """One write transaction under the world's lock: committed when its block ends,
+        rolled back when it raises; a store error becomes a WorldError."""
         if self.read_only:
             raise self._read_only_error()
-        with self._lock:
-            try:
-                level = "FULL" if durable else "NORMAL"
-                if level != self._current_sync:
-                    self._db.execute(f"PRAGMA synchronous={level}")
-                    self._current_sync = level
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-                raise self._store_error(exc) from None
+        return _Transaction(self, durable)
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -272,8 +259,8 @@ class LocalWorld(InspectorViews):
         sequential): for evidence such as attempt-started events, and for every commit
         of a run in process durability."""
         with self._tx(durable) as db:
-            if artifacts:
-                db.executemany(PUT_INLINE, artifacts)
+            for artifact in artifacts:  # mostly one: execute is cheaper than executemany
+                db.execute(PUT_INLINE, artifact)
             committed, head = self._insert(db, run_id, events, status, time.time())
         self._heads[run_id] = head
         return committed
@@ -457,3 +444,40 @@ def local_world(data_dir: str | Path = DEFAULT_DATA_DIR,
     """The spec's `localWorld({dataDir, maxConcurrentSteps})`; `durability` is the
     default of runs started in it (strict | process; a run may choose its own)."""
     return LocalWorld(data_dir, max_concurrent_steps, durability)
+
+
+class _Transaction:
+    """LocalWorld._tx: a class, not a generator (a step's commit enters one)."""
+
+    __slots__ = ("world", "durable")
+
+    def __init__(self, world: LocalWorld, durable: bool) -> None:
+        self.world, self.durable = world, durable
+
+    def __enter__(self) -> sqlite3.Connection:
+        world = self.world
+        world._lock.acquire()
+        try:
+            level = "FULL" if self.durable else "NORMAL"
+            if level != world._current_sync:
+                world._db.execute(f"PRAGMA synchronous={level}")
+                world._current_sync = level
+            world._db.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            world._lock.release()
+            if isinstance(exc, (sqlite3.DatabaseError, UnicodeDecodeError)):
+                raise world._store_error(exc) from None
+            raise
+        return world._db
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: Any) -> None:
+        world = self.world
+        try:
+            world._db.execute("COMMIT" if kind is None else "ROLLBACK")
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as failed:
+            raise world._store_error(failed) from None
+        finally:
+            world._lock.release()
+        if isinstance(exc, (sqlite3.DatabaseError, UnicodeDecodeError)):
+            raise world._store_error(exc) from None
