@@ -20,10 +20,10 @@ from typing import Any, NoReturn
 class Tool:
     """A Python callable (sync or async) that takes the step input as one argument.
     A sync tool runs in a worker thread (it may block: file or network I/O, a
-    subprocess), which costs a thread hand-off per call (~0.1-0.2 ms); one registered
-    with `blocking=False` promises to return at once without blocking and is called on
-    the event loop itself (nothing else in the run moves while it runs, and a step
-    timeout cannot interrupt it)."""
+    subprocess), which costs a thread hand-off per call (~30-60 us here); one
+    registered with `blocking=False` promises to return at once without blocking and is
+    called on the event loop itself (nothing else in the run moves while it runs, and a
+    step timeout cannot interrupt it)."""
 
     name: str
     fn: Callable[..., Any]
@@ -40,15 +40,31 @@ class Tool:
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
 
-    async def invoke(self, args: Any, threads: Executor) -> Any:
+    async def invoke(self, args: Any, threads: Executor, alone: bool = False) -> Any:
         """Call the tool: awaited when async, else in `threads` (never the event loop).
-        While it runs, its `os._exit(n)` raises ToolExited instead of ending the run."""
+        While it runs, its `os._exit(n)` raises ToolExited instead of ending the run.
+
+        `alone`: nothing else of the run is in flight. The loop then waits for a sync
+        tool's thread itself for up to WAIT_SLICE seconds (half the hand-off of an
+        awaited thread), and awaits it as usual after that: a signal, the step's
+        deadline or a cancellation waits one slice at most."""
         with _exit_guard:
             if self.is_async:
                 return await self.fn(args)
             if not self.blocking:
                 return self.fn(args)
-            return await asyncio.get_running_loop().run_in_executor(threads, self.fn, args)
+            if not alone:
+                return await asyncio.get_running_loop().run_in_executor(threads, self.fn,
+                                                                         args)
+            future = threads.submit(self.fn, args)
+            try:
+                future.exception(timeout=WAIT_SLICE)  # the tool's own errors: below
+            except TimeoutError:
+                return await asyncio.wrap_future(future)
+            return future.result()
+
+
+WAIT_SLICE = 0.01  # seconds the loop itself waits for a sync tool alone in its run
 
 
 class ToolExited(SystemExit):

@@ -128,7 +128,7 @@ class RunState:
         durable = durable and self.fsyncs
         notes = self._take_notes()
         batch = [*notes, *events] if notes else events
-        if self._inline_commit():
+        if self.alone():
             committed = self.world.append(self.run_id, batch, status, artifacts or (), durable)
         else:
             committed = await self._enqueue(batch, artifacts or [], status, durable)
@@ -139,7 +139,10 @@ class RunState:
                 hook()
         return committed[len(notes):]
 
-    def _inline_commit(self) -> bool:
+    def alone(self) -> bool:
+        """Nothing else of the run is in flight (at most one step executing, no commit
+        queued), and the loop serves this run only: a commit may block the loop (it is
+        made at once), and so may the wait for a sync tool's thread (Tool.invoke)."""
         return self.inline_commits and self.active_steps <= 1 and not self._queue \
             and not self._flushing()
 
@@ -185,7 +188,7 @@ class RunState:
         notes = self._take_notes()
         if not notes:
             return
-        if not self._inline_commit():
+        if not self.alone():
             future = self._enqueue(notes, [], None, False)
             # Nobody awaits a note: a failed commit reaches the step through its own
             # closing events (same or a later batch), so the note's copy is consumed.

@@ -32,7 +32,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
                           f"(registered: {known}; pass --tools MODULE:ATTR)", path)
     try:
-        result = await tool.invoke(value, run.tool_threads)
+        result = await tool.invoke(value, run.tool_threads, run.alone())
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None
