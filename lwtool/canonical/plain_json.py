@@ -29,6 +29,8 @@ _MAYBE_SURROGATE = re.compile("\\\\[uU]0{0,4}[dD][89a-fA-F]|[\ud800-\udfff]")
 def may_hold_lone_surrogate(source_text: str) -> bool:
     """A cheap pre-check on a document's source: False means no value in it can hold a
     lone surrogate, so a walk over its strings can be skipped."""
+    if "\\u" not in source_text and "\\U" not in source_text and source_text.isascii():
+        return False  # no escape, no raw surrogate: skips the slower search
     return bool(_MAYBE_SURROGATE.search(source_text))
 
 

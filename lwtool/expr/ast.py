@@ -1,4 +1,8 @@
-"""Expression AST. `start`/`end` are character offsets inside the expression text."""
+"""Expression AST. `start`/`end` are character offsets inside the expression text.
+
+Nodes are read-only by convention, hashable and compared by value; not frozen
+dataclasses, which cost three times as much to make (the validator makes several per
+expression of a document)."""
 
 from __future__ import annotations
 
@@ -9,60 +13,60 @@ ROOTS = ("input", "steps", "item", "workflow", "step")
 STEP_ACCESSORS = ("output", "lastOutput", "allVisits")
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Node:
     start: int = field(default=0, compare=False, kw_only=True)
     end: int = field(default=0, compare=False, kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Root(Node):
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Literal(Node):
     value: Any
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Array(Node):
     items: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Member(Node):
     target: Node
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Index(Node):
     target: Node
     index: Node
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Call(Node):
     name: str
     args: tuple[Node, ...]
     name_end: int = field(default=0, compare=False, kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Compare(Node):
     op: str
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class BoolOp(Node):
     op: str  # "and" | "or"
     operands: tuple[Node, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)
 class Not(Node):
     operand: Node
 

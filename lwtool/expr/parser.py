@@ -66,10 +66,11 @@ def _simple_path(text: str) -> ast.Node | None:
 
 
 def parse_expression(text: str) -> ast.Node:
+    if len(text) <= MAX_EXPRESSION_CHARS:  # a dotted path has no brackets to bound
+        simple = _simple_path(text)
+        if simple is not None:
+            return simple  # lark is not even imported for these
     _check_bounds(text)
-    simple = _simple_path(text)
-    if simple is not None:
-        return simple  # lark is not even imported for these
     parser = _parser()
     from lark.exceptions import UnexpectedInput
 

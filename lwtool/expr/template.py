@@ -51,6 +51,9 @@ def split(value: str) -> list[tuple[str, int, bool]]:
         if start > i:
             pieces.append((value[i:start], i, False))
         j, quote = start + 2, ""
+        close = value.find("}}", j)
+        if close >= 0 and '"' not in value[j:close] and "'" not in value[j:close]:
+            j = close  # no quote before the first `}}`: nothing can hide it
         while j < n:
             char = value[j]
             if quote:

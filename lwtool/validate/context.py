@@ -166,12 +166,16 @@ class Context:
                 if ref.step is not None:
                     yield site, site.owner, ref
 
-    def expression_nodes(self) -> Iterator[tuple[TemplateSite, Part, ast.Node]]:
-        """Every AST node of every parsed expression, with its site and part."""
-        for site in self.templates:
-            for part in site.template.expressions if site.template else ():
-                for node in ast.walk(part.node) if part.node else ():
-                    yield site, part, node
+    def expression_nodes(self) -> list[tuple[TemplateSite, Part, ast.Node]]:
+        """Every AST node of every parsed expression, with its site and part (walked
+        once; several rules ask)."""
+        found: list[tuple[TemplateSite, Part, ast.Node]] | None = self._cache.get("nodes")
+        if found is None:
+            found = self._cache["nodes"] = [
+                (site, part, node) for site in self.templates
+                for part in (site.template.expressions if site.template else ())
+                for node in (ast.walk(part.node) if part.node else ())]
+        return found
 
     def template_errors(self, code: str) -> Iterator[Finding]:
         """A finding of the running rule for each template that failed with `code`."""
