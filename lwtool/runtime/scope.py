@@ -74,33 +74,16 @@ def closure(start: str, edges: dict[str, set[str]]) -> set[str]:
     return seen
 
 
-class Scope:
-    """One step list being executed: `prefix` is prepended to step paths, `item` is the
-    current parallel item (None at top level)."""
+class ScopeShape:
+    """What never changes about a step list while a run executes it: its steps in
+    order, their needs and dependents, the gated targets of its decisions, its loops'
+    exits, the steps whose paths carry visits. Worked out once per run and list (every
+    branch of a parallel group shares its body's)."""
 
-    def __init__(self, run: RunState, steps: list[dict[str, Any]], prefix: str,
-                 run_step: StepRunner, item: Any = None, has_item: bool = False,
-                 on_last_execution: Callable[[], None] | None = None) -> None:
-        self.run = run
-        self.run_step = run_step
-        self.on_last_execution = on_last_execution
-        self.prefix = prefix
-        self.item = item
-        self.has_item = has_item
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
         self.steps = {s["id"]: s for s in steps}
         self.order = [s["id"] for s in steps]
         self.position = {sid: i for i, sid in enumerate(self.order)}
-        self.visits = dict.fromkeys(self.steps, 0)
-        self.outputs: dict[str, list[Any]] = {sid: [] for sid in self.steps}
-        self.done: set[str] = set()
-        self.skipped: set[str] = set()
-        self.released: set[str] = set()  # gated targets a decision chose
-        self.rejected: set[str] = set()  # gated targets chosen against (and not since)
-        self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
-        self.waiting: set[str] = set()  # steps waiting for a person (human.input)
-        self.ended = False
-        self.last_step: str | None = None  # the most recently committed non-decision step
-        self.last_seq = 0  # ... and the commit position of its result
         self.needs = {sid: [n for n in s.get("needs") or []] for sid, s in self.steps.items()}
         self.dependents = dependents_of(self.steps)
         self._downstream: dict[str, set[str]] = {}
@@ -117,6 +100,16 @@ class Scope:
         self.repeating = {sid for sid, s in self.steps.items()
                           if int(s.get("maxVisits", 1)) > 1
                           or (s.get("uses") == "decision" and sid in loop_of)}
+
+    @staticmethod
+    def of(run: RunState, steps: list[dict[str, Any]]) -> ScopeShape:
+        """The shape of `steps` (a list of the run's locked LWIR), made once per run."""
+        shapes: dict[int, tuple[list[dict[str, Any]], ScopeShape]] = \
+            run.memo.setdefault("scope_shapes", {})
+        found = shapes.get(id(steps))
+        if found is None or found[0] is not steps:
+            found = shapes[id(steps)] = (steps, ScopeShape(steps))
+        return found[1]
 
     def _loop_members(self) -> dict[str, frozenset[str]]:
         """{step: the loop (strongly connected component with a decision) it is on}."""
@@ -159,6 +152,38 @@ class Scope:
         if found is None:
             found = self._downstream[step_id] = closure(step_id, self.dependents)
         return found
+
+
+class Scope:
+    """One step list being executed: `prefix` is prepended to step paths, `item` is the
+    current parallel item (None at top level)."""
+
+    def __init__(self, run: RunState, steps: list[dict[str, Any]], prefix: str,
+                 run_step: StepRunner, item: Any = None, has_item: bool = False,
+                 on_last_execution: Callable[[], None] | None = None) -> None:
+        self.run = run
+        self.run_step = run_step
+        self.on_last_execution = on_last_execution
+        self.prefix = prefix
+        self.item = item
+        self.has_item = has_item
+        shape = self.shape = ScopeShape.of(run, steps)
+        self.steps, self.order, self.position = shape.steps, shape.order, shape.position
+        self.needs, self.dependents, self.gated = shape.needs, shape.dependents, shape.gated
+        self.loop_exits, self.loop_waiters = shape.loop_exits, shape.loop_waiters
+        self.repeating = shape.repeating
+        self.downstream = shape.downstream
+        self.visits = dict.fromkeys(self.steps, 0)
+        self.outputs: dict[str, list[Any]] = {sid: [] for sid in self.steps}
+        self.done: set[str] = set()
+        self.skipped: set[str] = set()
+        self.released: set[str] = set()  # gated targets a decision chose
+        self.rejected: set[str] = set()  # gated targets chosen against (and not since)
+        self.dirty: set[str] = set(self.steps)  # steps whose readiness may have changed
+        self.waiting: set[str] = set()  # steps waiting for a person (human.input)
+        self.ended = False
+        self.last_step: str | None = None  # the most recently committed non-decision step
+        self.last_seq = 0  # ... and the commit position of its result
 
     # -- expression scope ---------------------------------------------------------------
 
