@@ -68,8 +68,9 @@ class HarnessContext:
     `note`/`record`, world and tool threads: give it to lwtool.harness.agent.run_agent
     and lwtool.calls.tool_calls.call_tool); `scope` is the runtime's view of the
     workflow (expressions, earlier outputs) for the built-in step types; `workspace`
-    (a lwtool.harness.workspace.StepWorkspace for worker steps) lays out the step's
-    mounts and makes a bash tool over them on demand."""
+    (a lwtool.harness.workspace.StepWorkspace; a custom harness gets its worker step's,
+    the built-in one lays it out itself when it needs it) lays out the step's mounts
+    and makes a bash tool over them on demand."""
 
     recorder: Any
     tools: ToolRegistry

@@ -11,6 +11,7 @@ default wall-clock limit of a code.run execution (default 30; a step's
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from lwtool.harness.contract import (
@@ -20,6 +21,7 @@ from lwtool.harness.contract import (
     HarnessResult,
     HarnessTask,
 )
+from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
@@ -75,6 +77,9 @@ class WorkflowHarness:
         except code_run.CodeRunFailed as failed:
             if not (task.step.get("onFailure") or {}).get("fixer"):
                 raise
+            if ctx.workspace is None:  # the runtime leaves it to the harness (the fixer's)
+                ctx = dataclasses.replace(ctx, workspace=StepWorkspace.of_run(ctx.recorder,
+                                                                              task.step_path))
             fixed = await self.run(FixStepTask(task.step, task.step_path, task.step_input,
                                                failed.envelope), ctx)
             return HarnessResult("execute_step", fixed.output, fixed.events)

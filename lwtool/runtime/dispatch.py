@@ -197,8 +197,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
             done = await run.harness.run(
                 ExecuteStepTask(step, path, step_input, expression_scope),
                 await custom_context(run, scope, step, path) if custom else
+                # The workspace is laid out by the built-in harness when it needs one.
                 HarnessContext(recorder=run, tools=run.tools, system=worker_system(run),
-                               scope=scope, workspace=StepWorkspace.of_run(run, path)))
+                               scope=scope))
         output, call_events = done.output, done.events
         if custom and uses != "decision":  # the spec's execution loop, step 8
             try:
