@@ -89,3 +89,18 @@ def test_fast_path_leaves_what_it_cannot_write_to_rfc8785() -> None:
     for bad in ({1: "x"}, 2**53, -(2**53), "\ud800", float("nan")):
         with pytest.raises(NotCanonicalizable):
             canonical_bytes(bad)
+
+
+@given(plain_values)
+def test_both_fast_writers_agree(value: object) -> None:
+    """orjson (the `run` extra) and the standard library (a base install) write the same
+    canonical bytes, or both leave the value to rfc8785."""
+    from unittest import mock
+
+    from lwtool.canonical import jcs
+
+    if not jcs._plain(value):
+        return
+    with_orjson = jcs._fast(value)
+    with mock.patch.object(jcs, "orjson", None):
+        assert jcs._fast(value) == with_orjson
