@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 from lwtool.canonical.plain_json import NotJson, to_json
@@ -14,43 +13,49 @@ class OutputInvalid(ValueError):
     """The value breaks the output contract; the message says where and how."""
 
 
-@lru_cache(maxsize=256)
-def _compiled(schema_text: bytes) -> Any:
-    import jsonschema_rs
-
-    return jsonschema_rs.Draft202012Validator(json.loads(schema_text))
-
-
-# Equal schemas share a compiled validator: keyed by their text with sorted keys.
-_cache_key = hash_bytes
+# Equal schemas share a compiled validator: keyed by their content (their text with
+# sorted keys, or a hash of it the caller has already: a run's schemaHash).
+_BY_CONTENT: dict[bytes | str, Any] = {}
 
 # Schemas seen, by identity: a locked version's schema objects are checked step after
 # step. Each entry holds its schema, so an id is never reused while it is here.
 _BY_IDENTITY: dict[int, tuple[Any, Any]] = {}
 
 
-def _validator(schema: Any) -> Any:
+def _validator(schema: Any, content_key: str | None) -> Any:
     found = _BY_IDENTITY.get(id(schema))
     if found is not None and found[0] is schema:
         return found[1]
-    validator = _compiled(_cache_key(schema))
+    key = content_key or hash_bytes(schema)
+    validator = _BY_CONTENT.get(key)
+    if validator is None:
+        import jsonschema_rs
+
+        validator = jsonschema_rs.Draft202012Validator(schema)
+        if len(_BY_CONTENT) >= 256:
+            _BY_CONTENT.clear()
+        _BY_CONTENT[key] = validator
     if len(_BY_IDENTITY) >= 512:
         _BY_IDENTITY.clear()
     _BY_IDENTITY[id(schema)] = (schema, validator)
     return validator
 
 
-def check_schema(value: Any, schema: Any, what: str) -> None:
+def check_schema(value: Any, schema: Any, what: str, content_key: str | None = None) -> None:
+    """`content_key`: the schema's content hash when the caller has it (a run's
+    schemaHash), so the schema is not serialized again to find its validator."""
     if schema is None or schema is True:
         return
-    validator = _validator(schema)
+    validator = _validator(schema, content_key)
     for error in validator.iter_errors(value):
         where = "/" + "/".join(str(p) for p in error.instance_path)
         raise OutputInvalid(f"{what} at {where if where != '/' else 'the top'}: {error.message}")
 
 
-def check_output(value: Any, mode: dict[str, Any] | None, what: str) -> None:
-    """A tool or code result against the step's output mode (no mode: any JSON)."""
+def check_output(value: Any, mode: dict[str, Any] | None, what: str,
+                 schema_key: str | None = None) -> None:
+    """A tool or code result against the step's output mode (no mode: any JSON);
+    `schema_key` as check_schema's `content_key`."""
     if not mode:
         return
     kind = mode.get("mode")
@@ -59,7 +64,7 @@ def check_output(value: Any, mode: dict[str, Any] | None, what: str) -> None:
     if kind == "choice" and value not in (mode.get("values") or []):
         raise OutputInvalid(f"{what} must be one of {mode.get('values')}, got {value!r}")
     if kind in ("object", "array", "json"):
-        check_schema(value, mode.get("schema"), what)
+        check_schema(value, mode.get("schema"), what, schema_key)
 
 
 def _no_constant(name: str) -> Any:

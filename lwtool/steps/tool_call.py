@@ -48,7 +48,10 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         raise StepFailure("step_schema_error", f"tool '{name}' returned a value that is not "
                           f"JSON {exc}", path) from None
     try:
-        check_output(result, step.get("output"), f"tool '{name}' output")
+        mode = step.get("output")
+        schema = mode.get("schema") if isinstance(mode, dict) else None
+        check_output(result, mode, f"tool '{name}' output",
+                     run.config_hash(schema) if isinstance(schema, dict) else None)
     except OutputInvalid as exc:
         raise StepFailure("step_schema_error", str(exc), path) from None
     return result, []
