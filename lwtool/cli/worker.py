@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from lwtool.cli.options import WorldOption
-from lwtool.cli.run import DataDir, Models, Tools
+from lwtool.cli.run import DataDir, Models, Tools, freeze_what_is_loaded
 from lwtool.cli.runtime_options import (
     fail,
     load_models,
@@ -63,6 +63,7 @@ def worker(
 
     say(f"worker {name} started ({concurrency} at a time)")
     try:
+        freeze_what_is_loaded()
         ended = asyncio.run(main())
     finally:
         world.close()
