@@ -149,12 +149,9 @@ class Context:
             for name in ("input", "with"):
                 if name not in info.step:
                     continue
-                for pointer, text in _strings(info.step[name], f"{info.pointer}/{name}"):
-                    if info.uses == "code.run" and pointer.startswith(
-                            f"{info.pointer}/with/files"):
-                        continue
-                    if has_template(text):
-                        sites.append(_site(pointer, text, info))
+                skip = "files" if name == "with" and info.uses == "code.run" else None
+                for where, text in _template_strings(info.step[name], skip):
+                    sites.append(_site(f"{info.pointer}/{name}{where}", text, info))
         return sites
 
     def step_references(self) -> Iterator[tuple[TemplateSite, StepInfo, Reference]]:
@@ -249,13 +246,24 @@ def template_site(pointer: str, text: str, owner: StepInfo | None) -> TemplateSi
     return _site(pointer, text, owner)
 
 
-def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
-    todo = [(value, pointer)]
+_Link = tuple["_Link", "str | int"] | None
+
+
+def _template_strings(value: Any, skip: str | None) -> Iterator[tuple[str, str]]:
+    """(pointer below `value`, text) of every string holding `{{` (not under the
+    top-level key `skip`); a pointer is written only for those."""
+    todo: list[tuple[Any, _Link]] = [(value, None)]
     while todo:
-        current, ptr = todo.pop()
+        current, link = todo.pop()
         if isinstance(current, str):
-            yield ptr, current
+            if has_template(current):
+                parts: list[str | int] = []
+                while link is not None:
+                    link, key = link
+                    parts.append(key)
+                yield jp.from_parts(reversed(parts)), current
         elif isinstance(current, dict):
-            todo.extend((v, jp.join(ptr, k)) for k, v in current.items())
+            todo.extend((v, (link, k)) for k, v in current.items()
+                        if not (link is None and k == skip))
         elif isinstance(current, list):
-            todo.extend((v, f"{ptr}/{i}") for i, v in enumerate(current))
+            todo.extend((v, (link, i)) for i, v in enumerate(current))
