@@ -122,7 +122,9 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     except NotJson as exc:  # refused before anything is stored
         raise RunFailedError(run_id or "(not started)", version_id, "input_schema_error",
                              f"the run input is not JSON {exc}") from None
-    world.register_version(version_id, lwir, fsyncs(durability), canonical)
+    # Without a flush of its own: the run's first commit follows it in the same write-
+    # ahead log, and flushing that one (strict durability) flushes both.
+    world.register_version(version_id, lwir, False, canonical)
     run_id = run_id or new_run_id()
     existing = find_run(world, run_id)
     if existing is not None:
