@@ -28,12 +28,6 @@ from lwtool.cli.runtime_options import (
     use_world,
     with_code_timeout,
 )
-from lwtool.planner.api import (
-    definition_budget,
-    definition_durability,
-    definition_models,
-    workspace_of,
-)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
                                        help="The local world's folder.")]
@@ -125,6 +119,13 @@ def run(
     else:
         worker_harness = load_worker_harness(harness)
     worker_harness = with_code_timeout(worker_harness, code_timeout)
+    from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
+        definition_budget,
+        definition_durability,
+        definition_models,
+        workspace_of,
+    )
+
     model_map = {**definition_models(definition),
                  **(offline_models(lwir, definition) if offline else {}), **load_models(models)}
     mode = str(durability or definition_durability(definition) or Durability.strict)
@@ -179,6 +180,13 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     except NotJson as exc:
         raise fail(f"the run input is not JSON {exc}", exit_codes.INVALID) from None
     run_id = run_id or new_run_id()
+    from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
+        definition_budget,
+        definition_durability,
+        definition_models,
+        workspace_of,
+    )
+
     mode = str(durability or definition_durability(definition) or Durability.strict)
     options = {"models": {**definition_models(definition), **load_models(models)},
                "durability": mode, "stepTimeoutS": step_timeout,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -46,6 +45,8 @@ def worker(
     registry = load_tool_registry(tools)
     model_map = load_models(models)
     world = open_world(data_dir)
+
+    import asyncio  # here, as the runtime: `lwtool validate` loads this module too
 
     from lwtool.runtime.worker import work, worker_name
 
