@@ -61,10 +61,17 @@ class Tool:
                 future.exception(timeout=WAIT_SLICE)  # the tool's own errors: below
             except TimeoutError:
                 return await asyncio.wrap_future(future)
+            except KeyboardInterrupt as exc:  # Ctrl-C in this thread: never the tool's
+                raise Interrupted(*exc.args) from None
             return future.result()
 
 
 WAIT_SLICE = 0.01  # seconds the loop itself waits for a sync tool alone in its run
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C raised in the loop's thread while it waited for a sync tool's thread:
+    the run's interruption, which a step must not take for the tool's failure."""
 
 
 class ToolExited(SystemExit):

@@ -13,6 +13,7 @@ from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import StepFailure, TransientError
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import OutputInvalid, check_output
+from lwtool.tools import Interrupted
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
@@ -36,6 +37,8 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None
+    except Interrupted:
+        raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
         # A tool's failure is the step's, even SystemExit or KeyboardInterrupt raised by
         # the tool itself (Ctrl-C reaches the main thread, never a tool's own frame).

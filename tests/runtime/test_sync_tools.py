@@ -5,6 +5,8 @@ the step's deadline, the tool's own errors and concurrency with other steps."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -98,3 +100,32 @@ def test_sync_tools_of_parallel_branches_still_run_together(tmp_path: Path) -> N
     elapsed = time.monotonic() - started
     assert result["status"] == "completed" and len(result["output"]) == 4
     assert elapsed < 1.0, elapsed  # 0.3 s alone, then 4 x 0.3 s together (not 1.5 s)
+
+
+def test_ctrl_c_while_the_loop_waits_for_a_sync_tool_interrupts_the_run(
+        tmp_path: Path) -> None:
+    """The KeyboardInterrupt is raised in the loop's thread during its wait: the run is
+    interrupted (resumable), the tool is not failed for it."""
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def poke(args: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.002)  # the loop is waiting for this thread by now
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.003)
+        return {}
+
+    world = LocalWorld(tmp_path / "data")
+    loop = asyncio.new_event_loop()  # no asyncio.run: Ctrl-C raises where it lands
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(start_run(world, _chain("poke", 2), {}, registry, {},
+                                              run_id="run_interrupted"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        loop.close()
+    types = [event.type for event in world.events("run_interrupted")]
+    world.close()
+    assert "StepAttemptStarted" in types
+    assert "StepAttemptFailed" not in types and "RunFailed" not in types
