@@ -11,9 +11,10 @@ from typing import Any
 from lwtool.calls.tool_calls import raised_at
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import StepFailure, TransientError
+from lwtool.record.run_state import step_timeout
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import OutputInvalid, check_output
-from lwtool.tools import Interrupted
+from lwtool.tools import WAIT_SLICE, Interrupted
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
@@ -33,7 +34,10 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
                           f"(registered: {known}; pass --tools MODULE:ATTR)", path)
     try:
-        result = await tool.invoke(value, run.tool_threads, run.alone())
+        # The loop's own wait for a sync tool (Tool.invoke) does not see the step's
+        # deadline: only when that is far away (a tool may not finish past it).
+        alone = run.alone() and step_timeout(step, run.step_timeout)[0] >= 100 * WAIT_SLICE
+        result = await tool.invoke(value, run.tool_threads, alone)
     except TransientError as exc:
         raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
                           transient=True) from None

@@ -63,8 +63,23 @@ def test_a_sync_tool_past_its_deadline_fails_the_step_in_time(tmp_path: Path) ->
 
     started = time.monotonic()
     with pytest.raises(RunFailedError) as failed:
-        _run(tmp_path, _chain("slow", 1, timeoutMs=200), registry)
-    assert time.monotonic() - started < 2
+        _run(tmp_path, _chain("slow", 1, timeoutMs=1000), registry)
+    assert time.monotonic() - started < 2.5
+    assert failed.value.cause_code == "timeout"
+
+
+def test_a_sync_tool_cannot_finish_past_a_short_deadline(tmp_path: Path) -> None:
+    """A deadline shorter than the loop's own wait for the thread is kept exactly: the
+    tool finishing after it does not make the step succeed."""
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def eight_ms(args: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.008)
+        return {}
+
+    with pytest.raises(RunFailedError) as failed:
+        _run(tmp_path, _chain("eight_ms", 1, timeoutMs=2), registry)
     assert failed.value.cause_code == "timeout"
 
 
