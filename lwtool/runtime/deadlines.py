@@ -31,7 +31,8 @@ class Deadlines:
         return Deadline(self, seconds)
 
     def close(self) -> None:
-        """Drop the timer (the run is over)."""
+        """Drop the timer (the run ended; one left behind by an interrupted run fires
+        once, finds nothing open and is not armed again)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer, self._armed_for = None, math.inf
