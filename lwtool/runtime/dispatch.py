@@ -37,6 +37,9 @@ DEFAULT_RETRY = {"maxAttempts": 3, "backoffMs": 200}
 
 
 def _completed_seq(committed: list[Event]) -> int:
+    last = committed[-1]  # the StepCompleted closes its commit
+    if last.type == "StepCompleted":
+        return last.seq
     return next(e.seq for e in reversed(committed) if e.type == "StepCompleted")
 
 
@@ -68,7 +71,6 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
     kind = STEP_KINDS.get(uses)
     if kind is None:
         raise StepFailure("runtime_config_error", f"unknown step type '{uses}'", path)
-    retry = {**DEFAULT_RETRY, **(step.get("retry") or {})}
     attempt = run.journal.failed_attempts.get(path, 0)
     while True:
         attempt += 1
@@ -87,6 +89,7 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
             return result, _completed_seq(committed)
         except StepFailure as failure:
             failure.step_path = failure.step_path or path
+            retry = {**DEFAULT_RETRY, **(step.get("retry") or {})}
             spent = attempt - run.journal.retry_base.get(path, 0)  # since `lwtool retry`
             final = not failure.transient or spent >= int(retry["maxAttempts"])
             run.session_usage(path)  # a failed session's tokens stay in its model events

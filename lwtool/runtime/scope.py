@@ -27,6 +27,7 @@ from lwtool.world.base import NewEvent
 StepRunner = Callable[["Scope", str, str, int], Coroutine[Any, Any, tuple[Any, int]]]
 
 END = "end"
+_NONE: frozenset[str] = frozenset()
 
 
 def dependents_of(steps: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
@@ -206,7 +207,7 @@ class Scope:
 
     # -- scheduling -----------------------------------------------------------------------
 
-    def _runnable(self, running: set[str]) -> list[str]:
+    def _runnable(self, running: set[str] | frozenset[str]) -> list[str]:
         """Ready steps in document order. Only `dirty` steps are looked at: readiness
         changes only when a need completes, a decision releases a step or a back-edge
         resets it, and each of those marks the steps concerned dirty."""
@@ -237,7 +238,7 @@ class Scope:
         waits: list[dict[str, Any]] = []
         try:
             while True:
-                runnable = self._runnable(set(running.values()))
+                runnable = self._runnable(set(running.values()) if running else _NONE)
                 if len(runnable) == 1 and not running:
                     # Nothing else is running or can start until this step is done (only
                     # a completion makes steps runnable): run it here, without a task.
