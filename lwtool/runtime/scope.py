@@ -214,16 +214,16 @@ class Scope:
         if self.ended or not self.dirty:
             return []
         ready = []
-        done = self.done
-        for sid in sorted(self.dirty, key=self.position.__getitem__):
+        done, dirty, exits = self.done, self.dirty, self.loop_exits
+        for sid in sorted(dirty, key=self.position.__getitem__) if len(dirty) > 1 else dirty:
             if sid in done or sid in self.skipped or sid in running or sid in self.waiting:
                 continue
             if sid in self.gated and sid not in self.released:
                 continue
-            if all(n in done for n in self.needs[sid]) and all(
-                    d in done for d in self.loop_exits.get(sid, ())):
+            if done.issuperset(self.needs[sid]) and (sid not in exits
+                                                     or done.issuperset(exits[sid])):
                 ready.append(sid)
-        self.dirty.clear()
+        dirty.clear()
         return ready
 
     def branch(self, steps: list[dict[str, Any]], prefix: str, item: Any,
