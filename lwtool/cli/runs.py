@@ -18,7 +18,6 @@ from lwtool.cli.options import WorldOption
 from lwtool.cli.render import safe_text
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
-from lwtool.world.base import shown_status
 
 DEFAULT_DATA_DIR = Path(".little-workflow")
 
@@ -118,6 +117,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
 def _status(world: Any, record: Any, in_queue: bool) -> str:
     """The shown status (lwtool.world.base.shown_status); a run a PostgreSQL queue still
     holds for a worker is left `running`: a worker resumes it."""
+    from lwtool.world.base import shown_status  # here: `lwtool validate` loads this module
+
     return str(record.status) if in_queue else shown_status(world, record.run_id,
                                                               str(record.status))
 

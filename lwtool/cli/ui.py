@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -41,6 +40,8 @@ def ui(
         world = open_world(data_dir, must_exist=True, read_only=True)
     except WorldError as exc:
         raise fail(str(exc)) from None
+    import socket  # here: `lwtool validate` loads this module too
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
