@@ -21,7 +21,8 @@ def check(
 
     In folders, checks every file that has a lock beside it and every *.lwir.*,
     *.workflow.*, *.definition.* and *.pipeline.* file (YAML or JSON)."""
-    from lwtool.lock.drift import check_file, discover
+    from lwtool.lock.drift import check_file
+    from lwtool.lock.paths import discover
 
     try:
         files = discover(paths or [Path(".")])

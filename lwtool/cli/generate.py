@@ -23,7 +23,8 @@ def generate(
     """Write a workflow or definition built in Python, validated, with its lock."""
     from lwtool.authoring.generate import GeneratorFailed, generate_document, stored_spec
     from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
-    from lwtool.lock.model import lock_for, lock_path_for
+    from lwtool.lock.model import lock_for
+    from lwtool.lock.paths import lock_path_for
     from lwtool.planner.emit import document_text
     from lwtool.source.finding import Severity
     from lwtool.source.loader import load_text

@@ -18,7 +18,8 @@ def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) ->
 
     from lwtool.cli.runtime_options import fail
     from lwtool.lock.io import LockNotWritable, LockUnreadable, read_lock, write_lock
-    from lwtool.lock.model import lock_for, lock_path_for
+    from lwtool.lock.model import lock_for
+    from lwtool.lock.paths import lock_path_for
 
     for path in paths:
         compiled = compiled_or_exit(path)

@@ -84,7 +84,8 @@ def plan(
 def _write(out: Path, lwir: dict[str, Any]) -> None:
     """The LWIR (YAML unless the name ends in .json) and its lock, each atomically."""
     from lwtool.lock.io import LockNotWritable, write_lock, write_text_atomically
-    from lwtool.lock.model import lock_for, lock_path_for
+    from lwtool.lock.model import lock_for
+    from lwtool.lock.paths import lock_path_for
     from lwtool.planner.emit import document_text
 
     try:

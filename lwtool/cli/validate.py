@@ -26,7 +26,7 @@ def validate(
     In folders (the current one when no path is given): every *.lwir.*, *.workflow.*,
     *.definition.* and *.pipeline.* file and every file with a lock beside it."""
     from lwtool.compile import compile_file
-    from lwtool.lock.drift import discover, lock_file_findings
+    from lwtool.lock.paths import discover
 
     try:
         files = discover(paths or [Path(".")])
@@ -41,6 +41,8 @@ def validate(
     documents: list[Any] = []
     for path in files:
         if path.name.lower().endswith(".lock.json"):
+            from lwtool.lock.drift import lock_file_findings  # a lock: read as one
+
             reports.append(FileReport(str(path), lock_file_findings(path)))
             documents.append(None)
             continue

@@ -2,57 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 from lwtool.compile import compile_file
 from lwtool.lock.io import LockUnreadable, locked_digest, read_lock
-from lwtool.lock.model import lock_path_for
+from lwtool.lock.paths import lock_path_for
 from lwtool.source.finding import Finding, Severity
 from lwtool.source.position import FILE_START
-
-_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", ".little-workflow", "__pycache__",
-              ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
-# Every kind lwtool validates: LWIR (`.lwir.` or `.workflow.`), definitions, pipelines.
-_LWIR_SUFFIXES = tuple(f".{kind}.{ext}" for kind in ("lwir", "workflow", "definition",
-                                                      "pipeline")
-                       for ext in ("yaml", "yml", "json"))
-
-
-def discover(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly, plus in folders: locked files and every *.lwir.*,
-    *.workflow.*, *.definition.* and *.pipeline.* file."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_file():
-            found.append(path)
-            continue
-        if not path.is_dir():
-            raise FileNotFoundError(2, "not found", str(path))
-        for candidate in sorted(_walk(path)):
-            name = candidate.name.lower()
-            if name.endswith(".lock.json"):
-                continue
-            locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
-                candidate).exists()
-            if name.endswith(_LWIR_SUFFIXES) or locked:
-                found.append(candidate)
-    return found
-
-
-def _walk(root: Path) -> Iterable[Path]:
-    """Files under `root`; linked folders are not followed (a link back up would never
-    end) and folders that cannot be read are passed over."""
-    try:
-        entries = list(root.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir() and not entry.is_symlink():
-            if entry.name not in _SKIP_DIRS:
-                yield from _walk(entry)
-        elif entry.is_file():
-            yield entry
 
 
 def lock_file_findings(path: Path) -> list[Finding]:

@@ -13,17 +13,6 @@ LOCK_VERSION = 1
 LOCK_KIND = "WorkflowVersionLock"
 
 
-def lock_path_for(path: str | Path) -> Path:
-    """`review.lwir.yaml` -> `review.lwir.lock.json` (same folder)."""
-    p = Path(path)
-    stem = p.name
-    for suffix in (".yaml", ".yml", ".json"):
-        if stem.lower().endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    return p.with_name(stem + ".lock.json")
-
-
 @dataclass(frozen=True)
 class Lock:
     source: str
