@@ -45,14 +45,14 @@ def new_run_id() -> str:
 def hash_bytes(value: Any) -> bytes:
     """The bytes `short_hash` hashes: the standard library's sorted compact JSON,
     written by orjson wherever its bytes are the same."""
-    if orjson is None:
-        return _hash_encode(value).encode("utf-8")
-    try:
-        data = orjson.dumps(value, default=_refuse, option=_FAST)
-    except TypeError:
-        return _hash_encode(value).encode("utf-8")
-    if _MAYBE_OTHER_FLOAT.search(data) is None:
-        return data
+    if orjson is not None:
+        try:
+            data: bytes = orjson.dumps(value, default=_refuse, option=_FAST)
+        except TypeError:
+            pass
+        else:
+            if _MAYBE_OTHER_FLOAT.search(data) is None:
+                return data
     return _hash_encode(value).encode("utf-8")
 
 

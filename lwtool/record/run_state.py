@@ -276,7 +276,9 @@ class RunState:
         (and fsynced) now, before the event that names them."""
         if len(data) > INLINE_OUTPUT_LIMIT:
             return await self.world.put_artifact(data, self.fsyncs)
-        return _ride_along(data, inline)
+        ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+        inline.append((ref, data))
+        return ref
 
     async def envelope(self, value: Any, uses: str, mode: dict[str, Any] | None,
                        path: str | None = None
@@ -284,18 +286,19 @@ class RunState:
         """The result envelope of an output, and small artifacts to commit with it."""
         data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
-        small = len(data) <= INLINE_OUTPUT_LIMIT
-        ref = _ride_along(data, inline) if small else await self._store(data, inline)
-        extras = self._attached.pop(path, None) if path else None
-        attached = [await self._store(extra, inline) for extra in extras] if extras else []
-        metadata = {"uses": uses, "outputMode": (mode or {}).get("mode"),
-                    "schemaHash": self.config_hash(mode["schema"])
-                    if mode and "schema" in mode else None}
-        envelope: dict[str, Any] = (
-            {"output": value, "outputRef": ref, "artifacts": attached, "metadata": metadata}
-            if small else {"outputRef": ref, "artifacts": attached, "metadata": metadata})
-        self.artifacts.append(ref)
-        self.artifacts.extend(attached)
+        ref = await self._store(data, inline)
+        attached = [await self._store(extra, inline)
+                    for extra in self._attached.pop(path, [])] if path else []
+        envelope: dict[str, Any] = {
+            "outputRef": ref,
+            "artifacts": attached,
+            "metadata": {"uses": uses, "outputMode": (mode or {}).get("mode"),
+                         "schemaHash": self.config_hash(mode["schema"])
+                         if mode and "schema" in mode else None},
+        }
+        if len(data) <= INLINE_OUTPUT_LIMIT:
+            envelope = {"output": value, **envelope}
+        self.artifacts.extend([ref, *attached])
         return envelope, inline
 
     async def output_of(self, payload: dict[str, Any], from_artifact: bool = False) -> Any:
@@ -309,13 +312,6 @@ class RunState:
         if ref is None or ("output" in envelope and not from_artifact):
             return envelope.get("output")
         return loads(await self.world.get_artifact(ref))
-
-
-def _ride_along(data: bytes, inline: list[tuple[str, bytes]]) -> str:
-    """The ref of a small payload, kept in `inline` to be stored with the step's commit."""
-    ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
-    inline.append((ref, data))
-    return ref
 
 
 def step_timeout(step: dict[str, Any], run_timeout: float) -> tuple[float, str]:

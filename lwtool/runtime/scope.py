@@ -168,7 +168,7 @@ class Scope:
         self.prefix = prefix
         self.item = item
         self.has_item = has_item
-        shape = self.shape = ScopeShape.of(run, steps)
+        shape = ScopeShape.of(run, steps)
         self.steps, self.order, self.position = shape.steps, shape.order, shape.position
         self.needs, self.dependents, self.gated = shape.needs, shape.dependents, shape.gated
         self.loop_exits, self.loop_waiters = shape.loop_exits, shape.loop_waiters

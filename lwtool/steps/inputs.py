@@ -12,46 +12,18 @@ from lwtool.record.errors import StepFailure
 
 
 def resolve(value: Any, expression_scope: dict[str, Any], path: str, where: str) -> Any:
-    """Render every `{{ }}` inside a JSON value. A failure names where in the value it
-    is (`where` and the keys below it), written only when one happens."""
-    try:
-        return _resolved(value, expression_scope)
-    except _Failed as failed:
-        raise StepFailure("step_failed", f"{where}{failed.where}: {failed.cause}",
-                          path) from None
-
-
-class _Failed(Exception):
-    def __init__(self, cause: Exception) -> None:
-        self.cause, self.where = cause, ""
-
-
-def _resolved(value: Any, expression_scope: dict[str, Any]) -> Any:
+    """Render every `{{ }}` inside a JSON value."""
     if isinstance(value, str):
         if not has_template(value):
             return value
         try:
             return render(parse_template(value), expression_scope)
         except (EvaluationError, ExprSyntaxError) as exc:
-            raise _Failed(exc) from None
+            raise StepFailure("step_failed", f"{where}: {exc}", path) from None
     if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            try:
-                out[key] = _resolved(item, expression_scope)
-            except _Failed as failed:
-                failed.where = f".{key}{failed.where}"
-                raise
-        return out
+        return {k: resolve(v, expression_scope, path, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, list):
-        items = []
-        for index, item in enumerate(value):
-            try:
-                items.append(_resolved(item, expression_scope))
-            except _Failed as failed:
-                failed.where = f"[{index}]{failed.where}"
-                raise
-        return items
+        return [resolve(v, expression_scope, path, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
 
 
