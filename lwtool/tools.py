@@ -36,9 +36,12 @@ class Tool:
     reserve: Callable[[Any, str], Any] | None = None
 
     is_async: bool = field(init=False, repr=False, compare=False)
+    # A sync tool called in a worker thread: what `invoke(alone=True)` waits for.
+    waits: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
+        object.__setattr__(self, "waits", self.blocking and not self.is_async)
 
     async def invoke(self, args: Any, threads: Executor, alone: bool = False) -> Any:
         """Call the tool: awaited when async, else in `threads` (never the event loop).

@@ -62,7 +62,14 @@ def evaluate(node: ast.Node, scope: Mapping[str, Any]) -> Any:
     """The value of one expression. Raises EvaluationError on a type error."""
     kind = type(node)  # paths first (most expressions are `steps.x.output.y`); the
     if kind is ast.Member:  # node classes are never subclassed
-        return _get(evaluate(node.target, scope), node.name)  # type: ignore[attr-defined]
+        names: list[str] = []
+        while isinstance(node, ast.Member):  # a path is read outside in, not recursively
+            names.append(node.name)
+            node = node.target
+        value = evaluate(node, scope)
+        for name in reversed(names):
+            value = _get(value, name)
+        return value
     if kind is ast.Root:
         name = node.name  # type: ignore[attr-defined]
         if name not in scope:

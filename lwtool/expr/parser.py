@@ -65,11 +65,15 @@ def _simple_path(text: str) -> ast.Node | None:
     return node
 
 
+def simple_path(text: str) -> ast.Node | None:
+    """`text`'s AST when it is a plain dotted path (no lark needed), else None."""
+    return _simple_path(text) if len(text) <= MAX_EXPRESSION_CHARS else None
+
+
 def parse_expression(text: str) -> ast.Node:
-    if len(text) <= MAX_EXPRESSION_CHARS:  # a dotted path has no brackets to bound
-        simple = _simple_path(text)
-        if simple is not None:
-            return simple  # lark is not even imported for these
+    simple = simple_path(text)  # a dotted path has no brackets to bound
+    if simple is not None:
+        return simple  # lark is not even imported for these
     _check_bounds(text)
     parser = _parser()
     from lark.exceptions import UnexpectedInput

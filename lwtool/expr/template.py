@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lwtool.expr import ast
-from lwtool.expr.parser import ExprSyntaxError, parse_expression
+from lwtool.expr.parser import ExprSyntaxError, parse_expression, simple_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,10 @@ def parse_template(value: str) -> Template:
     """Parse every `{{ }}` in `value`; ExprSyntaxError offsets are relative to `value`.
     Memoized: a Template is immutable, and the runtime renders the same strings for
     every visit and branch."""
+    if value.startswith("{{") and value.endswith("}}"):  # the common `{{ a.b.c }}`
+        node = simple_path(value[2:-2])
+        if node is not None:
+            return Template((Part(value[2:-2], node, 2),))
     parts: list[Part] = []
     for text, offset, is_expr in split(value):
         if not is_expr:

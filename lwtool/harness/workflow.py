@@ -102,6 +102,11 @@ async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext) -> H
     return HarnessResult("execute_step", output, list(events))
 
 
+# The step types this harness hands straight to their module (`_builtin`): the runtime
+# calls those modules itself when the run's harness is exactly this class.
+DIRECT_KINDS = frozenset({"tool.call", "decision"})
+
+
 class HarnessNotLoadable(Exception):
     pass
 

@@ -20,7 +20,7 @@ from typing import Any
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
 from lwtool.harness.worker import worker_identity, worker_system
-from lwtool.harness.workflow import WorkflowHarness
+from lwtool.harness.workflow import DIRECT_KINDS, WorkflowHarness
 from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 from lwtool.record.ids import hash_bytes, short_hash
@@ -197,13 +197,19 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
         async with _deadlines(run).within(limit):  # no extra task, unlike wait_for
-            done = await run.harness.run(
-                ExecuteStepTask(step, path, step_input, expression_scope),
-                await custom_context(run, scope, step, path) if custom else
-                # The workspace is laid out by the built-in harness when it needs one.
-                HarnessContext(recorder=run, tools=run.tools, system=worker_system(run),
-                               scope=scope))
-        output, call_events = done.output, done.events
+            if not custom and uses in DIRECT_KINDS:
+                # What the built-in harness does with these (WorkflowHarness._builtin),
+                # without a task, a context and a result object a step.
+                output, call_events = await kind.execute(scope, step, path, step_input,
+                                                         expression_scope)
+            else:
+                done = await run.harness.run(
+                    ExecuteStepTask(step, path, step_input, expression_scope),
+                    await custom_context(run, scope, step, path) if custom else
+                    # The workspace is laid out by the built-in harness when it needs one.
+                    HarnessContext(recorder=run, tools=run.tools, system=worker_system(run),
+                                   scope=scope))
+                output, call_events = done.output, done.events
         if custom and uses != "decision":  # the spec's execution loop, step 8
             try:
                 check_output(output, step.get("output"), f"the {run.harness.harness_id} "

@@ -7,24 +7,64 @@ from typing import Any
 from lwtool.expr.evaluate import render
 from lwtool.expr.functions import EvaluationError
 from lwtool.expr.parser import ExprSyntaxError
-from lwtool.expr.template import has_template, parse_template
+from lwtool.expr.template import parse_template
 from lwtool.record.errors import StepFailure
 
 
+class _Unresolved(Exception):
+    """Where inside a value an expression failed (keys from the innermost out)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.keys: list[str | int] = []
+
+
 def resolve(value: Any, expression_scope: dict[str, Any], path: str, where: str) -> Any:
-    """Render every `{{ }}` inside a JSON value."""
-    if isinstance(value, str):
-        if not has_template(value):
+    """Render every `{{ }}` inside a JSON value. A failure names where it happened
+    (`where` and the keys below it), worked out only then."""
+    try:
+        return _resolve(value, expression_scope)
+    except _Unresolved as failed:
+        at = where + "".join(f"[{k}]" if type(k) is int else f".{k}"
+                             for k in reversed(failed.keys))
+        raise StepFailure("step_failed", f"{at}: {failed.error}", path) from None
+
+
+def _resolve(value: Any, expression_scope: dict[str, Any]) -> Any:
+    kind = type(value)
+    if kind not in _CONTAINERS:
+        if not isinstance(value, _CONTAINERS):  # a number, a boolean, null
+            return value
+        kind = next(base for base in _CONTAINERS if isinstance(value, base))  # a subclass
+    if kind is str:
+        if "{{" not in value:
             return value
         try:
             return render(parse_template(value), expression_scope)
         except (EvaluationError, ExprSyntaxError) as exc:
-            raise StepFailure("step_failed", f"{where}: {exc}", path) from None
-    if isinstance(value, dict):
-        return {k: resolve(v, expression_scope, path, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, expression_scope, path, f"{where}[{i}]") for i, v in enumerate(value)]
+            raise _Unresolved(exc) from None
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            try:
+                out[key] = _resolve(item, expression_scope)
+            except _Unresolved as failed:
+                failed.keys.append(key)
+                raise
+        return out
+    if kind is list:
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_resolve(item, expression_scope))
+            except _Unresolved as failed:
+                failed.keys.append(index)
+                raise
+        return items
     return value
+
+
+_CONTAINERS = (str, dict, list)
 
 
 def step_input(scope: Any, step: dict[str, Any], expression_scope: dict[str, Any],

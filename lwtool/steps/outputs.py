@@ -47,6 +47,8 @@ def check_schema(value: Any, schema: Any, what: str, content_key: str | None = N
     if schema is None or schema is True:
         return
     validator = _validator(schema, content_key)
+    if validator.is_valid(value):
+        return
     for error in validator.iter_errors(value):
         where = "/" + "/".join(str(p) for p in error.instance_path)
         raise OutputInvalid(f"{what} at {where if where != '/' else 'the top'}: {error.message}")

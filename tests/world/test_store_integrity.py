@@ -302,3 +302,20 @@ def test_two_worlds_appending_to_one_run_keep_one_chain(tmp_path: Path) -> None:
     events = LocalWorld(tmp_path / "data").events("run_a")
     assert [e.seq for e in events] == list(range(1, 14))
     assert [e.payload.get("by") for e in events[4:]] == ["first", "second", "second"] * 3
+
+
+def test_the_chain_hash_of_text_with_a_lone_surrogate_is_over_its_surrogatepass_bytes(
+) -> None:
+    """The hash is taken over UTF-8 (the fast codec path); text with a lone surrogate,
+    which strict UTF-8 refuses, is hashed over its surrogatepass bytes, never lost."""
+    import hashlib
+
+    from lwtool.world.chain import FORM, chained_hash
+
+    def expected(material: str) -> str:
+        return FORM + hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+    assert chained_hash("p", "r", 1, "t", None, "2.5", '"\ud800"') == \
+        expected('p\nr\n1\n1:t\n2.5\n-\n"\ud800"')
+    assert chained_hash("p", "r", 2, "t", "s\u00e9", "2.5", '"\u2603"') == \
+        expected('p\nr\n2\n1:t\n2.5\n2:s\u00e9\n"\u2603"')
