@@ -6,7 +6,7 @@ instead: armed for the earliest open deadline, moved only when an earlier one op
 and looked at again when it fires. In a chain every deadline is later than the one
 armed, so a step costs one set insert and one removal.
 
-An attempt past its deadline is cancelled, and its `async with` raises TimeoutError in
+An attempt past its deadline is cancelled, and its `with` raises TimeoutError in
 its place, exactly as `asyncio.timeout` does (a cancellation from elsewhere passes
 through unchanged).
 """
@@ -27,7 +27,8 @@ class Deadlines:
         self._armed_for = math.inf
 
     def within(self, seconds: float) -> Deadline:
-        """`async with deadlines.within(s):` raises TimeoutError after `s` seconds."""
+        """`with deadlines.within(s):` (or `async with`) inside a task raises
+        TimeoutError after `s` seconds."""
         return Deadline(self, seconds)
 
     def close(self) -> None:
@@ -59,7 +60,7 @@ class Deadlines:
 
 
 class Deadline:
-    """One attempt's deadline: an async context manager around the attempt."""
+    """One attempt's deadline: a context manager (sync or async) around the attempt."""
 
     __slots__ = ("_owner", "_seconds", "when", "_task", "_cancelling", "_expired")
 
@@ -70,7 +71,9 @@ class Deadline:
         self._cancelling = 0
         self._expired = False
 
-    async def __aenter__(self) -> Deadline:
+    def __enter__(self) -> Deadline:
+        """`with` works as well as `async with` (it awaits nothing): one coroutine less
+        a step for the runtime's own use."""
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a deadline must be used inside a task")
@@ -80,12 +83,19 @@ class Deadline:
         self._owner._open_one(self, loop)
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        traceback: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self._owner._open.discard(self)
         if self._expired and self._task is not None:
             if self._task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
                 raise TimeoutError from exc
+
+    async def __aenter__(self) -> Deadline:
+        return self.__enter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        self.__exit__(kind, exc, traceback)
 
     def expire(self) -> None:
         self._expired = True

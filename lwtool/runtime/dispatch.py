@@ -77,13 +77,14 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
         try:
             # The slot bounds execution, not the commit: the next step may start while
             # this one's result is being made durable. Its dependents still wait for it.
-            async with run.step_slots:
-                run.active_steps += 1
-                try:
-                    result, closing, inline = await _attempt(scope, step, path, visit,
-                                                             attempt, kind)
-                finally:
-                    run.active_steps -= 1
+            await run.step_slots.acquire()  # not `async with`: two coroutines less
+            run.active_steps += 1
+            try:
+                result, closing, inline = await _attempt(scope, step, path, visit,
+                                                         attempt, kind)
+            finally:
+                run.active_steps -= 1
+                run.step_slots.release()
             scope.executed(sid)
             committed = await run.record(closing, artifacts=inline)
             return result, _completed_seq(committed)
@@ -196,7 +197,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     limit, source = step_timeout(step, run.step_timeout)
     custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
-        async with _deadlines(run).within(limit):  # no extra task, unlike wait_for
+        with _deadlines(run).within(limit):  # no extra task, unlike wait_for
             if not custom and uses in DIRECT_KINDS:
                 # What the built-in harness does with these (WorkflowHarness._builtin),
                 # without a task, a context and a result object a step.
