@@ -287,8 +287,8 @@ class RunState:
         data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
         ref = await self._store(data, inline)
-        attached = [await self._store(extra, inline)
-                    for extra in self._attached.pop(path, [])] if path else []
+        extras = self._attached.pop(path, None) if path else None
+        attached = [await self._store(extra, inline) for extra in extras] if extras else []
         envelope: dict[str, Any] = {
             "outputRef": ref,
             "artifacts": attached,

@@ -51,6 +51,9 @@ class StepsView(Mapping[str, dict[str, Any]]):
         last = outputs[-1] if outputs else None
         return {"output": last, "lastOutput": last, "allVisits": list(outputs)}
 
+    def get(self, step_id: str, default: Any = None) -> Any:  # Mapping's, one call less
+        return self[step_id] if step_id in self._outputs else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._outputs)
 

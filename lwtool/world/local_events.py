@@ -44,8 +44,8 @@ def chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now:
         text = dumps_text(payload_)
         prev = chained_hash(prev, run_id, seq, type_, path, at_text, text)
         out.append(Event(seq, run_id, type_, payload_, path, now))
-        row = (run_id, seq, type_, path, text, now, prev)
-        rows.append(row if base is None else (base + seq, *row))
+        rows.append((run_id, seq, type_, path, text, now, prev) if base is None else
+                    (base + seq, run_id, seq, type_, path, text, now, prev))
     return out, rows, (seq, prev)
 
 
