@@ -79,9 +79,10 @@ def parse_template(value: str) -> Template:
     Memoized: a Template is immutable, and the runtime renders the same strings for
     every visit and branch."""
     if value.startswith("{{") and value.endswith("}}"):  # the common `{{ a.b.c }}`
-        node = simple_path(value[2:-2])
+        inner = value[2:-2]
+        node = simple_path(inner)
         if node is not None:
-            return Template((Part(value[2:-2], node, 2),))
+            return Template((Part(inner, node, 2),))
     parts: list[Part] = []
     for text, offset, is_expr in split(value):
         if not is_expr:

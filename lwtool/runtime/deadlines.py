@@ -27,8 +27,8 @@ class Deadlines:
         self._armed_for = math.inf
 
     def within(self, seconds: float) -> Deadline:
-        """`with deadlines.within(s):` (or `async with`) inside a task raises
-        TimeoutError after `s` seconds."""
+        """`with deadlines.within(s):` inside a task raises TimeoutError after `s`
+        seconds."""
         return Deadline(self, seconds)
 
     def close(self) -> None:
@@ -60,7 +60,7 @@ class Deadlines:
 
 
 class Deadline:
-    """One attempt's deadline: a context manager (sync or async) around the attempt."""
+    """One attempt's deadline: a context manager around the attempt."""
 
     __slots__ = ("_owner", "_seconds", "when", "_task", "_cancelling", "_expired")
 
@@ -72,8 +72,8 @@ class Deadline:
         self._expired = False
 
     def __enter__(self) -> Deadline:
-        """`with` works as well as `async with` (it awaits nothing): one coroutine less
-        a step for the runtime's own use."""
+        """A plain `with` (inside a task): entering and leaving await nothing, so no
+        coroutine is made for them."""
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a deadline must be used inside a task")
@@ -89,13 +89,6 @@ class Deadline:
         if self._expired and self._task is not None:
             if self._task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
                 raise TimeoutError from exc
-
-    async def __aenter__(self) -> Deadline:
-        return self.__enter__()
-
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        traceback: TracebackType | None) -> None:
-        self.__exit__(kind, exc, traceback)
 
     def expire(self) -> None:
         self._expired = True

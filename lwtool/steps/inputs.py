@@ -31,19 +31,14 @@ def resolve(value: Any, expression_scope: dict[str, Any], path: str, where: str)
 
 
 def _resolve(value: Any, expression_scope: dict[str, Any]) -> Any:
-    kind = type(value)
-    if kind not in _CONTAINERS:
-        if not isinstance(value, _CONTAINERS):  # a number, a boolean, null
-            return value
-        kind = next(base for base in _CONTAINERS if isinstance(value, base))  # a subclass
-    if kind is str:
+    if isinstance(value, str):
         if "{{" not in value:
             return value
         try:
             return render(parse_template(value), expression_scope)
         except (EvaluationError, ExprSyntaxError) as exc:
             raise _Unresolved(exc) from None
-    if kind is dict:
+    if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             try:
@@ -52,7 +47,7 @@ def _resolve(value: Any, expression_scope: dict[str, Any]) -> Any:
                 failed.keys.append(key)
                 raise
         return out
-    if kind is list:
+    if isinstance(value, list):
         items = []
         for index, item in enumerate(value):
             try:
@@ -62,9 +57,6 @@ def _resolve(value: Any, expression_scope: dict[str, Any]) -> Any:
                 raise
         return items
     return value
-
-
-_CONTAINERS = (str, dict, list)
 
 
 def step_input(scope: Any, step: dict[str, Any], expression_scope: dict[str, Any],

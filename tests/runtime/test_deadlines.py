@@ -13,7 +13,7 @@ from lwtool.runtime.deadlines import Deadlines
 
 async def _sleep_within(deadlines: Deadlines, limit: float, sleep: float) -> str:
     try:
-        async with deadlines.within(limit):
+        with deadlines.within(limit):
             await asyncio.sleep(sleep)
     except TimeoutError:
         return "timeout"
@@ -69,30 +69,3 @@ def test_close_drops_the_timer() -> None:
 
     asyncio.run(main())
 
-
-def test_the_sync_form_times_out_and_passes_other_cancellations_through() -> None:
-    """`with` (the runtime's form) behaves as `async with`: a late attempt raises
-    TimeoutError, an early one finishes, a cancellation from elsewhere stays one."""
-
-    async def within(deadlines: Deadlines, limit: float, sleep: float) -> str:
-        try:
-            with deadlines.within(limit):
-                await asyncio.sleep(sleep)
-        except TimeoutError:
-            return "timeout"
-        return "done"
-
-    async def main() -> tuple[list[str], bool]:
-        deadlines = Deadlines()
-        results = list(await asyncio.gather(within(deadlines, 0.02, 1),
-                                            within(deadlines, 1, 0.01)))
-        task = asyncio.create_task(within(deadlines, 5, 1))
-        await asyncio.sleep(0.01)
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            return results, True
-        return results, False
-
-    assert asyncio.run(main()) == (["timeout", "done"], True)
