@@ -361,7 +361,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     from lwtool.calls.models import UnresolvedModel
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
     from lwtool.record.errors import NondeterminismError, RunFailedError, RunWaitingError
-    from lwtool.world.base import RunLocked, RunNotFound, WorldError
+    from lwtool.world.base import RunLocked, RunLockLost, RunNotFound, WorldError
 
     try:
         with _stdout_to_stderr(), graceful():
@@ -396,5 +396,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     except (WorldError, NondeterminismError) as exc:
         run_id, message = current_run(), str(exc)
         named = not run_id or message.startswith(f"run {run_id}")
+        if run_id and isinstance(exc, RunLockLost):
+            message += f"; {resume_hint(run_id)}"
         raise fail(message if named else f"run {run_id}: {message}") from None
     return result

@@ -121,6 +121,12 @@ class StoreUnavailable(WorldError):
     full, another user's, busy. Never reported as damage."""
 
 
+class RunLockLost(StoreUnavailable):
+    """The connection holding a run's lock was closed (the server restarted, or ended
+    the session): another process may hold the run now, so nothing more of it is
+    committed here. It resumes from its log (`lwtool worker`: at its next claim)."""
+
+
 class StepCommittedElsewhere(WorldError):
     """A step's StepCompleted is in the log already: another process (a worker whose
     lease ran out, and its successor) committed that step path and visit first. The

@@ -8,7 +8,9 @@ durability commits with `synchronous_commit = on`, process durability with `off`
 killed lwtool process loses nothing either way: the server holds the commit; only a
 crash of the server may lose the last `off` commits). A run's lock is a session-level
 advisory lock held on a connection of its own: the server drops it when the holding
-process dies, so a killed run can be resumed at once from any machine. Memory stores,
+process dies, so a killed run can be resumed at once from any machine. A run whose
+lock connection the server closed (a restart) commits nothing more (RunLockLost):
+another process may have taken the run meanwhile. Memory stores,
 scratch and skills stay files in `data_dir` on the machine that runs a session.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -31,6 +34,7 @@ from lwtool.world.base import (
     Event,
     NewEvent,
     RunLocked,
+    RunLockLost,
     RunNotFound,
     RunRecord,
     StepCommittedElsewhere,
@@ -95,6 +99,7 @@ class PostgresWorld:
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
                                     kwargs={"autocommit": True}, timeout=POOL_WAIT)
         self._lock_idle: list[Any] = []  # lock connections between runs
+        self._held: dict[str, Any] = {}  # run id -> the connection holding its lock
         self._guard = threading.Lock()
 
     # -- connections ------------------------------------------------------------------
@@ -193,6 +198,7 @@ class PostgresWorld:
 
         try:
             with self._tx(durable) as conn:
+                self._check_lock(run_id)  # after any wait for a connection
                 for ref, data in artifacts:
                     self._put(conn, ref, data)
                 row = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE "
@@ -306,12 +312,22 @@ class PostgresWorld:
             held = bool(got and got[0])
             if not held:
                 raise RunLocked(f"run {run_id} is being executed by another process")
+            self._held[run_id] = conn
             yield
         except psycopg.OperationalError as exc:
             conn.close()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: {_reason(exc)}") from None
         finally:
+            self._held.pop(run_id, None)
             self._release_lock(conn, key, held)
+
+    def _check_lock(self, run_id: str) -> None:
+        """Refuse a commit of a run whose lock this process held and lost."""
+        conn = self._held.get(run_id)
+        if conn is not None and _hung_up(conn):
+            raise RunLockLost(f"run {run_id} lost its lock: PostgreSQL at {self._where} "
+                              "closed the connection holding it; this process commits "
+                              "nothing more of it")
 
     def _lock_connection(self) -> Any:
         import psycopg
@@ -419,6 +435,24 @@ def postgres_world(url: str, data_dir: str | Path = DEFAULT_DATA_DIR,
     """`lwtool.postgres_world("postgresql://host/db")`: runs in PostgreSQL; memory,
     scratch and skills stay in `data_dir` on each machine."""
     return PostgresWorld(url, data_dir, max_concurrent_steps, durability)
+
+
+def _hung_up(conn: Any) -> bool:
+    """Whether the server closed an idle lock connection. An idle session is sent
+    nothing but its end, so a readable socket is looked at closer (one poll a commit)."""
+    import psycopg
+
+    if conn.closed:
+        return True
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    if not poller.poll(0):
+        return False
+    try:
+        conn.execute("SELECT 1")  # something else was sent (a notice): still alive?
+    except psycopg.Error:
+        return True
+    return False
 
 
 def _lock_key(run_id: str) -> int:

@@ -154,3 +154,40 @@ def test_a_step_path_completes_once(postgres_url: str, tmp_path: Path) -> None:
     assert world.run_head("r") == head and len(world.events("r")) == 3
     world.append("r", [NewEvent("StepCompleted", {"stepId": "a"}, "fan[2].a")])  # another path
     world.close()
+
+
+def test_a_run_whose_lock_connection_was_closed_commits_nothing_more(
+        postgres_url: str, tmp_path: Path) -> None:
+    """The server ended the session holding a run's advisory lock (as a restart does):
+    another process may have taken the run since, so this one's next commit is refused,
+    even one that waited for the server; a lock taken again commits as before."""
+    import os
+
+    import psycopg
+
+    from lwtool.world.base import NewEvent, RunLockLost
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    world.register_version("v", {"steps": []})
+    lock_session = ("SELECT pid FROM pg_stat_activity WHERE application_name = "
+                    f"'lwtool run lock pid {os.getpid()}' AND datname = current_database()")
+    with world.lock_run("r"):
+        world.create_run("r", "v", {}, {}, [NewEvent("RunStarted", {})])
+        world.append("r", [NewEvent("StepCompleted", {}, "a")])
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("LISTEN ping")
+            world._held["r"].execute("LISTEN ping")
+            admin.execute("NOTIFY ping")  # something arrives that is not the session's end
+            world.append("r", [NewEvent("StepCompleted", {}, "b")])
+            (pid,), = admin.execute(lock_session).fetchall()
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        with pytest.raises(RunLockLost, match="run r lost its lock: PostgreSQL at .* closed"):
+            world.append("r", [NewEvent("StepCompleted", {}, "c")])
+        with pytest.raises(RunLockLost):  # the run stays refused while it is executing
+            world.append("r", [NewEvent("StepCompleted", {}, "c")])
+    assert [e.step_path for e in world.events("r")] == [None, "a", "b"]
+    with world.lock_run("r"):  # taken again (a resume): commits go on
+        world.append("r", [NewEvent("StepCompleted", {}, "c")])
+    world.append("r", [NewEvent("RunCompleted", {})])  # appended unlocked, as a branch is
+    assert [e.step_path for e in world.events("r")] == [None, "a", "b", "c", None]
+    world.close()

@@ -1,17 +1,20 @@
 """A PostgreSQL server lost mid-run: the worker neither dies nor loses anything; it
 waits, looking again less and less often, and once the server is back the run resumes
 from its log and completes with an uninterrupted run's output (a private cluster,
-stopped with `pg_ctl -m immediate` and started again)."""
+stopped with `pg_ctl -m immediate` and started again). A commit that waited for the
+server until it was back is refused too: the restart ended the run's lock."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lwtool.world.postgres import POOL_WAIT
+from lwtool.world.postgres import POOL_WAIT, where
 from tests.fixtures.postgres import PrivateCluster, database
 from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs, _worker
 
@@ -43,10 +46,41 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
         cluster.start()
         _, err = worker.communicate(timeout=180)
         assert worker.returncode == 0, err
-        assert "run r00 left for later: PostgreSQL at" in err, err
+        # its commit failed while the server was away, or found its lock lost after
+        assert re.search(r"run r00 left for later: (PostgreSQL|run r00 lost its lock: "
+                         r"PostgreSQL) at", err), err
         assert "discarding" not in err and "error connecting" not in err  # the pool's logs
         assert "claimed run r00 (claim 2)" in err, err  # resumed from its log
         marks = _marks(tmp_path)
         assert sorted(marks) == sorted(f"r00:s{i}" for i in range(STEPS))
         assert sum(n - 1 for n in marks.values()) <= 1  # at most the step in flight again
         assert _outputs(url, 1) == {"r00": EXPECTED}
+
+
+def test_a_run_whose_lock_the_server_ended_stops_and_resumes(tmp_path: Path,
+                                                             postgres_url: str) -> None:
+    """`lwtool run` on a PostgreSQL world whose server ends the session holding the
+    run's lock mid-step: the step's result is not committed, the run stops with one line
+    naming the lost lock and how to resume; resumed, it completes with an uninterrupted
+    run's output, the step in flight called again and no other."""
+    from tests.conftest import run_cli
+    from tests.world.test_workers import TOOLS, _chain
+
+    _chain(tmp_path / "marks.lwir.json")
+    (tmp_path / "in.json").write_text('{"run": "r"}')
+    env = {"LWTOOL_TEST_DIR": str(tmp_path), "LWTOOL_TEST_URL": postgres_url,
+           "LWTOOL_TEST_END_LOCK": "r:s5"}
+    args = ["--tools", TOOLS, "--world", postgres_url, "--data-dir", str(tmp_path / "d")]
+    first = run_cli("run", str(tmp_path / "marks.lwir.json"), "-i", str(tmp_path / "in.json"),
+                    "--run-id", "r", *args, env=env)
+    assert first.returncode == 2, first.stderr
+    assert first.stderr.splitlines()[-1] == (
+        f"lwtool: run r lost its lock: PostgreSQL at {where(postgres_url)} closed the "
+        "connection holding it; this process commits nothing more of it; resume it with "
+        "`lwtool replay r`"), first.stderr
+    assert (tmp_path / "ended").exists()
+    again = run_cli("replay", "r", "--json", *args, env=env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["output"] == EXPECTED
+    marks = _marks(tmp_path)
+    assert marks["r:s5"] == 2 and sum(marks.values()) == STEPS + 1

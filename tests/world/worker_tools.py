@@ -2,7 +2,9 @@
 $LWTOOL_TEST_DIR/marks.log (one write, O_APPEND: lines from many processes never
 interleave), and blocks for good on the step named by LWTOOL_TEST_BLOCK (after writing
 `blocked`). Each call's label and process id go to who.log too; a call whose `value`
-equals its `failOn` raises. A call takes LWTOOL_TEST_SLEEP seconds (0.005)."""
+equals its `failOn` raises. A call takes LWTOOL_TEST_SLEEP seconds (0.005). The first
+call on the step named by LWTOOL_TEST_END_LOCK has the server end the session holding
+its run's lock (the calling process's), as a server restart would."""
 
 from __future__ import annotations
 
@@ -29,8 +31,22 @@ def mark(args: dict) -> dict:
     if os.environ.get("LWTOOL_TEST_BLOCK") == label:
         (folder / "blocked").write_text(str(os.getpid()))
         time.sleep(3600)
+    if os.environ.get("LWTOOL_TEST_END_LOCK") == label and not (folder / "ended").exists():
+        _end_lock_session(args["run"])
+        (folder / "ended").write_text(label)
     time.sleep(float(os.environ.get("LWTOOL_TEST_SLEEP", "0.005")))
     return {"value": f"{args['value']}-{args['step']}"}
+
+
+def _end_lock_session(run_id: str) -> None:
+    import psycopg
+
+    with psycopg.connect(os.environ["LWTOOL_TEST_URL"], autocommit=True) as conn:
+        ended = conn.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE "
+            "application_name = %s AND datname = current_database()",
+            (f"lwtool run lock pid {os.getpid()}",)).fetchall()
+    assert ended == [(True,)], (run_id, ended)
 
 
 tools = {"mark": mark}
