@@ -18,7 +18,10 @@
    schema; per step = (time of a 200-step chain - time of a 1-step chain) / 199, so
    process start and imports cancel out (each the fastest of three runs a round).
    Goals as for 2 (issue 32: strict <= 1.3x the step floor at FULL, process <= 2.5x
-   at NORMAL).
+   at NORMAL). Beside the sync tool's cost over the async one: the floor of running a
+   function in another thread (a raw ThreadPoolExecutor submit and wait, no lwtool
+   code), which a sync tool pays since it may block; on a VM whose idle vCPUs halt,
+   a wake-up on another CPU is most of it.
 
 Medians of --reps rounds; the modes alternate within a round so both see the same
 disk weather. Run: .venv/bin/python bench/runtime.py [--reps N]
@@ -183,6 +186,9 @@ def resume(folder: Path) -> tuple[float, int]:
 
 
 CLI_TRIES = 3  # runs of each length a round; the fastest counts (process start-up varies)
+# as users start it: with the bytecode cache (a set PYTHONDONTWRITEBYTECODE would leave
+# every module compiled again in each process)
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def cli_step(folder: Path, durability: str, flavour: str) -> float:
@@ -202,12 +208,28 @@ def cli_step(folder: Path, durability: str, flavour: str) -> float:
                                    f"{HERE / '_cli_tools.py'}:{flavour}_tools",
                                    "--data-dir", str(data), "--durability", durability,
                                    "--quiet"], input='{"seed": "x"}', capture_output=True,
-                                  text=True, cwd=HERE.parent)
+                                  text=True, cwd=HERE.parent, env=CLI_ENV)
             elapsed = time.perf_counter() - started
             spans[steps] = min(spans.get(steps, elapsed), elapsed)
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
     return (spans[200] - spans[1]) / 199 * 1e6
+
+
+def thread_round_trip(calls: int = 2000) -> float:
+    """Microseconds to run a no-op in a worker thread and have its result, as a sync
+    tool's step waits for it (Tool.invoke): the floor of the thread hand-off."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as threads:
+        for _ in range(100):
+            threads.submit(abs, 1).result()
+        started = time.perf_counter()
+        for _ in range(calls):
+            future = threads.submit(abs, 1)
+            future.exception(timeout=0.01)
+            future.result()
+        return (time.perf_counter() - started) / calls * 1e6
 
 
 def child(data: Path) -> None:
@@ -248,6 +270,7 @@ def main() -> None:
                     keep(f"cli-{flavour}-{mode}", cli_step(folder, mode, flavour))
             ms, count = resume(folder)
             keep("resume", ms)
+            keep("handoff", thread_round_trip())
     med = {name: statistics.median(values) for name, values in figures.items()}
     full, normal = med["raw-strict"], med["raw-process"]
     print(f"raw SQLite WAL insert+commit: synchronous=FULL {full:.0f} us, "
@@ -273,6 +296,9 @@ def main() -> None:
         f"{med[f'cli-{flavour}-{mode}'] / rows[mode]:.2f}x the step floor"
         for flavour in ("sync", "async") for mode in MODES)
         + " (goals: strict <= 1.3x, process <= 2.5x)")
+    print("a sync tool's step over an async one's: " + "; ".join(
+        f"{mode} {med[f'cli-sync-{mode}'] - med[f'cli-async-{mode}']:.0f} us" for mode in MODES)
+        + f"; the floor of that hand-off, a raw thread round trip: {med['handoff']:.0f} us")
     print(f"({options.reps} rounds, medians)")
 
 

@@ -3,12 +3,12 @@ of any run, `concurrency` of each at a time.
 
 A worker claims the oldest runnable branch (lwtool.world.postgres_branches), else the
 oldest runnable run (lwtool.world.postgres_queue), renews its lease every third of it
-while it executes, and ends its claim `done` or `failed`. The runs it executes hand
-their parallel branches to the branch queue (lwtool.runtime.branches), so one run's
-branches spread over every worker. It
-starts a run the queue recorded, or resumes one from its event log (a run whose worker
-died: its completed steps are not run again, the attempt in flight runs again). A run
-another worker still executes (its run lock held) is handed back. `stop` (SIGTERM)
+while it executes (from a thread, so a loop held up never lets it run out), and ends
+its claim `done` or `failed`. The runs it executes hand their parallel branches to the
+branch queue (lwtool.runtime.branches), so one run's branches spread over every
+worker. It starts a run the queue recorded, or resumes one from its event log (a run
+whose worker died: its completed steps are not run again, the attempt in flight runs
+again). A run another worker still executes (its run lock held) is handed back. `stop` (SIGTERM)
 ends claiming; the runs in hand finish first. With `drain`, the worker ends once no
 run is queued or claimed anywhere.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -105,14 +106,14 @@ async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry
     from lwtool.runtime.branches import execute_branch
 
     what = f"branch {task.prefix} of run {task.run_id}"
-    heartbeat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
+    stop_beat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
     try:
         state, result = await execute_branch(world, task, tools, models, known)
     except WorldError as exc:  # the server away, or a successor committed first
         log(f"{what} left for later: {exc}")
         return False
     finally:
-        heartbeat.cancel()
+        stop_beat()
     if not await _end(lambda: queue.finish(task, name, state, result), what, log):
         return False
     log(f"{what} {state}")
@@ -126,7 +127,7 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
     from lwtool.runtime.interpreter import start_run
 
     what = f"run {claim.run_id}"
-    heartbeat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
+    stop_beat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
     try:
         lwir = world.get_version(claim.version_id)
         if lwir is None:
@@ -155,7 +156,7 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
         log(f"{what} left for later: {exc}")
         return False
     finally:
-        heartbeat.cancel()
+        stop_beat()
     log(said)
     return await _end(lambda: queue.finish(claim.run_id, name, state), what, log)
 
@@ -175,24 +176,30 @@ async def _end(finish: Callable[[], Any], what: str, log: Callable[[str], None])
 
 
 def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
-               log: Callable[[str], None]) -> asyncio.Task[None]:
-    """Renew a claim every third of its lease while the current task executes it. A
-    claim found to be another worker's (this one's lease ran out while the world could
-    not be reached, and another worker took it) cancels the current task: two workers
-    never go on executing one run or branch. A world that cannot be reached is tried
-    again at the next beat."""
-    holder = asyncio.current_task()
+               log: Callable[[str], None]) -> Callable[[], None]:
+    """Renew a claim every third of its lease while the current task executes it; the
+    returned call stops renewing. The beat runs in a thread of its own, so a loop held
+    up (a commit waiting for a server that is away, a tool that blocks the loop) never
+    lets the claim run out while this worker lives. A claim found to be another
+    worker's (this one's lease ran out while the world could not be reached, and
+    another worker took it) cancels the current task: two workers never go on
+    executing one run or branch. A world that cannot be reached is tried again at the
+    next beat."""
+    holder, loop = asyncio.current_task(), asyncio.get_running_loop()
+    stopped = threading.Event()
 
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(lease / 3)
+    def beat() -> None:
+        while not stopped.wait(lease / 3):
             try:
-                if not await asyncio.to_thread(renew):
-                    log(f"{what}: the lease was lost to another worker; stopped here")
-                    if holder is not None:
-                        holder.cancel()
-                    return
+                kept = renew()
             except WorldError as exc:
                 log(f"{what}: the lease could not be renewed: {exc}")
+                continue
+            if not kept and not stopped.is_set():  # (set first when the claim ends)
+                log(f"{what}: the lease was lost to another worker; stopped here")
+                if holder is not None:
+                    loop.call_soon_threadsafe(holder.cancel)
+                return
 
-    return asyncio.create_task(beat())
+    threading.Thread(target=beat, name=f"lwtool heartbeat: {what}", daemon=True).start()
+    return stopped.set

@@ -4,13 +4,15 @@ interleave), and blocks for good on the step named by LWTOOL_TEST_BLOCK (after w
 `blocked`). Each call's label and process id go to who.log too; a call whose `value`
 equals its `failOn` raises. A call takes LWTOOL_TEST_SLEEP seconds (0.005). The first
 call on the step named by LWTOOL_TEST_END_LOCK has the server end the session holding
-its run's lock (the calling process's), as a server restart would."""
+its run's lock (the calling process's), as a server restart would. `loop_tools` adds
+`hold({seconds})`, registered as not blocking, so it holds up the worker's event loop."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 
 def mark(args: dict) -> dict:
@@ -50,3 +52,20 @@ def _end_lock_session(run_id: str) -> None:
 
 
 tools = {"mark": mark}
+
+
+def hold(args: dict) -> dict:
+    time.sleep(float(args["seconds"]))
+    return {"held": args["seconds"]}
+
+
+def _loop_tools() -> Any:
+    from lwtool.tools import ToolRegistry
+
+    registry = ToolRegistry()
+    registry.register("mark", mark)
+    registry.register("hold", hold, blocking=False)  # a broken promise, on purpose
+    return registry
+
+
+loop_tools = _loop_tools()
