@@ -88,6 +88,7 @@ async def _call(run: Any, path: str, turn: int, call_id: str, model: str | Scrip
                  "model": {"provider": reply.provider, "modelId": reply.model_id},
                  "response": response, "durationMs": reply.duration_ms}
     await run.record([NewEvent("harness.model.responded", responded, path)])
+    run.replies += 1
     if run.budget is not None:
         run.budget.count(responded)
     return responded

@@ -80,6 +80,14 @@ def replies_under(world: World, root: str, own: str) -> list[dict[str, Any]]:
     return replies
 
 
+def no_calls_total() -> dict[str, Any]:
+    """`rolled_usage(...)["total"]` of a run that links no other run and made no model
+    call (costUsd 0: nothing to pay), without reading its log."""
+    total = empty_totals()
+    total["costUsd"] = 0.0
+    return total
+
+
 def rolled_usage(world: World, run_id: str) -> dict[str, Any]:
     """{total, byRole: {role: totals}, runs: [{runId, role, usage}]}."""
     runs, calls = linked(world, run_id)

@@ -49,6 +49,7 @@ class RunState:
     # then always go to the commit thread instead of blocking the loop for an fsync.
     inline_commits: bool = True
     budget: Any = None  # lwtool.record.budget.Budget: held before each new model call
+    replies: int = 0  # model replies this execution committed (recorded_model_call)
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
     _fault: tuple[str, str] | None = None

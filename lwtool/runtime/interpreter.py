@@ -277,12 +277,12 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     planner = None if pipeline else state.workspace.get("plannerRunId")
     state.on_end.extend(scratch_remover(world, run_id, planner, pipeline=pipeline))
     try:
-        return await _drive(state)
+        return await _drive(state, bool(links))
     finally:
         state.close()
 
 
-async def _drive(state: RunState) -> dict[str, Any]:
+async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
     run_id, version_id, lwir = state.run_id, state.version_id, state.lwir
     run_input, world = state.run_input, state.world
     try:
@@ -312,7 +312,10 @@ async def _drive(state: RunState) -> dict[str, Any]:
     await state.record([NewEvent("RunCompleted", {"finalStepPath": final_path,
                                                   "envelope": envelope})],
                        status="completed", artifacts=inline)
-    return await result_of(world, run_id, version_id, output, state.artifacts)
+    # No model reply in its log (none before, none now, no other process's branches)
+    # and no linked run: its usage is known without reading the log back.
+    calls = bool(linked or state.replies or state.journal.replies or state.branches)
+    return await result_of(world, run_id, version_id, output, state.artifacts, calls)
 
 
 def _final_output(top: Scope) -> tuple[str | None, Any]:
@@ -345,9 +348,11 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
 
 
 async def result_of(world: World, run_id: str, version_id: str, output: Any,
-                    artifacts: list[str]) -> dict[str, Any]:
-    from lwtool.record.rollup import rolled_usage
+                    artifacts: list[str], calls: bool = True) -> dict[str, Any]:
+    """A completed run's result. Its usage is read from its log (and its linked runs'),
+    unless `calls` is False: the caller knows it made no model call and links no run."""
+    from lwtool.record.rollup import no_calls_total, rolled_usage
 
-    usage = rolled_usage(world, run_id)  # its planner session's included
+    usage = rolled_usage(world, run_id)["total"] if calls else no_calls_total()
     return {"runId": run_id, "workflowVersionId": version_id, "status": "completed",
-            "output": output, "usage": usage["total"], "artifacts": sorted(set(artifacts))}
+            "output": output, "usage": usage, "artifacts": sorted(set(artifacts))}
