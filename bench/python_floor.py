@@ -37,7 +37,7 @@ from _generate import chain_lwir  # noqa: E402
 
 from lwtool.world.local_artifacts import PUT_INLINE  # noqa: E402
 from lwtool.world.local_events import INSERT_KEYED  # noqa: E402
-from lwtool.world.local_store import SCHEMA  # noqa: E402
+from lwtool.world.local_store import SCHEMA, WAL_CHECKPOINT_PAGES  # noqa: E402
 
 SORTED = orjson.OPT_SORT_KEYS
 RUN = "run_019ae5c0b1d2f00d1234"
@@ -59,6 +59,7 @@ def chain(folder: Path, synchronous: str, steps: int = 200) -> float:
     db = sqlite3.connect(folder / f"floor-{synchronous}.db", isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
+    db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES[synchronous]}")
     db.executescript(SCHEMA)
     db.execute("INSERT INTO versions VALUES (?, '{}')", (VERSION,))
     db.execute("INSERT INTO runs VALUES (?, ?, 'running', 0, 0, '{}', '{}', 0, '', 1)",

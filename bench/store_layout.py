@@ -49,15 +49,16 @@ INSERT = {
 HASH = "v2:" + "a" * 64
 
 
-def per_commit(folder: Path, layout: str, synchronous: str, commits: int
-               ) -> tuple[float, float]:
-    """(microseconds per step-boundary commit, WAL frames per commit)."""
+def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
+               checkpoint: int = 0) -> tuple[float, float]:
+    """(microseconds per step-boundary commit, WAL frames per commit). `checkpoint`:
+    WAL pages between checkpoints (0: none, so the frames can be counted; nan then)."""
     keyed = layout != UNKEYED
     path = folder / f"{layout.replace(' ', '-')}-{synchronous}.db"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
-    db.execute("PRAGMA wal_autocheckpoint=0")  # frames are counted from the WAL's size
+    db.execute(f"PRAGMA wal_autocheckpoint={checkpoint}")  # 0: frames from the WAL's size
     db.executescript(SCHEMA + EVENTS[keyed])
     seq = 0
     started = time.perf_counter()
@@ -77,7 +78,8 @@ def per_commit(folder: Path, layout: str, synchronous: str, commits: int
                    "WHERE run_id = ?", (seq, RUN))
         db.execute("COMMIT")
     elapsed = time.perf_counter() - started
-    frames = os.path.getsize(f"{path}-wal") / (4096 + 24) / commits
+    frames = os.path.getsize(f"{path}-wal") / (4096 + 24) / commits if not checkpoint \
+        else float("nan")
     db.close()
     return elapsed / commits * 1e6, frames
 

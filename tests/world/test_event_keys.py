@@ -138,3 +138,21 @@ def test_a_store_out_of_run_numbers_refuses_a_new_run(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match="no run numbers left"):
         world.create_run("run_b", VERSION, {}, {}, [NewEvent("RunStarted", {})])
     assert [r.run_id for r in world.list_runs()] == ["run_a"]
+
+
+@pytest.mark.parametrize(("durable", "most", "least"), [(True, 0, 128 + 20),
+                                                         (False, 300, 4000)])
+def test_the_wal_is_checkpointed_by_synchronous_level(tmp_path: Path, durable: bool,
+                                                      most: int, least: int) -> None:
+    """Fsynced (strict) commits checkpoint every 128 WAL pages, so the WAL stays small
+    and is written over in place (cheaper fsyncs than a growing file); unsynced
+    (process) commits every 4,000. Pages counted from the WAL's size."""
+    world = LocalWorld(tmp_path / "data")
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("r", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    for n in range(100):
+        world.append("r", [NewEvent("StepCompleted", {"text": "x" * 3000}, f"s{n}")],
+                     durable=durable)
+    pages = (tmp_path / "data" / "events" / "events.db-wal").stat().st_size // (4096 + 24)
+    assert most <= pages <= least, pages
+    world.close()
