@@ -193,7 +193,8 @@ def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
             try:
                 kept = renew()
             except WorldError as exc:
-                log(f"{what}: the lease could not be renewed: {exc}")
+                if not stopped.is_set():  # (else the claim ended meanwhile)
+                    log(f"{what}: the lease could not be renewed: {exc}")
                 continue
             if not kept and not stopped.is_set():  # (set first when the claim ends)
                 log(f"{what}: the lease was lost to another worker; stopped here")
