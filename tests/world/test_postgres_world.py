@@ -191,3 +191,36 @@ def test_a_run_whose_lock_connection_was_closed_commits_nothing_more(
     world.append("r", [NewEvent("RunCompleted", {})])  # appended unlocked, as a branch is
     assert [e.step_path for e in world.events("r")] == [None, "a", "b", "c", None]
     world.close()
+
+
+def test_artifacts_of_any_size_round_trip_with_their_events(postgres_url: str,
+                                                            tmp_path: Path) -> None:
+    """An artifact is stored in 1 MiB chunks with the events of its commit: empty, one
+    chunk, several; stored twice, once."""
+    import asyncio
+    import hashlib
+    import os
+
+    from lwtool.world.base import NewEvent
+    from lwtool.world.postgres import CHUNK
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    world.register_version("v", {"steps": []})
+    world.create_run("r", "v", {}, {}, [NewEvent("RunStarted", {})])
+    blobs = [b"", b"small", os.urandom(CHUNK), os.urandom(2 * CHUNK + 17)]
+    refs = [f"artifact://sha256:{hashlib.sha256(b).hexdigest()}" for b in blobs]
+    world.append("r", [NewEvent("StepCompleted", {"refs": refs}, "a")], None,
+                 list(zip(refs, blobs, strict=True)))
+    world.append("r", [NewEvent("StepCompleted", {"refs": refs}, "b")], None,
+                 list(zip(refs, blobs, strict=True)))  # there already: nothing added
+    assert asyncio.run(world.put_artifact(blobs[3])) == refs[3]
+    for ref, blob in zip(refs, blobs, strict=True):
+        assert asyncio.run(world.get_artifact(ref)) == blob
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        chunks = dict(conn.execute("SELECT ref, count(*) FROM lwtool.artifact_chunks "
+                                   "GROUP BY ref").fetchall())
+    assert [chunks[ref] for ref in refs] == [1, 1, 1, 3]
+    assert [e.step_path for e in world.events("r")] == [None, "a", "b"]
+    world.close()
