@@ -201,6 +201,8 @@ def test_artifacts_of_any_size_round_trip_with_their_events(postgres_url: str,
     import hashlib
     import os
 
+    import psycopg
+
     from lwtool.world.base import NewEvent
     from lwtool.world.postgres import CHUNK
 
@@ -216,8 +218,6 @@ def test_artifacts_of_any_size_round_trip_with_their_events(postgres_url: str,
     assert asyncio.run(world.put_artifact(blobs[3])) == refs[3]
     for ref, blob in zip(refs, blobs, strict=True):
         assert asyncio.run(world.get_artifact(ref)) == blob
-    import psycopg
-
     with psycopg.connect(postgres_url) as conn:
         chunks = dict(conn.execute("SELECT ref, count(*) FROM lwtool.artifact_chunks "
                                    "GROUP BY ref").fetchall())
