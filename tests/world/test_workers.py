@@ -129,7 +129,7 @@ def test_enqueue_and_worker_say_what_they_need(tmp_path: Path, postgres_url: str
 
 def test_a_loop_held_up_does_not_let_the_lease_run_out(tmp_path: Path,
                                                         postgres_url: str) -> None:
-    """A step holds up the worker's event loop for three leases: its heartbeat, in a
+    """A step holds up the worker's event loop for 2.5 leases: its heartbeat, in a
     thread of its own, keeps the claim, so a second worker never takes the run (which
     would hand it back and have the first one's run cancelled and its step run again)."""
     flow = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
@@ -138,19 +138,19 @@ def test_a_loop_held_up_does_not_let_the_lease_run_out(tmp_path: Path,
                 {"id": "s0", "uses": "tool.call", "with": {"tool": "mark", "args": {
                     "run": "h", "step": "s0", "value": "v"}}},
                 {"id": "held", "uses": "tool.call", "needs": ["s0"], "with": {
-                    "tool": "hold", "args": {"seconds": 3}}},
+                    "tool": "hold", "args": {"seconds": 5}}},
                 {"id": "s1", "uses": "tool.call", "needs": ["held"], "with": {
                     "tool": "mark", "args": {"run": "h", "step": "s1", "value": "w"}}}]}
     (tmp_path / "held.lwir.json").write_text(json.dumps(flow))
     assert run_cli("run", str(tmp_path / "held.lwir.json"), "-i", "-", "--enqueue",
                    "--run-id", "h", "--world", postgres_url, stdin="{}").returncode == 0
     tools = TOOLS.replace(":tools", ":loop_tools")
-    first = _worker(tmp_path, postgres_url, "--lease-seconds", "1", "--tools", tools)
+    first = _worker(tmp_path, postgres_url, "--lease-seconds", "2", "--tools", tools)
     deadline = time.monotonic() + 60
     while not (tmp_path / "marks.log").exists():
         assert first.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
-    second = _worker(tmp_path, postgres_url, "--lease-seconds", "1", "--tools", tools)
+    second = _worker(tmp_path, postgres_url, "--lease-seconds", "2", "--tools", tools)
     logs = [w.communicate(timeout=120)[1] for w in (first, second)]
     assert [first.returncode, second.returncode] == [0, 0], logs
     assert "claimed run h (claim 1)" in logs[0] and "run h completed" in logs[0], logs
