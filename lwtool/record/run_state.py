@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,11 @@ FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
 NOTE_DELAY = 0.02  # seconds evidence may wait for the run's next commit
 SESSION_USAGE = TOKENS  # a step session's token counts, as `lwtool report` sums them
+
+
+# True in a process whose event loop executes several runs at once (`lwtool worker`,
+# which sets it for the tasks it starts): no run's commit may block that loop.
+LOOP_SHARED: ContextVar[bool] = ContextVar("lwtool_loop_shared", default=False)
 
 
 @dataclass
@@ -45,8 +51,9 @@ class RunState:
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
     # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).
     branches: Any = None
-    # False where the event loop serves other runs too (a worker's branches): commits
-    # then always go to the commit thread instead of blocking the loop for an fsync.
+    # False where the event loop serves other runs too (a worker's runs and branches,
+    # LOOP_SHARED): commits then always go to the commit thread instead of blocking the
+    # loop for an fsync or a database's round trips.
     inline_commits: bool = True
     budget: Any = None  # lwtool.record.budget.Budget: held before each new model call
     replies: int = 0  # model replies this execution committed (recorded_model_call)
@@ -80,6 +87,8 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
+        if LOOP_SHARED.get():
+            self.inline_commits = False
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.
         self.committer = ThreadPoolExecutor(1, thread_name_prefix="lwtool-commit")

@@ -186,7 +186,6 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
     state.budget = run_budget(options.get("budget"), world, task.run_id,
                               options.get("links"), elsewhere=True)
     state.workspace = dict(options.get("workspace") or {})
-    state.inline_commits = False  # the worker's loop executes other branches meanwhile
     try:
         body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
                      has_item=True)

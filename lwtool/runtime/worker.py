@@ -45,9 +45,12 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
     `stop`, no new run is claimed; the runs in hand finish (their branches still come
     here). A world that cannot be reached is looked at again, less and less often, until
     it answers: the claims in hand run out meanwhile and are taken again."""
+    from lwtool.record.run_state import LOOP_SHARED
     from lwtool.runtime.branches import RemoteBranches
     from lwtool.world.postgres_branches import BranchQueue
     from lwtool.world.postgres_queue import RunQueue
+
+    LOOP_SHARED.set(True)  # this loop executes runs and branches side by side
 
     queue, branch_queue = RunQueue(world), BranchQueue(world)
     remote = RemoteBranches(branch_queue, say)

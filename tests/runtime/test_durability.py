@@ -2,7 +2,8 @@
 process none; the mode is the run's (recorded in RunStarted, kept on resume); a fast
 step's evidence and result share one commit, a slow step's evidence shows while it
 runs; a locked workflow runs without being validated or hashed again; a non-blocking
-sync tool runs on the event loop."""
+sync tool runs on the event loop; a loop shared by several runs (a worker) is never
+blocked by a commit."""
 
 from __future__ import annotations
 
@@ -320,3 +321,27 @@ def test_a_new_version_is_canonicalized_once_for_its_id_and_its_stored_text(
     calls.clear()
     asyncio.run(start_run(cli_world, doc, {}, _tools(), {}))  # `lwtool run`'s path
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_loop_shared_by_runs_is_never_blocked_by_a_commit(tmp_path: Path,
+                                                            shared: bool) -> None:
+    """A chain alone on its loop commits on it (a thread hand-off would cost more than
+    the commit); on a loop that executes several runs (`lwtool worker` sets
+    LOOP_SHARED) every commit goes to the commit thread, so the others go on."""
+    from lwtool.record.run_state import LOOP_SHARED
+
+    threads: list[str] = []
+
+    class Where(LocalWorld):
+        def append(self, *args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return super().append(*args, **kwargs)
+
+    async def main() -> Any:
+        LOOP_SHARED.set(shared)
+        return await start_run(Where(tmp_path / "data"), CHAIN, {}, _tools(), {})
+
+    assert asyncio.run(main())["output"] == {"v": "a-b-c"}
+    on_loop = [name == "MainThread" for name in threads]
+    assert len(on_loop) >= 4 and all(on_loop) is not shared and any(on_loop) is not shared
