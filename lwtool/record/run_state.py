@@ -54,7 +54,7 @@ class RunState:
     # False where the event loop serves other runs too (a worker's runs and branches,
     # LOOP_SHARED): commits then always go to the commit thread instead of blocking the
     # loop for an fsync or a database's round trips.
-    inline_commits: bool = True
+    inline_commits: bool = field(init=False)
     budget: Any = None  # lwtool.record.budget.Budget: held before each new model call
     replies: int = 0  # model replies this execution committed (recorded_model_call)
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
@@ -87,8 +87,7 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
-        if LOOP_SHARED.get():
-            self.inline_commits = False
+        self.inline_commits = not LOOP_SHARED.get()
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.
         self.committer = ThreadPoolExecutor(1, thread_name_prefix="lwtool-commit")

@@ -8,9 +8,9 @@ its claim `done` or `failed`. The runs it executes hand their parallel branches 
 branch queue (lwtool.runtime.branches), so one run's branches spread over every
 worker. It starts a run the queue recorded, or resumes one from its event log (a run
 whose worker died: its completed steps are not run again, the attempt in flight runs
-again). A run another worker still executes (its run lock held) is handed back. `stop` (SIGTERM)
-ends claiming; the runs in hand finish first. With `drain`, the worker ends once no
-run is queued or claimed anywhere.
+again). A run another worker still executes (its run lock held) is handed back.
+`stop` (SIGTERM) ends claiming; the runs in hand finish first. With `drain`, the worker
+ends once no run is queued or claimed anywhere.
 """
 
 from __future__ import annotations
