@@ -34,6 +34,45 @@ def references(part: Part) -> list[Reference]:
     node = part.node
     if node is None:
         return []
+    chain = _dotted(node)
+    if chain is not None:  # most expressions: `steps.fetch.output.name`, `input.x`
+        return [_dotted_reference(chain, part.offset)]
+    return walked_references(part)
+
+
+def _dotted(node: ast.Node) -> list[ast.Node] | None:
+    """A plain dotted path's nodes from its root up, else None."""
+    chain: list[ast.Node] = []
+    while type(node) is ast.Member:
+        chain.append(node)
+        node = node.target
+    if type(node) is not ast.Root:
+        return None
+    chain.append(node)
+    chain.reverse()
+    return chain
+
+
+def _dotted_reference(chain: list[ast.Node], base: int) -> Reference:
+    """What `walked_references` finds in a dotted path, without its walk."""
+    root = chain[0]
+    assert isinstance(root, ast.Root)
+    start = base + root.start
+    if root.name != "steps" or len(chain) == 1:
+        return Reference(root.name, start, base + root.end)
+    step, accessor = chain[1], chain[2] if len(chain) > 2 else None
+    assert isinstance(step, ast.Member)
+    if accessor is None:
+        return Reference("steps", start, base + step.end, step.name)
+    assert isinstance(accessor, ast.Member)
+    return Reference("steps", start, base + accessor.end, step.name, accessor.name)
+
+
+def walked_references(part: Part) -> list[Reference]:
+    """Every root use in any expression: a walk of its nodes with their parents."""
+    node = part.node
+    if node is None:
+        return []
     parents: dict[int, ast.Node] = {}
     nodes = ast.walk(node)
     for current in nodes:

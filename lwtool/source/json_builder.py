@@ -15,18 +15,21 @@ from lwtool.source.source_map import Entry, SourceMap
 
 
 def deeper_than(value: Any, limit: int, text: str) -> bool:
-    """Whether containers nest more than `limit` deep (cheap when the text cannot)."""
+    """Whether containers nest more than `limit` deep (cheap when the text cannot).
+    `value` is what `json.loads` made: plain dicts and lists, walked a level at a time."""
     if text.count("[") + text.count("{") <= limit or not isinstance(value, (dict, list)):
         return False
-    todo: list[tuple[Any, int]] = [(value, 1)]
-    while todo:
-        node, depth = todo.pop()
-        children = node.values() if isinstance(node, dict) else node
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > limit:
-                    return True
-                todo.append((child, depth + 1))
+    level, depth = [value], 1
+    while level:
+        if depth > limit:
+            return True
+        below = []
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    below.append(child)
+        level, depth = below, depth + 1
     return False
 
 

@@ -147,11 +147,9 @@ class Context:
         sites: list[TemplateSite] = []
         for info in self.steps:
             for name in ("input", "with"):
-                if name not in info.step:
-                    continue
-                skip = "files" if name == "with" and info.uses == "code.run" else None
-                for where, text in _template_strings(info.step[name], skip):
-                    sites.append(_site(f"{info.pointer}/{name}{where}", text, info))
+                if name in info.step:
+                    skip = "files" if name == "with" and info.uses == "code.run" else None
+                    _add_template_sites(sites, info, name, skip)
         return sites
 
     def step_references(self) -> Iterator[tuple[TemplateSite, StepInfo, Reference]]:
@@ -249,10 +247,12 @@ def template_site(pointer: str, text: str, owner: StepInfo | None) -> TemplateSi
 _Link = tuple["_Link", "str | int"] | None
 
 
-def _template_strings(value: Any, skip: str | None) -> Iterator[tuple[str, str]]:
-    """(pointer below `value`, text) of every string holding `{{` (not under the
-    top-level key `skip`); a pointer is written only for those."""
-    todo: list[tuple[Any, _Link]] = [(value, None)]
+def _add_template_sites(sites: list[TemplateSite], info: StepInfo, name: str,
+                        skip: str | None) -> None:
+    """A site for every string holding `{{` in the step's `name` value (not under its
+    top-level key `skip`); a pointer is written only for those. One loop, no generator
+    a value: every step has two such values to look through."""
+    todo: list[tuple[Any, _Link]] = [(info.step[name], None)]
     while todo:
         current, link = todo.pop()
         if isinstance(current, str):
@@ -261,9 +261,12 @@ def _template_strings(value: Any, skip: str | None) -> Iterator[tuple[str, str]]
                 while link is not None:
                     link, key = link
                     parts.append(key)
-                yield jp.from_parts(reversed(parts)), current
+                sites.append(_site(f"{info.pointer}/{name}{jp.from_parts(reversed(parts))}",
+                                   current, info))
         elif isinstance(current, dict):
-            todo.extend((v, (link, k)) for k, v in current.items()
-                        if not (link is None and k == skip))
+            for key, item in current.items():
+                if not (link is None and key == skip):
+                    todo.append((item, (link, key)))
         elif isinstance(current, list):
-            todo.extend((v, (link, i)) for i, v in enumerate(current))
+            for index, item in enumerate(current):
+                todo.append((item, (link, index)))

@@ -12,7 +12,8 @@ from lwtool.expr.evaluate import evaluate, render
 from lwtool.expr.functions import FUNCTIONS, EvaluationError
 from lwtool.expr.parser import ExprSyntaxError, _parser, _simple_path, parse_expression
 from lwtool.expr.printer import is_member_name, to_source
-from lwtool.expr.template import parse_template
+from lwtool.expr.refs import references, walked_references
+from lwtool.expr.template import Part, parse_template
 
 names = st.from_regex(r"[a-z_][a-z0-9_-]{0,6}", fullmatch=True).filter(is_member_name)
 literals = st.builds(ast.Literal, st.none() | st.booleans() | st.integers(-1000, 1000)
@@ -74,6 +75,21 @@ def test_fast_path_matches_lark(text: str) -> None:
     fast = _simple_path(text)
     slow = ToAst().transform(_parser().parse(text))
     assert fast == slow and (fast.start, fast.end) == (slow.start, slow.end)
+
+
+@given(st.lists(names, max_size=4).map(lambda rest: ".".join(["steps", *rest]))
+       | st.lists(names, min_size=1, max_size=4).map(".".join), st.integers(0, 40))
+def test_references_of_a_dotted_path_are_those_of_the_walk(text: str, offset: int) -> None:
+    part = Part(text, _simple_path(text) or parse_expression(text), offset)
+    assert references(part) == walked_references(part), text
+
+
+@given(expressions, st.integers(0, 40))
+def test_references_of_any_expression_are_those_of_the_walk(node: ast.Node,
+                                                            offset: int) -> None:
+    text = to_source(node)
+    part = Part(text, parse_expression(text), offset)
+    assert references(part) == walked_references(part), text
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -5,9 +5,14 @@ positions in every scalar style."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lwtool.source.loader import load_text
+from lwtool.validate.rules.lwir import not_canonicalizable
 from lwtool.validate.run import validate_document
 from tests.conftest import MINIMAL_HEADER
 
@@ -199,3 +204,31 @@ def test_a_step_without_a_known_type_gets_one_finding() -> None:
 """
     assert codes(text) == ["lwir.invalid_field", "step.unknown_type", "lwir.invalid_field",
                            "lwir.invalid_field"]
+
+
+def test_equal_bad_schemas_are_each_named_at_their_own_place() -> None:
+    schema = "{type: object, properties: {a: {type: string, pattern: x}}}"
+    got = [f for f in findings(f"""steps:
+  - {{id: a, uses: tool.call, with: {{tool: t}}, output: {{mode: object, schema: {schema}}}}}
+  - {{id: b, uses: tool.call, with: {{tool: t}}, output: {{mode: object, schema: {schema}}}}}
+""") if f[0] == "schema.invalid"]
+    assert [(line, "pattern" in message) for _, line, _, message in got] == [
+        (len(MINIMAL_HEADER) + 2, True), (len(MINIMAL_HEADER) + 3, True)]
+
+
+_OTHER = st.text(alphabet="xXg -\"é\udc00:", max_size=3)
+_RUNS = st.text(alphabet="0123456789abcdefABCDEF_", min_size=10, max_size=18)
+
+
+@given(st.lists(st.tuples(_OTHER, _RUNS), max_size=4).map(
+    lambda pieces: "".join(other + run for other, run in pieces)))
+def test_the_long_number_pre_check_finds_every_run_of_fourteen(text: str) -> None:
+    expected = re.search(r"[0-9a-fA-F_]{14,}", text) is not None
+    assert not_canonicalizable._long_number_run(text) == expected
+
+
+def test_an_integer_beyond_the_exact_range_is_named() -> None:
+    got = findings("steps:\n  - {id: a, uses: tool.call, with: {tool: t}, "
+                   "input: {n: 9007199254740993, m: 1_000_000}}\n")
+    assert [(code, "9007199254740993" in message) for code, _, _, message in got] == [
+        ("lwir.not_canonicalizable", True)]

@@ -30,7 +30,6 @@ steps:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from lwtool.canonical.plain_json import has_lone_surrogate, may_hold_lone_surrogate
@@ -44,9 +43,17 @@ SAFE = 2**53 - 1
 
 
 # An integer beyond 2**53 is written with at least 16 decimal, 14 hex or 18 octal
-# digits (YAML allows `_` between them): a text with no such run has none, and the
-# walk over every value is skipped.
-_LONG_NUMBER = re.compile(r"[0-9a-fA-F_]{14,}")
+# digits (YAML allows `_` between them): a text with no run of 14 such characters has
+# none, and the walk over every value is skipped. Found by mapping each byte to `1`
+# (such a character) or a space and searching for fourteen `1`s: a regular
+# expression tried at every offset took ten times as long.
+_DIGIT_OR_NOT = bytes(0x31 if chr(b) in "0123456789abcdefABCDEF_" else 0x20
+                      for b in range(256))
+_RUN = b"1" * 14
+
+
+def _long_number_run(text: str) -> bool:
+    return _RUN in text.encode("utf-8", "surrogatepass").translate(_DIGIT_OR_NOT)
 
 Link = tuple["Link | None", str | int] | None
 
@@ -61,7 +68,7 @@ def _pointer(link: Link) -> str:
 
 def check(ctx: Context) -> Iterator[Finding]:
     text = ctx.document.text
-    numbers = bool(_LONG_NUMBER.search(text)) or not text
+    numbers = _long_number_run(text) or not text
     surrogates = may_hold_lone_surrogate(text) or not text
     if not numbers and not surrogates:
         return

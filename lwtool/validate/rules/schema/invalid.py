@@ -41,7 +41,12 @@ from typing import Any
 from lwtool.source import pointer as jp
 from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
-from lwtool.validate.schema_subset import subset_problems
+from lwtool.validate.schema_subset import Problem, subset_problems
+
+try:
+    import orjson
+except ImportError:  # a base install: every schema is checked on its own
+    orjson = None  # type: ignore[assignment]
 
 CODE = "schema.invalid"
 APPLIES_TO = ("Workflow", "WorkflowDefinition")
@@ -66,6 +71,24 @@ def schema_locations(ctx: Context) -> Iterator[tuple[Any, str]]:
 
 
 def check(ctx: Context) -> Iterator[Finding]:
+    known: dict[bytes, list[Problem]] = {}  # equal schemas (steps often repeat one)
     for schema, pointer in schema_locations(ctx):
-        for relative, message, on_key in subset_problems(schema):
+        content = _content(schema)
+        problems = known.get(content) if content is not None else None
+        if problems is None:
+            problems = subset_problems(schema)
+            if content is not None:
+                known[content] = problems
+        for relative, message, on_key in problems:
             yield ctx.finding(pointer + jp.from_parts(relative), message, key=on_key)
+
+
+def _content(schema: Any) -> bytes | None:
+    """The schema's JSON text with sorted keys (equal schemas, equal text); None when it
+    has none (a key that is not text, a lone surrogate) or orjson is not installed."""
+    if orjson is None:
+        return None
+    try:
+        return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
