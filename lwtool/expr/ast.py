@@ -96,6 +96,9 @@ def walk(node: Node) -> list[Node]:
     todo = [node]
     while todo:
         current = todo.pop()
+        while type(current) is Member:  # a dotted path's spine, without a list a node
+            out.append(current)
+            current = current.target
         out.append(current)
         todo.extend(reversed(children(current)))
     return out

@@ -84,6 +84,20 @@ def test_references_of_a_dotted_path_are_those_of_the_walk(text: str, offset: in
     assert references(part) == walked_references(part), text
 
 
+def _walk_by_children(node: ast.Node) -> list[ast.Node]:
+    out, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(reversed(ast.children(current)))
+    return out
+
+
+@given(expressions)
+def test_walk_visits_parents_before_children_left_to_right(node: ast.Node) -> None:
+    assert [id(n) for n in ast.walk(node)] == [id(n) for n in _walk_by_children(node)]
+
+
 @given(expressions, st.integers(0, 40))
 def test_references_of_any_expression_are_those_of_the_walk(node: ast.Node,
                                                             offset: int) -> None:
