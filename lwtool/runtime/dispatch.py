@@ -17,6 +17,7 @@ import hashlib
 import time
 from typing import Any
 
+from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
 from lwtool.harness.worker import worker_identity, worker_system
@@ -158,6 +159,21 @@ async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
         skills=[s.listed() for s in workspace.resolved_skills()[0]], workspace=workspace)
 
 
+def _checked_output(output: Any, step: dict[str, Any], harness_id: str, path: str) -> Any:
+    """A custom harness's output as plain JSON (what later steps see live is what a
+    replay reads back from the log, as for a tool's result), checked against the
+    step's output mode; StepFailure (step_schema_error) otherwise."""
+    what = f"the {harness_id} harness's output"
+    try:
+        output = to_json(output)
+        check_output(output, step.get("output"), what)
+    except NotJson as exc:
+        raise StepFailure("step_schema_error", f"{what} is not JSON {exc}", path) from None
+    except OutputInvalid as exc:
+        raise StepFailure("step_schema_error", str(exc), path) from None
+    return output
+
+
 async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
                    kind: Any) -> tuple[Any, list[NewEvent], list[tuple[str, bytes]]]:
     """Execute one attempt; return its output and the closing events to commit."""
@@ -212,11 +228,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                    scope=scope))
                 output, call_events = done.output, done.events
         if custom and uses != "decision":  # the spec's execution loop, step 8
-            try:
-                check_output(output, step.get("output"), f"the {run.harness.harness_id} "
-                             "harness's output")
-            except OutputInvalid as exc:
-                raise StepFailure("step_schema_error", str(exc), path) from None
+            output = _checked_output(output, step, run.harness.harness_id, path)
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.

@@ -158,3 +158,38 @@ def test_a_definitions_memory_and_worker_skills_reach_worker_steps(tmp_path: Pat
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == "be kind\nWrite plainly.\nmemory-ro\n"
+
+
+def _code_step(step_id: str, source: str, needs: list[str] | None = None,
+               **extra: object) -> dict[str, object]:
+    pin = "sha256:" + hashlib.sha256(source.encode()).hexdigest()
+    return {"id": step_id, "uses": "code.run", **({"needs": needs} if needs else {}),
+            **extra, "with": {"entrypoint": "main.py", "files": {
+                "main.py": {"content": source, "sha256": pin}},
+                "sandbox": {"network": "deny", "env": "deny", "fs": "deny"}}}
+
+
+def test_a_custom_harness_output_is_plain_json_for_the_rest_of_the_run(
+        tmp_path: Path) -> None:
+    """What a custom harness returns is turned into JSON before any later step sees it,
+    as a tool's result is: live and replayed, a later step reads the same value."""
+    lwir = {**LWIR, "permissions": {"tools": [], "models": []}, "steps": [
+        _code_step("make", "async def run(input, tools):\n    return {'pair': (1, 2)}\n"),
+        _code_step("show", "async def run(input, tools):\n    return repr(input)\n",
+                   needs=["make"], input={"pair": "{{ steps.make.output.pair }}"})]}
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(lwir, {}, world=world, run_id="j1",
+                                      harness=PythonCodeHarness()))
+    assert result["output"] == "{'pair': [1, 2]}"  # a list, as a replay reads it back
+
+
+def test_a_custom_harness_output_that_is_not_json_fails_its_step(tmp_path: Path) -> None:
+    from lwtool import RunFailedError
+
+    lwir = {**LWIR, "permissions": {"tools": [], "models": []}, "steps": [
+        _code_step("odd", "async def run(input, tools):\n    return {'x': float('nan')}\n")]}
+    world = local_world(tmp_path / "data")
+    with pytest.raises(RunFailedError) as info:
+        asyncio.run(run_workflow(lwir, {}, world=world, harness=PythonCodeHarness()))
+    assert info.value.cause_code == "step_schema_error"
+    assert "/x" in info.value.message and "NaN" in info.value.message
