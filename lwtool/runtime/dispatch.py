@@ -30,6 +30,7 @@ from lwtool.runtime.deadlines import Deadlines
 from lwtool.runtime.scope import Scope
 from lwtool.steps import STEP_KINDS
 from lwtool.steps.outputs import OutputInvalid, check_output
+from lwtool.tools import own_copy
 from lwtool.world.base import Event, NewEvent
 
 INPUT_INLINE_LIMIT = 16 * 1024  # bytes of a step input kept in its StepAttemptStarted
@@ -221,7 +222,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                                          expression_scope)
             else:
                 done = await run.harness.run(
-                    ExecuteStepTask(step, path, step_input, expression_scope),
+                    # A custom harness's code gets its own copy, as a tool does.
+                    ExecuteStepTask(step, path, own_copy(step_input) if custom else step_input,
+                                    expression_scope),
                     await custom_context(run, scope, step, path) if custom else
                     # The workspace is laid out by the built-in harness when it needs one.
                     HarnessContext(recorder=run, tools=run.tools, system=worker_system(run),

@@ -193,3 +193,19 @@ def test_a_custom_harness_output_that_is_not_json_fails_its_step(tmp_path: Path)
         asyncio.run(run_workflow(lwir, {}, world=world, harness=PythonCodeHarness()))
     assert info.value.cause_code == "step_schema_error"
     assert "/x" in info.value.message and "NaN" in info.value.message
+
+
+def test_a_custom_harness_changing_its_input_changes_nothing_else(tmp_path: Path) -> None:
+    spoil = "async def run(input, tools):\n    input['items'].append(99)\n    return 'ok'\n"
+    lwir = {**LWIR, "permissions": {"tools": [], "models": []}, "steps": [
+        _code_step("make", "async def run(input, tools):\n    return {'items': [1]}\n"),
+        _code_step("spoil", spoil, needs=["make"],
+                   input={"items": "{{ steps.make.output.items }}"}),
+        _code_step("show", "async def run(input, tools):\n    return input\n",
+                   needs=["make", "spoil"], input={"items": "{{ steps.make.output.items }}"})]}
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(lwir, {}, world=world, run_id="j2",
+                                      harness=PythonCodeHarness()))
+    assert result["output"] == {"items": [1]}
+    started = [e.payload for e in world.events("j2") if e.type == "StepAttemptStarted"]
+    assert [p["input"] for p in started][1:] == [{"items": [1]}, {"items": [1]}]
