@@ -85,10 +85,18 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 def _content(schema: Any) -> bytes | None:
     """The schema's JSON text with sorted keys (equal schemas, equal text); None when it
-    has none (a key that is not text, a lone surrogate) or orjson is not installed."""
+    is not plain JSON (a date YAML read, a key that is not text, a lone surrogate) or
+    orjson is not installed."""
     if orjson is None:
         return None
     try:
-        return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(schema, default=_refuse, option=orjson.OPT_SORT_KEYS
+                            | orjson.OPT_PASSTHROUGH_DATETIME
+                            | orjson.OPT_PASSTHROUGH_DATACLASS
+                            | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:
         return None
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
