@@ -78,7 +78,8 @@ class Tool:
 WAIT_SLICE = 0.01  # seconds the loop itself waits for a sync tool alone in its run
 
 # JSON values only: anything else (a dataclass, a date, a subclass) goes to `_refuse`,
-# so it is deep-copied as it is instead of turned into JSON.
+# so it is deep-copied as it is instead of turned into JSON. (lwtool.canonical.exact_json
+# holds the same for the layers above; tools sits beside canonical and imports neither.)
 _EXACT = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME \
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 

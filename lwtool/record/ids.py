@@ -10,6 +10,8 @@ import secrets
 import time
 from typing import Any
 
+from lwtool.canonical.exact_json import EXACT, refuse
+
 try:
     import orjson
 except ImportError:  # a base install (validate, check, lsp): the standard library alone
@@ -27,14 +29,8 @@ _hash_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_as
 # bits, a non-string key, a lone surrogate, a date or dataclass the standard library
 # writes as its str()). lwtool hashes JSON values; an enum member, which orjson writes as
 # its value, is not one.
-_FAST = 0 if orjson is None else (
-    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS)
+_FAST = 0 if orjson is None else orjson.OPT_SORT_KEYS | EXACT
 _MAYBE_OTHER_FLOAT = re.compile(rb"e-[1-9](?![0-9])|0\.0000")
-
-
-def _refuse(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
 
 
 def new_run_id() -> str:
@@ -47,7 +43,7 @@ def hash_bytes(value: Any) -> bytes:
     written by orjson wherever its bytes are the same."""
     if orjson is not None:
         try:
-            data: bytes = orjson.dumps(value, default=_refuse, option=_FAST)
+            data: bytes = orjson.dumps(value, default=refuse, option=_FAST)
         except TypeError:
             pass
         else:

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from lwtool.canonical.exact_json import EXACT, refuse
 from lwtool.source import pointer as jp
 from lwtool.source.finding import Finding
 from lwtool.validate.context import Context
@@ -90,13 +91,6 @@ def _content(schema: Any) -> bytes | None:
     if orjson is None:
         return None
     try:
-        return orjson.dumps(schema, default=_refuse, option=orjson.OPT_SORT_KEYS
-                            | orjson.OPT_PASSTHROUGH_DATETIME
-                            | orjson.OPT_PASSTHROUGH_DATACLASS
-                            | orjson.OPT_PASSTHROUGH_SUBCLASS)
+        return orjson.dumps(schema, default=refuse, option=EXACT | orjson.OPT_SORT_KEYS)
     except TypeError:
         return None
-
-
-def _refuse(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
