@@ -23,27 +23,27 @@ TOP = ""  # the scope id of the workflow's own step list
 @dataclass(slots=True)
 class StepInfo:
     """One step, wherever it stands. `scope` is the pointer of the enclosing parallel
-    step ("" at top level); `parent` is that parallel step's StepInfo."""
+    step ("" at top level); `parent` is that parallel step's StepInfo. `id`, `uses`
+    and `needs` are read once (the rules ask for them ~15 times a step): "" or [] where
+    the step has none of the right type."""
 
     step: dict[str, Any]
     pointer: str
     scope: str
     parent: StepInfo | None
+    id: str = field(init=False)
+    uses: str = field(init=False)
+    needs: list[str] = field(init=False)
 
-    @property
-    def id(self) -> str:
-        value = self.step.get("id")
-        return value if isinstance(value, str) else ""
-
-    @property
-    def uses(self) -> str:
-        value = self.step.get("uses")
-        return value if isinstance(value, str) else ""
-
-    @property
-    def needs(self) -> list[str]:
-        value = self.step.get("needs")
-        return [n for n in value if isinstance(n, str)] if isinstance(value, list) else []
+    def __post_init__(self) -> None:
+        step = self.step
+        value = step.get("id")
+        self.id = value if isinstance(value, str) else ""
+        value = step.get("uses")
+        self.uses = value if isinstance(value, str) else ""
+        value = step.get("needs")
+        self.needs = [n for n in value if isinstance(n, str)] if isinstance(value, list) \
+            else []
 
     @property
     def max_visits(self) -> int:
