@@ -1,4 +1,4 @@
-"""The workers benchmark's tool: a 5 ms nap."""
+"""The workers benchmark's tools: a 5 ms nap, and `echo` (the chain's trivial step)."""
 
 import time
 
@@ -8,4 +8,8 @@ def nap(args: dict) -> dict:
     return {"ok": True}
 
 
-tools = {"nap": nap}
+async def echo(args: dict) -> dict:
+    return {"value": str(args.get("value"))}
+
+
+tools = {"nap": nap, "echo": echo}

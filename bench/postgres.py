@@ -6,11 +6,13 @@
 2. lwtool: a 200-step chain of trivial tool.call steps in `lwtool.postgres_world`,
    strict durability, per step, start to RunCompleted.
 
-Goal: (2) within 2x of (1). Then throughput with workers: 400 independent 5 ms
-tool.call steps drained by 1, 2 and 4 `lwtool worker` processes (concurrency 4 each):
-steps per second (goal: 4 workers at least 3x one), as 20 runs of a 20-branch parallel
-step (the branches of one run spread over the workers) and as 400 one-step runs. Each
-round uses a database of its own, dropped after.
+Goal: (2) within 2x of (1). Beside it the same chain executed by one `lwtool worker`
+(each run it claims executes on a loop and thread of its own, committing inline).
+Then throughput with workers: 400 independent 5 ms tool.call steps drained by 1, 2 and
+4 `lwtool worker` processes (concurrency 4 each): steps per second (goal: 4 workers at
+least 3x one), as 20 runs of a 20-branch parallel step (the branches of one run spread
+over the workers) and as 400 one-step runs. Each round uses a database of its own,
+dropped after.
 Run: .venv/bin/python bench/postgres.py [--url postgresql://postgres@127.0.0.1:5432]
 [--reps N]
 """
@@ -97,6 +99,33 @@ def lwtool_chain(url: str, folder: Path) -> float:
 
 
 WORKER_TOOLS = HERE / "_worker_tools.py"
+
+
+def worker_chain(url: str, folder: Path) -> float:
+    """Microseconds per step of the same chain executed by one `lwtool worker` (its run
+    on a loop of its own, committing inline): from s0's StepCompleted to the last
+    one's, by the commit times in the log."""
+    import subprocess
+
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.postgres_queue import RunQueue
+
+    world = PostgresWorld(url, folder)
+    lwir = chain_lwir(STEPS, uses="tool.call")
+    version = workflow_version_id(lwir)
+    world.register_version(version, lwir)
+    RunQueue(world).enqueue("chain", version, {"seed": "x"}, {"durability": "strict"})
+    done = subprocess.run([sys.executable, "-m", "lwtool", "worker", "--world", url,
+                           "--tools", f"{WORKER_TOOLS}:tools", "--data-dir", str(folder),
+                           "--drain", "-v"], cwd=HERE.parent, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and "run chain completed" in done.stderr, done.stderr
+    at = [row[0] for row in world._read(
+        "SELECT at FROM lwtool.events WHERE run_id = 'chain' AND type = 'StepCompleted' "
+        "ORDER BY seq")]
+    world.close()
+    assert len(at) == STEPS
+    return (at[-1] - at[0]) / (STEPS - 1) * 1e6
 ONE_STEP = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
             "metadata": {"name": "one"}, "permissions": {"tools": ["nap"]},
             "steps": [{"id": "nap", "uses": "tool.call", "with": {"tool": "nap"}}]}
@@ -171,13 +200,15 @@ def main() -> None:
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    raws, chains = [], []
+    raws, chains, worker_chains = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.reps):  # alternate, so both see the same disk weather
             with database(args.url) as url:
                 raws.append(raw_step_boundary(url))
             with database(args.url) as url:
                 chains.append(lwtool_chain(url, Path(tmp)))
+            with database(args.url) as url:
+                worker_chains.append(worker_chain(url, Path(tmp)))
         rates: dict[bool, dict[int, tuple[float, float]]] = {False: {}, True: {}}
         for branches in (True, False):
             for workers in (1, 2, 4):
@@ -189,6 +220,9 @@ def main() -> None:
     print(f"  raw step boundary (6 events, artifact, head; one transaction): {raw:.0f} µs")
     print(f"  lwtool 200-step tool.call chain, strict: {chain:.0f} µs a step = "
           f"{chain / raw:.2f}x raw  (goal <= 2x)")
+    worker = statistics.median(worker_chains)
+    print(f"  the same chain executed by one `lwtool worker`: {worker:.0f} µs a step = "
+          f"{worker / raw:.2f}x raw")
     for branches, what in ((True, f"{FAN_RUNS} runs x {FAN_WIDTH} parallel branches"),
                            (False, f"{FAN_RUNS * FAN_WIDTH} one-step runs")):
         rate = {w: r for w, (r, _) in rates[branches].items()}

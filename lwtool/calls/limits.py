@@ -9,12 +9,15 @@ recorder logs `harness.model.waiting`, which live progress shows).
 The limiter is one interface (`slot`, `used`): this one holds in one process; a world
 shared by many processes (PostgreSQL) can put another behind the same two calls.
 Waiting polls a monotonic clock in short sleeps: no asyncio primitive is bound to one
-event loop, so the limits hold across the loops a process runs one after another.
+event loop, so the limits hold across the loops a process runs one after another or side
+by side (`lwtool worker` executes each run on a loop and thread of its own): a lock
+makes the look at the limits and the taking of a place one step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -53,6 +56,7 @@ class Limiter:
     def __init__(self, limits: ModelLimits) -> None:
         self.limits = limits
         self.in_flight = 0
+        self._lock = threading.Lock()
         self._starts: deque[float] = deque()
         self._tokens: deque[tuple[float, int]] = deque()
 
@@ -75,21 +79,31 @@ class Limiter:
     async def slot(self, waiting: Callable[[str], None]) -> AsyncIterator[None]:
         """Hold one call's place; `waiting(why)` is called once if it has to wait."""
         said = False
-        while (why := self._blocked(time.monotonic())) is not None:
+        while (why := self._take()) is not None:
             if not said:
                 waiting(why)
                 said = True
             await asyncio.sleep(POLL)
-        self.in_flight += 1
-        self._starts.append(time.monotonic())
         try:
             yield
         finally:
-            self.in_flight -= 1
+            with self._lock:
+                self.in_flight -= 1
+
+    def _take(self) -> str | None:
+        """Take a place when the limits allow one now; else why not."""
+        with self._lock:
+            now = time.monotonic()
+            why = self._blocked(now)
+            if why is None:
+                self.in_flight += 1
+                self._starts.append(now)
+            return why
 
     def used(self, tokens: int) -> None:
         """Count a reply's tokens toward `tpm`."""
-        self._tokens.append((time.monotonic(), tokens))
+        with self._lock:
+            self._tokens.append((time.monotonic(), tokens))
 
 
 _LIMITERS: dict[str, Limiter] = {}

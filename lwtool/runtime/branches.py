@@ -52,13 +52,14 @@ class RemoteBranches:
 
     async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
                   item: Any) -> Any:
-        run = scope.run
-        prefix = f"{path}[{key}]."
-        history = any(p.startswith(prefix) for p in run.journal.paths)
-        await asyncio.to_thread(self.queue.enqueue, run.run_id, prefix,
-                                step_chain(run.lwir, step), item, history)
+        return await self.wait_for(*branch_request(scope, step, path, key, item))
+
+    async def wait_for(self, run_id: str, prefix: str, chain: list[str], item: Any,
+                       history: bool) -> Any:
+        """Queue the branch `branch_request` describes; its output once executed."""
+        await asyncio.to_thread(self.queue.enqueue, run_id, prefix, chain, item, history)
         future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[(run.run_id, prefix)] = future
+        self._waiting[(run_id, prefix)] = future
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll())
         if self._listener is None or not self._listener.is_alive():
@@ -66,9 +67,9 @@ class RemoteBranches:
         try:
             state, result = await future
         except asyncio.CancelledError:  # fail_fast: another branch failed
-            self._waiting.pop((run.run_id, prefix), None)
+            self._waiting.pop((run_id, prefix), None)
             try:  # (a resumed owner queues it again)
-                await asyncio.to_thread(self.queue.cancel, run.run_id, [prefix])
+                await asyncio.to_thread(self.queue.cancel, run_id, [prefix])
             except WorldError:
                 pass  # nobody claims it before the run resumes, or it runs for nothing
             raise
@@ -121,6 +122,32 @@ class RemoteBranches:
                 pause = AWAY_MOST
                 continue
             pause = POLL_MOST
+
+
+def branch_request(scope: Any, step: dict[str, Any], path: str, key: str,
+                   item: Any) -> tuple[str, str, list[str], Any, bool]:
+    """What the queue needs of one branch, read from its run's own state: (run id,
+    prefix, the group's step chain, its item, whether the log holds steps of it)."""
+    run = scope.run
+    prefix = f"{path}[{key}]."
+    history = any(p.startswith(prefix) for p in run.journal.paths)
+    return run.run_id, prefix, step_chain(run.lwir, step), item, history
+
+
+class BranchesFrom:
+    """`RemoteBranches` for a run executing on another event loop (a worker's run on a
+    loop of its own, lwtool.runtime.own_loop): the branch is described on the run's
+    loop and waited for on the loop `RemoteBranches` belongs to (its futures, poller
+    and listener). Cancelling the run's wait cancels the branch's there."""
+
+    def __init__(self, remote: RemoteBranches, home: asyncio.AbstractEventLoop) -> None:
+        self.remote, self.home = remote, home
+
+    async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
+                  item: Any) -> Any:
+        request = branch_request(scope, step, path, key, item)
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self.remote.wait_for(*request), self.home))
 
 
 def step_chain(lwir: dict[str, Any], target: dict[str, Any]) -> list[str]:

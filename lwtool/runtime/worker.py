@@ -6,9 +6,11 @@ oldest runnable run (lwtool.world.postgres_queue), renews its lease every third 
 while it executes (from a thread, so a loop held up never lets it run out), and ends
 its claim `done` or `failed`. The runs it executes hand their parallel branches to the
 branch queue (lwtool.runtime.branches), so one run's branches spread over every
-worker. It starts a run the queue recorded, or resumes one from its event log (a run
-whose worker died: its completed steps are not run again, the attempt in flight runs
-again). A run another worker still executes (its run lock held) is handed back.
+worker. Each claimed run and branch executes on an event loop and thread of its own
+(lwtool.runtime.own_loop), so none holds up another or the claiming here. It starts a
+run the queue recorded, or resumes one from its event log (a run whose worker died: its
+completed steps are not run again, the attempt in flight runs again). A run another
+worker still executes (its run lock held) is handed back.
 `stop` (SIGTERM) ends claiming; the runs in hand finish first. With `drain`, the worker
 ends once no run is queued or claimed anywhere.
 """
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lwtool.record.errors import RunFailedError, RunWaitingError
+from lwtool.runtime.own_loop import on_own_loop
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import RunLocked, WorldError
 
@@ -50,7 +53,9 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
     from lwtool.world.postgres_branches import BranchQueue
     from lwtool.world.postgres_queue import RunQueue
 
-    LOOP_SHARED.set(True)  # this loop executes runs and branches side by side
+    # Runs and branches execute on loops of their own (own_loop); anything made on this
+    # one that commits must not block it either.
+    LOOP_SHARED.set(True)
 
     queue, branch_queue = RunQueue(world), BranchQueue(world)
     remote = RemoteBranches(branch_queue, say)
@@ -111,7 +116,8 @@ async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry
     what = f"branch {task.prefix} of run {task.run_id}"
     stop_beat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
     try:
-        state, result = await execute_branch(world, task, tools, models, known)
+        state, result = await on_own_loop(
+            lambda: execute_branch(world, task, tools, models, known), f"lwtool {what}")
     except WorldError as exc:  # the server away, or a successor committed first
         log(f"{what} left for later: {exc}")
         return False
@@ -127,23 +133,29 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                    models: dict[str, str], name: str, lease: float,
                    log: Callable[[str], None], remote: Any) -> bool:
     """Execute one claimed run; True when it ended (completed, failed or waiting)."""
+    from lwtool.runtime.branches import BranchesFrom
     from lwtool.runtime.interpreter import start_run
 
     what = f"run {claim.run_id}"
     stop_beat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
-    try:
+    branches = BranchesFrom(remote, asyncio.get_running_loop())
+
+    async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
         lwir = world.get_version(claim.version_id)
         if lwir is None:
             raise RunFailedError(claim.run_id, claim.version_id, "runtime_config_error",
                                  f"the world has no WorkflowVersion {claim.version_id}")
         options = claim.options  # start_run resumes a run that exists (a dead worker's)
-        result = await start_run(world, lwir, claim.run_input, tools,
-                                 {**dict(options.get("models") or {}), **models},
-                                 claim.run_id, step_timeout=options.get("stepTimeoutS"),
-                                 workspace=options.get("workspace"),
-                                 durability=options.get("durability"),
-                                 version_id=claim.version_id, branches=remote,
-                                 budget=options.get("budget"))
+        return await start_run(world, lwir, claim.run_input, tools,
+                               {**dict(options.get("models") or {}), **models},
+                               claim.run_id, step_timeout=options.get("stepTimeoutS"),
+                               workspace=options.get("workspace"),
+                               durability=options.get("durability"),
+                               version_id=claim.version_id, branches=branches,
+                               budget=options.get("budget"))
+
+    try:
+        result = await on_own_loop(start, f"lwtool {what}")
         state, said = "done", f"{what} {result.get('status', 'completed')}"
     except RunLocked:
         log(f"{what} is being executed elsewhere: handed back")

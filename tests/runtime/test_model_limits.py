@@ -80,3 +80,34 @@ def test_a_malformed_entry_is_one_line(tmp_path: Path, entry: str, said: str) ->
                    "--data-dir", "data", cwd=tmp_path, stdin="{}")
     assert done.returncode == 2 and said in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_limits_hold_across_threads_each_running_its_own_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lwtool worker` runs each claimed run on a loop and thread of its own: the look
+    at the limits and the taking of a place are one step, so two threads never both
+    see a free place (the look is slowed here to widen the window)."""
+    import threading
+
+    limiter = Limiter(ModelLimits(max_concurrent=1))
+    look = Limiter._blocked
+
+    def slow_look(self: Limiter, now: float) -> str | None:
+        why = look(self, now)
+        time.sleep(0.005)  # another thread looks meanwhile
+        return why
+
+    monkeypatch.setattr(Limiter, "_blocked", slow_look)
+    seen: list[int] = []
+
+    async def call() -> None:
+        async with limiter.slot(lambda _: None):
+            seen.append(limiter.in_flight)
+            await asyncio.sleep(0.02)
+
+    threads = [threading.Thread(target=asyncio.run, args=(call(),)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(seen) == 4 and max(seen) == 1 and limiter.in_flight == 0

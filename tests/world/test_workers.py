@@ -127,9 +127,39 @@ def test_enqueue_and_worker_say_what_they_need(tmp_path: Path, postgres_url: str
     assert again.returncode == 2 and "run twice is queued already" in again.stderr
 
 
+def test_a_run_holding_its_loop_does_not_hold_up_the_workers_other_runs(
+        tmp_path: Path, postgres_url: str) -> None:
+    """Each run a worker claims executes on an event loop (and thread) of its own: while
+    run h's only step holds its loop for 3 s, run q, claimed by the same worker, runs
+    all its 15 steps to its end (on one shared loop it waited for the hold to end)."""
+    held = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+            "metadata": {"name": "held"}, "permissions": {"tools": ["hold"]},
+            "steps": [{"id": "held", "uses": "tool.call", "with": {
+                "tool": "hold", "args": {"seconds": 3}}}]}
+    (tmp_path / "held.lwir.json").write_text(json.dumps(held))
+    assert run_cli("run", str(tmp_path / "held.lwir.json"), "-i", "-", "--enqueue",
+                   "--run-id", "h", "--world", postgres_url, stdin="{}").returncode == 0
+    _chain(tmp_path / "marks.lwir.json")
+    (tmp_path / "in.json").write_text('{"run": "q"}')
+    assert run_cli("run", str(tmp_path / "marks.lwir.json"), "-i", str(tmp_path / "in.json"),
+                   "--enqueue", "--run-id", "q", "--world", postgres_url).returncode == 0
+    worker = _worker(tmp_path, postgres_url, "--concurrency", "2", "--tools",
+                     TOOLS.replace(":tools", ":loop_tools"))
+    _, log = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and "run h completed" in log and "run q completed" in log, log
+    hold_start, hold_end = map(float, (tmp_path / "held.log").read_text().split())
+    events = [json.loads(line) for line in run_cli(
+        "events", "q", "--world", postgres_url, "--json").stdout.splitlines()]
+    steps = [e["at"] for e in events if e["type"] == "StepCompleted"]
+    end = next(e["at"] for e in events if e["type"] == "RunCompleted")
+    assert len(steps) == STEPS and hold_start < steps[0] and end < hold_end, \
+        (hold_start, steps[0], end, hold_end, log)
+    assert _marks(tmp_path) == {f"q:s{i}": 1 for i in range(STEPS)}
+
+
 def test_a_loop_held_up_does_not_let_the_lease_run_out(tmp_path: Path,
                                                         postgres_url: str) -> None:
-    """A step holds up the worker's event loop for 2.5 leases: its heartbeat, in a
+    """A step holds up its run's event loop for 2.5 leases: its heartbeat, in a
     thread of its own, keeps the claim, so a second worker never takes the run (which
     would hand it back and have the first one's run cancelled and its step run again)."""
     flow = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",

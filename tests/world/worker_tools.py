@@ -5,7 +5,8 @@ interleave), and blocks for good on the step named by LWTOOL_TEST_BLOCK (after w
 equals its `failOn` raises. A call takes LWTOOL_TEST_SLEEP seconds (0.005). The first
 call on the step named by LWTOOL_TEST_END_LOCK has the server end the session holding
 its run's lock (the calling process's), as a server restart would. `loop_tools` adds
-`hold({seconds})`, registered as not blocking, so it holds up the worker's event loop."""
+`hold({seconds})`, registered as not blocking, so it holds up its run's event loop
+(and writes when, to held.log)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,11 @@ tools = {"mark": mark}
 
 
 def hold(args: dict) -> dict:
+    started = time.time()
     time.sleep(float(args["seconds"]))
+    folder = os.environ.get("LWTOOL_TEST_DIR")
+    if folder:  # when it held its loop: "<start> <end>" (seconds since the epoch)
+        Path(folder, "held.log").write_text(f"{started} {time.time()}")
     return {"held": args["seconds"]}
 
 

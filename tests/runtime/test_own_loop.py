@@ -1,0 +1,109 @@
+"""lwtool.runtime.own_loop: a coroutine on a loop and thread of its own, awaited from
+another loop: its result and errors come back, a loop it holds up holds up nothing
+else, and cancelling the awaiting task unwinds it there before the wait ends."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from lwtool.record.errors import StepFailure
+from lwtool.record.run_state import LOOP_SHARED
+from lwtool.runtime.own_loop import on_own_loop
+
+
+def test_the_result_comes_back_from_another_thread_and_loop() -> None:
+    outer: list[object] = []
+
+    async def inner() -> tuple[str, bool, bool]:
+        await asyncio.sleep(0)
+        return (threading.current_thread().name,
+                asyncio.get_running_loop() is outer[0], LOOP_SHARED.get())
+
+    async def main() -> tuple[str, bool, bool]:
+        outer.append(asyncio.get_running_loop())
+        LOOP_SHARED.set(True)  # as `lwtool worker` sets it on its own loop
+        return await on_own_loop(inner, "lwtool test")
+
+    # a loop of its own: not shared, so a run there commits inline
+    assert asyncio.run(main()) == ("lwtool test", False, False)
+
+
+def test_an_error_is_raised_to_the_awaiting_task() -> None:
+    async def inner() -> None:
+        raise StepFailure("step_failed", "no", "s")
+
+    with pytest.raises(StepFailure, match="no"):
+        asyncio.run(on_own_loop(inner, "lwtool test"))
+
+
+def test_a_held_loop_holds_up_nothing_else() -> None:
+    async def held() -> str:
+        time.sleep(0.5)  # blocks its own loop only
+        return "held"
+
+    async def main() -> tuple[str, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        result = await on_own_loop(held, "lwtool test")
+        ticker.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result == "held" and ticks >= 20
+
+
+def test_cancelling_the_wait_unwinds_the_coroutine_first() -> None:
+    events: list[str] = []
+    started = threading.Event()
+
+    async def inner() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)  # its clean-up still runs on its own loop
+            events.append("unwound")
+            raise
+
+    async def main() -> None:
+        waiting = asyncio.create_task(on_own_loop(inner, "lwtool test"))
+        while not started.is_set():
+            await asyncio.sleep(0.005)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        events.append("wait ended")
+
+    started_at = time.monotonic()
+    asyncio.run(main())
+    assert events == ["unwound", "wait ended"] and time.monotonic() - started_at < 10
+
+
+def test_a_wait_cancelled_as_it_begins_ends_at_once() -> None:
+    """Cancelled before or just after the coroutine started on its loop: either way it
+    is cancelled there (never left to run its 30 s)."""
+
+    async def inner() -> None:
+        await asyncio.sleep(30)
+
+    async def main() -> None:
+        waiting = asyncio.create_task(on_own_loop(inner, "lwtool test"))
+        await asyncio.sleep(0)  # the thread may or may not have started it yet
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    started_at = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started_at < 10
