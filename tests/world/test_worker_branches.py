@@ -160,3 +160,11 @@ def test_a_failing_branch_fails_the_run_as_in_one_process(tmp_path: Path,
     assert (failed["causeCode"], failed["failedStepPath"]) == \
         (expected["causeCode"], expected["failedStepPath"])
     assert Counter(_marks(tmp_path))["r00:join"] == 0
+    # fail_fast reached the branch queue from the run's own loop: branches not yet
+    # claimed were cancelled there, none is left queued or claimed
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        states = dict(conn.execute("SELECT state, count(*) FROM lwtool.branches "
+                                   "GROUP BY state").fetchall())
+    assert states.get("cancelled", 0) >= 1 and not {"queued", "claimed"} & set(states), states
