@@ -6,8 +6,9 @@ installs the limits, keyed by the model string, so two slots naming one model sh
 them. A call that has to wait says why once, through the caller's `waiting` hook (the
 recorder logs `harness.model.waiting`, which live progress shows).
 
-The limiter is one interface (`slot`, `used`): this one holds in one process; a world
-shared by many processes (PostgreSQL) can put another behind the same two calls.
+The limiter is one interface (`slot`, `used`): `Limiter` holds in one process; `share`
+puts another behind the same two calls for a world shared by many processes (the CLI
+installs lwtool.world.postgres_limits.SharedLimiter when it opens a PostgreSQL world).
 Waiting polls a monotonic clock in short sleeps: no asyncio primitive is bound to one
 event loop, so the limits hold across the loops a process runs one after another or side
 by side (`lwtool worker` executes each run on a loop and thread of its own): a lock
@@ -106,14 +107,32 @@ class Limiter:
             self._tokens.append((time.monotonic(), tokens))
 
 
-_LIMITERS: dict[str, Limiter] = {}
+_LIMITERS: dict[str, Any] = {}
+_CONFIGURED: dict[str, ModelLimits] = {}
+_MAKE: list[Callable[[str, ModelLimits], Any]] = []  # share()'s, when given
 
 
 def configure(limits: Mapping[str, ModelLimits]) -> None:
     """Install limits by model string (replacing those configured before)."""
+    _CONFIGURED.clear()
+    _CONFIGURED.update(limits)
+    _install()
+
+
+def share(make: Callable[[str, ModelLimits], Any]) -> None:
+    """Hold the limits (configured before or after) across processes: `make(model,
+    limits)` gives a limiter with this module's interface (`slot`, `used`) kept where
+    they all look (lwtool.world.postgres_limits.SharedLimiter: a PostgreSQL world)."""
+    _MAKE[:] = [make]
+    _install()
+
+
+def _install() -> None:
+    make = _MAKE[0] if _MAKE else (lambda _, each: Limiter(each))
     _LIMITERS.clear()
-    _LIMITERS.update({model: Limiter(each) for model, each in limits.items()})
+    _LIMITERS.update({model: make(model, each) for model, each in _CONFIGURED.items()})
 
 
-def limiter_for(model: str) -> Limiter | None:
+def limiter_for(model: str) -> Any:
+    """The model's limiter (`slot`, `used`), or None when it has no limits."""
     return _LIMITERS.get(model)

@@ -215,8 +215,14 @@ def open_world(data_dir: Path, must_exist: bool = False, durability: str = "stri
             # The pool's own warnings (a connection discarded, a reconnect failing) repeat
             # what lwtool says in one line when it matters.
             logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-            return PostgresWorld(url, data_dir, max_concurrent_steps
-                                 or DEFAULT_MAX_CONCURRENT_STEPS, durability)
+            world = PostgresWorld(url, data_dir, max_concurrent_steps
+                                  or DEFAULT_MAX_CONCURRENT_STEPS, durability)
+            from lwtool.calls.limits import share
+            from lwtool.world.postgres_limits import SharedLimiter
+
+            # a models file's limits hold for every process of this world together
+            share(lambda model, limits: SharedLimiter(world, model, limits))
+            return world
         data_dir = _local_dir(data_dir)
         if must_exist and not has_store(data_dir):
             raise fail(f"no lwtool data in {data_dir} (pass --data-dir)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -86,6 +86,15 @@ CREATE TABLE lwtool.branches (
 CREATE INDEX branches_runnable ON lwtool.branches (state, enqueued_at);
 CREATE UNIQUE INDEX events_one_completion ON lwtool.events (run_id, step_path)
   WHERE type = 'StepCompleted';
+""",
+    4: """
+CREATE TABLE lwtool.model_use (
+  model text NOT NULL,
+  at double precision NOT NULL,
+  starts integer NOT NULL,
+  tokens bigint NOT NULL
+);
+CREATE INDEX model_use_by_model ON lwtool.model_use (model, at);
 """,
 }
 
