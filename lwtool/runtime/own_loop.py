@@ -40,17 +40,21 @@ async def on_own_loop(make: Callable[[], Coroutine[Any, Any, T]], name: str) -> 
         if not ended.done():
             outcome()
 
+    def hand_back(outcome: Callable[[], object]) -> None:
+        try:
+            home.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the awaiting loop is closed: nobody waits any more
+            pass
+
     def target() -> None:
         try:
             result = asyncio.run(main())
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting loop as is
             failure = exc
-            if isinstance(failure, asyncio.CancelledError):
-                home.call_soon_threadsafe(settle, ended.cancel)
-            else:
-                home.call_soon_threadsafe(settle, lambda: ended.set_exception(failure))
+            hand_back(ended.cancel if isinstance(failure, asyncio.CancelledError)
+                      else lambda: ended.set_exception(failure))
             return
-        home.call_soon_threadsafe(settle, lambda: ended.set_result(result))
+        hand_back(lambda: ended.set_result(result))
 
     threading.Thread(target=target, name=name, daemon=True).start()
     try:
