@@ -20,7 +20,9 @@
    schema; per step = (time of a 200-step chain - time of a 1-step chain) / 199, so
    process start and imports cancel out (each the fastest of three runs a round).
    Goals as for 2 (issue 32: strict <= 1.3x the step floor at FULL, process <= 2.5x
-   at NORMAL). Beside the sync tool's cost over the async one: the floor of running a
+   at NORMAL). Beside it, what of that is loading and validating the file (each
+   `lwtool run` does it first): `compile_file` in a new process, per step the same
+   way. Beside the sync tool's cost over the async one: the floor of running a
    function in another thread (a raw ThreadPoolExecutor submit and wait, no lwtool
    code), which a sync tool pays since it may block; on a VM whose idle vCPUs halt,
    a wake-up on another CPU is most of it.
@@ -232,6 +234,30 @@ def cli_step(folder: Path, durability: str, flavour: str) -> float:
     return (spans[200] - spans[1]) / 199 * 1e6
 
 
+VALIDATE_ONCE = ("import sys, time\nfrom lwtool.compile import compile_file\n"
+                 "started = time.perf_counter()\ncompiled = compile_file(sys.argv[1])\n"
+                 "assert compiled.ok\nprint(time.perf_counter() - started)")
+
+
+def validation_step(folder: Path) -> float:
+    """Per-step microseconds of what `lwtool run` pays to load and validate the file
+    before it runs (`compile_file` once in a new process, its imports done first), as
+    5. takes them: (200-step file - 1-step file) / 199, the fastest of CLI_TRIES."""
+    import json
+
+    spans: dict[int, float] = {}
+    for _ in range(CLI_TRIES):
+        for steps in (1, 200):
+            path = folder / f"validate-{steps}.lwir.json"
+            path.write_text(json.dumps(chain_lwir(steps, uses="tool.call")))
+            done = subprocess.run([sys.executable, "-c", VALIDATE_ONCE, str(path)],
+                                  capture_output=True, text=True, cwd=HERE.parent,
+                                  env=CLI_ENV, check=True)
+            took = float(done.stdout)
+            spans[steps] = min(spans.get(steps, took), took)
+    return (spans[200] - spans[1]) / 199 * 1e6
+
+
 def thread_round_trip(calls: int = 2000) -> float:
     """Microseconds to run a no-op in a worker thread and have its result, as a sync
     tool's step waits for it (Tool.invoke): the floor of the thread hand-off."""
@@ -286,6 +312,7 @@ def main() -> None:
                 keep(f"rawfan-{mode}", raw_fan_out(folder, synchronous))
                 for flavour in ("sync", "async"):
                     keep(f"cli-{flavour}-{mode}", cli_step(folder, mode, flavour))
+            keep("validation", validation_step(folder))
             ms, count = resume(folder)
             keep("resume", ms)
             keep("handoff", thread_round_trip())
@@ -314,7 +341,8 @@ def main() -> None:
         f"{flavour} tool {mode} {med[f'cli-{flavour}-{mode}']:.0f} us = "
         f"{med[f'cli-{flavour}-{mode}'] / rows[mode]:.2f}x the step floor"
         for flavour in ("sync", "async") for mode in MODES)
-        + " (goals: strict <= 1.3x, process <= 2.5x)")
+        + " (goals: strict <= 1.3x, process <= 2.5x); of each, loading and validating "
+        f"the file: {med['validation']:.0f} us")
     print("a sync tool's step over an async one's: " + "; ".join(
         f"{mode} {med[f'cli-sync-{mode}'] - med[f'cli-async-{mode}']:.0f} us" for mode in MODES)
         + f"; the floor of that hand-off, a raw thread round trip: {med['handoff']:.0f} us")
