@@ -3,9 +3,10 @@ only when a real provider call is about to happen)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,6 +159,31 @@ def provider_and_id(model: str | ScriptedModel) -> tuple[str, str]:
 _TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError",
               "InternalServerError", "APIError")
 
+# The event loop this process makes its provider calls on, when one is set (`lwtool
+# worker`: its own loop, while each run executes on a loop of its own). litellm keeps its
+# HTTP clients (and their open connections) and its logging worker per event loop: calls
+# from many loops would each open their own connections (a TLS handshake a run) and move
+# that worker's queue from loop to loop.
+_CALL_LOOP: list[asyncio.AbstractEventLoop] = []
+
+
+def call_models_on(loop: asyncio.AbstractEventLoop | None) -> None:
+    """Make this process's provider calls on `loop` (None: on the caller's own loop)."""
+    _CALL_LOOP[:] = [loop] if loop is not None else []
+
+
+async def _on_call_loop(make: Callable[[], Awaitable[Any]]) -> Any:
+    """`make()` awaited on the call loop (cancelling the wait cancels it there), or here
+    when there is none, it is this one, or it has closed."""
+    target = _CALL_LOOP[0] if _CALL_LOOP else None
+    if target is None or target is asyncio.get_running_loop() or target.is_closed():
+        return await make()
+
+    async def call() -> Any:
+        return await make()
+
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call(), target))
+
 
 async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
                      mode: dict[str, Any], prompt_for_offline: str,
@@ -191,7 +217,8 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
     if request.response_format is not None:
         kwargs["response_format"] = request.response_format
     try:
-        response = await litellm.acompletion(model=model, messages=messages, **kwargs)
+        response = await _on_call_loop(
+            lambda: litellm.acompletion(model=model, messages=messages, **kwargs))
     except Exception as exc:  # noqa: BLE001 - classify every provider failure
         missing = _missing_keys(model, exc)
         if missing:  # one line a person can act on, and no retry: nothing will change

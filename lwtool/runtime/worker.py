@@ -48,14 +48,27 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
     `stop`, no new run is claimed; the runs in hand finish (their branches still come
     here). A world that cannot be reached is looked at again, less and less often, until
     it answers: the claims in hand run out meanwhile and are taken again."""
+    from lwtool.calls.models import call_models_on
     from lwtool.record.run_state import LOOP_SHARED
-    from lwtool.runtime.branches import RemoteBranches
-    from lwtool.world.postgres_branches import BranchQueue
-    from lwtool.world.postgres_queue import RunQueue
 
     # Runs and branches execute on loops of their own (own_loop); anything made on this
     # one that commits must not block it either.
     LOOP_SHARED.set(True)
+    # ... and make their model calls on this one: one litellm client (and its kept-alive
+    # connections) for every run of the worker, instead of one a run.
+    call_models_on(asyncio.get_running_loop())
+    try:
+        return await _work(world, tools, models, concurrency, lease, drain, stop, say, name)
+    finally:
+        call_models_on(None)
+
+
+async def _work(world: Any, tools: ToolRegistry, models: dict[str, str], concurrency: int,
+                lease: float, drain: bool, stop: asyncio.Event | None,
+                say: Callable[[str], None] | None, name: str | None) -> int:
+    from lwtool.runtime.branches import RemoteBranches
+    from lwtool.world.postgres_branches import BranchQueue
+    from lwtool.world.postgres_queue import RunQueue
 
     queue, branch_queue = RunQueue(world), BranchQueue(world)
     remote = RemoteBranches(branch_queue, say)

@@ -107,3 +107,41 @@ def test_a_wait_cancelled_as_it_begins_ends_at_once() -> None:
     started_at = time.monotonic()
     asyncio.run(main())
     assert time.monotonic() - started_at < 10
+
+
+def test_model_calls_go_to_the_call_loop_and_are_cancelled_there() -> None:
+    """`lwtool worker` makes every run's provider calls on its own loop
+    (lwtool.calls.models.call_models_on): a call awaited from a run's loop runs there,
+    and a step's deadline cancelling the wait cancels the call on that loop."""
+    from lwtool.calls import models
+
+    where: list[str] = []
+    cancelled = threading.Event()
+
+    async def provider_call(seconds: float) -> str:
+        where.append(threading.current_thread().name)
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "reply"
+
+    async def run_on_its_loop() -> tuple[str, bool]:
+        reply = await models._on_call_loop(lambda: provider_call(0))
+        try:
+            async with asyncio.timeout(0.1):  # the step's deadline
+                await models._on_call_loop(lambda: provider_call(30))
+        except TimeoutError:
+            return reply, True
+        return reply, False
+
+    async def worker() -> tuple[str, bool]:
+        models.call_models_on(asyncio.get_running_loop())
+        try:
+            return await on_own_loop(run_on_its_loop, "lwtool run")
+        finally:
+            models.call_models_on(None)
+
+    assert asyncio.run(worker()) == ("reply", True)
+    assert where == ["MainThread", "MainThread"] and cancelled.wait(5)

@@ -2,7 +2,8 @@
 (lwtool.world.postgres_limits): two limiters standing for two processes never have more
 than `maxConcurrent` calls in flight nor start more than `rpm` in a window; a process
 that dies lets go of its places at once; two `lwtool worker`s with a models file's
-`maxConcurrent: 1` call the model one at a time between them."""
+`maxConcurrent: 1` call the model one at a time between them; and a worker makes its
+runs' model calls on one loop, so they share its connections."""
 
 from __future__ import annotations
 
@@ -169,3 +170,29 @@ def test_two_workers_call_the_model_one_at_a_time_between_them(
     assert len(server.requests) == 6
     assert server.most_at_once == 1, logs  # 6 runs, 2 workers x 3 at a time: one call
     assert all("claimed run" in log for log in logs), logs  # both took runs
+
+
+@pytest.mark.slow
+def test_a_workers_runs_share_its_model_connections(tmp_path: Path,
+                                                    postgres_url: str) -> None:
+    """Each run executes on a loop of its own, but its model calls go through the
+    worker's: litellm keeps a client (and its kept-alive connections) per loop, so four
+    runs one after another reuse one connection instead of opening one each."""
+    (tmp_path / "fan.lwir.json").write_text(json.dumps(FAN))
+    for n in range(4):
+        (tmp_path / "in.json").write_text(json.dumps({"n": n}))
+        assert run_cli("run", str(tmp_path / "fan.lwir.json"), "-i", str(tmp_path / "in.json"),
+                       "--enqueue", "--run-id", f"k{n}", "--world", postgres_url
+                       ).returncode == 0
+    (tmp_path / "models.yaml").write_text("writer: openai/gpt-4o-mini\n")
+    with fixture_server([str(n) for n in range(4)], keep_alive=True) as server:
+        env = {**os.environ, "OPENAI_API_BASE": server.base_url,
+               "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-fixture"}
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "lwtool", "worker", "--world", postgres_url, "--models",
+             str(tmp_path / "models.yaml"), "--data-dir", str(tmp_path / "data"),
+             "--concurrency", "1", "--drain", "-v"], cwd=ROOT, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        log = worker.communicate(timeout=180)[1]
+    assert worker.returncode == 0 and log.count("completed") == 4, log
+    assert len(server.peers) == 4 and len(set(server.peers)) == 1, (server.peers, log)
