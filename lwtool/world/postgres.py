@@ -98,7 +98,9 @@ class PostgresWorld:
             first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
                                     kwargs={"autocommit": True}, timeout=POOL_WAIT)
-        self._lock_idle: list[Any] = []  # lock connections between runs
+        # connections that held advisory locks, kept between uses, by what they hold
+        # (its application_name: "run lock"; "model places", lwtool.world.postgres_limits)
+        self._lock_idle: dict[str, list[Any]] = {}
         self._held: dict[str, Any] = {}  # run id -> the connection holding its lock
         self._guard = threading.Lock()
 
@@ -329,22 +331,26 @@ class PostgresWorld:
                               "closed the connection holding it; this process commits "
                               "nothing more of it")
 
-    def _lock_connection(self) -> Any:
+    def _lock_connection(self, purpose: str = "run lock") -> Any:
+        """A connection of its own to hold session advisory locks on (one kept from an
+        earlier use for the same `purpose`, else a new one named after it)."""
         import psycopg
 
         with self._guard:
-            while self._lock_idle:
-                conn = self._lock_idle.pop()
+            idle = self._lock_idle.setdefault(purpose, [])
+            while idle:
+                conn = idle.pop()
                 if not conn.closed:
                     return conn
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=10,
-                                   application_name=f"lwtool run lock pid {os.getpid()}")
+                                   application_name=f"lwtool {purpose} pid {os.getpid()}")
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
                                    f"{_reason(exc)}") from None
 
-    def _release_lock(self, conn: Any, key: int, held: bool) -> None:
+    def _release_lock(self, conn: Any, key: int, held: bool,
+                      purpose: str = "run lock") -> None:
         """Unlock and keep the connection; one that fails is closed (which unlocks)."""
         import psycopg
 
@@ -357,13 +363,14 @@ class PostgresWorld:
             conn.close()
             return
         with self._guard:
-            self._lock_idle.append(conn)
+            self._lock_idle.setdefault(purpose, []).append(conn)
 
     def close(self) -> None:
         with self._guard:
-            idle, self._lock_idle = self._lock_idle, []
-        for conn in idle:
-            conn.close()
+            idle, self._lock_idle = self._lock_idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
         self._pool.close()
 
     # -- what the inspector reads -----------------------------------------------------

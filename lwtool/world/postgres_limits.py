@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +27,7 @@ from typing import Any
 from lwtool.world.base import StoreUnavailable
 
 POLL = 0.1  # seconds between looks while waiting for a place
+PLACES = "model places"  # the world's lock connections that hold them (their name)
 WINDOW = 60.0  # seconds rpm and tpm count (lwtool.calls.limits.WINDOW: the same minute)
 
 _NOW = "extract(epoch from clock_timestamp())"
@@ -46,8 +45,6 @@ class SharedLimiter:
 
     def __init__(self, world: Any, model: str, limits: Any, window: float = WINDOW) -> None:
         self.world, self.model, self.limits, self.window = world, model, limits, window
-        self._idle: list[Any] = []  # connections that held a place, kept for the next
-        self._guard = threading.Lock()
 
     @asynccontextmanager
     async def slot(self, waiting: Callable[[str], None]) -> AsyncIterator[None]:
@@ -106,7 +103,7 @@ class SharedLimiter:
         """A free place (its connection and key), or None."""
         import psycopg
 
-        conn = self._connection()
+        conn = self.world._lock_connection(PLACES)
         try:
             for index in range(int(self.limits.max_concurrent or 0)):
                 key = _key(self.model, str(index))
@@ -115,7 +112,7 @@ class SharedLimiter:
         except psycopg.Error as exc:
             conn.close()
             raise StoreUnavailable(f"model limits: {exc}") from None
-        self._keep(conn)
+        self.world._release_lock(conn, 0, False, PLACES)  # kept: it holds none
         return None
 
     def _count_start(self) -> str | None:
@@ -140,35 +137,4 @@ class SharedLimiter:
         return None
 
     def _let_go(self, conn: Any, key: int) -> None:
-        import psycopg
-
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        except psycopg.Error:
-            conn.close()  # which lets go too
-            return
-        self._keep(conn)
-
-    def _connection(self) -> Any:
-        import psycopg
-
-        with self._guard:
-            while self._idle:
-                conn = self._idle.pop()
-                if not conn.closed:
-                    return conn
-        try:
-            return psycopg.connect(self.world.url, autocommit=True, connect_timeout=10,
-                                   application_name=f"lwtool model places pid {os.getpid()}")
-        except psycopg.Error as exc:
-            raise StoreUnavailable(f"model limits: cannot reach PostgreSQL: {exc}") from None
-
-    def _keep(self, conn: Any) -> None:
-        with self._guard:
-            self._idle.append(conn)
-
-    def close(self) -> None:
-        with self._guard:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self.world._release_lock(conn, key, True, PLACES)

@@ -54,8 +54,6 @@ def test_max_concurrent_holds_across_processes(tmp_path: Path, postgres_url: str
     limiters = [SharedLimiter(world, "openai/m", limits) for _ in range(2)]
     said: list[str] = []
     spans = _in_threads(limiters, 3, 0.3, said)
-    for limiter in limiters:
-        limiter.close()
     world.close()
     assert len(spans) == 6
     most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
@@ -133,7 +131,6 @@ def test_a_killed_process_lets_go_of_its_place(tmp_path: Path, postgres_url: str
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
         assert asyncio.run(take(10)) is True  # its connection gone, the place is free
-        limiter.close()
         world.close()
     finally:
         if holder.poll() is None:
