@@ -50,6 +50,15 @@ class ModelLimits:
             values[field] = value
         return cls(**values)
 
+    def reason(self, kind: str) -> str:
+        """Why a call waits for the limit `kind` (max_concurrent, rpm or tpm), as
+        `harness.model.waiting` says it (every limiter words it so)."""
+        if kind == "max_concurrent":
+            return f"maxConcurrent {self.max_concurrent}: that many calls in flight"
+        if kind == "rpm":
+            return f"rpm {self.rpm}: that many calls started in the last minute"
+        return f"tpm {self.tpm}: that many tokens used in the last minute"
+
 
 class Limiter:
     """The limits of one model in this process."""
@@ -69,11 +78,11 @@ class Limiter:
             self._tokens.popleft()
         limits = self.limits
         if limits.max_concurrent is not None and self.in_flight >= limits.max_concurrent:
-            return f"maxConcurrent {limits.max_concurrent}: that many calls in flight"
+            return limits.reason("max_concurrent")
         if limits.rpm is not None and len(self._starts) >= limits.rpm:
-            return f"rpm {limits.rpm}: that many calls started in the last minute"
+            return limits.reason("rpm")
         if limits.tpm is not None and sum(n for _, n in self._tokens) >= limits.tpm:
-            return f"tpm {limits.tpm}: that many tokens used in the last minute"
+            return limits.reason("tpm")
         return None
 
     @asynccontextmanager

@@ -41,7 +41,8 @@ def _key(*parts: str) -> int:
 
 class SharedLimiter:
     """The limits of one model across every process of one PostgreSQL world; `limits`
-    has `max_concurrent`, `rpm` and `tpm` (lwtool.calls.limits.ModelLimits)."""
+    has `max_concurrent`, `rpm`, `tpm` and `reason(kind)`, the words of a wait
+    (lwtool.calls.limits.ModelLimits)."""
 
     def __init__(self, world: Any, model: str, limits: Any, window: float = WINDOW) -> None:
         self.world, self.model, self.limits, self.window = world, model, limits, window
@@ -86,8 +87,7 @@ class SharedLimiter:
         if self.limits.max_concurrent is not None:
             place = self._place()
             if place is None:
-                return (f"maxConcurrent {self.limits.max_concurrent}: that many calls in "
-                        "flight"), None
+                return self.limits.reason("max_concurrent"), None
         try:
             why = self._count_start()
         except BaseException:
@@ -128,9 +128,9 @@ class SharedLimiter:
                 "SELECT coalesce(sum(starts), 0), coalesce(sum(tokens), 0) FROM "
                 "lwtool.model_use WHERE model = %s", (self.model,)).fetchone()
             if limits.rpm is not None and starts >= limits.rpm:
-                return f"rpm {limits.rpm}: that many calls started in the last minute"
+                return str(limits.reason("rpm"))
             if limits.tpm is not None and tokens >= limits.tpm:
-                return f"tpm {limits.tpm}: that many tokens used in the last minute"
+                return str(limits.reason("tpm"))
             if limits.rpm is not None:
                 conn.execute(f"INSERT INTO lwtool.model_use VALUES (%s, {_NOW}, 1, 0)",
                              (self.model,))
