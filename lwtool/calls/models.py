@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,17 +172,13 @@ def call_models_on(loop: asyncio.AbstractEventLoop | None) -> None:
     _CALL_LOOP[:] = [loop] if loop is not None else []
 
 
-async def _on_call_loop(make: Callable[[], Awaitable[Any]]) -> Any:
+async def _on_call_loop(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     """`make()` awaited on the call loop (cancelling the wait cancels it there), or here
     when there is none, it is this one, or it has closed."""
     target = _CALL_LOOP[0] if _CALL_LOOP else None
     if target is None or target is asyncio.get_running_loop() or target.is_closed():
         return await make()
-
-    async def call() -> Any:
-        return await make()
-
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call(), target))
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(make(), target))
 
 
 async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
