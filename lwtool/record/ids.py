@@ -48,7 +48,9 @@ def hash_bytes(value: Any) -> bytes:
             pass
         else:
             # A substring test first: the regex alone walks every byte (~10 ns each).
-            if (b"e-" not in data and b"0.0000" not in data) \
+            # `find`, not `in`: bytes' `in` first tries its operand as an integer and
+            # formats a TypeError it then drops (~2k instructions a test).
+            if (data.find(b"e-") < 0 and data.find(b"0.0000") < 0) \
                     or _MAYBE_OTHER_FLOAT.search(data) is None:
                 return data
     return _hash_encode(value).encode("utf-8")

@@ -285,9 +285,7 @@ class RunState:
         (and fsynced) now, before the event that names them."""
         if len(data) > INLINE_OUTPUT_LIMIT:
             return await self.world.put_artifact(data, self.fsyncs)
-        ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
-        inline.append((ref, data))
-        return ref
+        return _inline(data, inline)
 
     async def envelope(self, value: Any, uses: str, mode: dict[str, Any] | None,
                        path: str | None = None
@@ -295,7 +293,9 @@ class RunState:
         """The result envelope of an output, and small artifacts to commit with it."""
         data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
-        ref = await self._store(data, inline)
+        # Most outputs are small: no coroutine to store one inline.
+        ref = _inline(data, inline) if len(data) <= INLINE_OUTPUT_LIMIT \
+            else await self._store(data, inline)
         extras = self._attached.pop(path, None) if path else None
         attached = [await self._store(extra, inline) for extra in extras] if extras else []
         envelope: dict[str, Any] = {
@@ -321,6 +321,13 @@ class RunState:
         if ref is None or ("output" in envelope and not from_artifact):
             return envelope.get("output")
         return loads(await self.world.get_artifact(ref))
+
+
+def _inline(data: bytes, inline: list[tuple[str, bytes]]) -> str:
+    """Keep a small payload to commit with its step; its artifact ref."""
+    ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+    inline.append((ref, data))
+    return ref
 
 
 def step_timeout(step: dict[str, Any], run_timeout: float) -> tuple[float, str]:
