@@ -50,19 +50,24 @@ HASH = "v2:" + "a" * 64
 
 
 def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
-               checkpoint: int = 0) -> tuple[float, float]:
+               checkpoint: int = 0, gap_us: float = 0) -> tuple[float, float]:
     """(microseconds per step-boundary commit, WAL frames per commit). `checkpoint`:
-    WAL pages between checkpoints (0: none, so the frames can be counted; nan then)."""
+    WAL pages between checkpoints (0: none, so the frames can be counted; nan then).
+    `gap_us`: CPU work (a spin) before each transaction, as a step's own work comes
+    between its commits; not counted in the figure."""
     keyed = layout != UNKEYED
-    path = folder / f"{layout.replace(' ', '-')}-{synchronous}.db"
+    path = folder / f"{layout.replace(' ', '-')}-{synchronous}-{gap_us:g}.db"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(f"PRAGMA wal_autocheckpoint={checkpoint}")  # 0: frames from the WAL's size
     db.executescript(SCHEMA + EVENTS[keyed])
     seq = 0
+    spun = 0.0
     started = time.perf_counter()
     for n in range(commits):
+        if gap_us:
+            spun += spin(gap_us)
         db.execute("BEGIN IMMEDIATE")
         if layout == "one row":  # keyed, the six payloads in one JSON array
             db.execute(INSERT[True], (seq + 1, RUN, seq + 1,
@@ -77,11 +82,21 @@ def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
         db.execute("UPDATE runs SET last_seq = ?, last_hash = 'h', updated_at = 1 "
                    "WHERE run_id = ?", (seq, RUN))
         db.execute("COMMIT")
-    elapsed = time.perf_counter() - started
+    elapsed = time.perf_counter() - started - spun
     frames = os.path.getsize(f"{path}-wal") / (4096 + 24) / commits if not checkpoint \
         else float("nan")
     db.close()
     return elapsed / commits * 1e6, frames
+
+
+def spin(micros: float) -> float:
+    """Keep this CPU busy for `micros` microseconds; the seconds it took."""
+    began = time.perf_counter()
+    end = began + micros / 1e6
+    now = began
+    while now < end:
+        now = time.perf_counter()
+    return now - began
 
 
 def main() -> None:

@@ -52,7 +52,7 @@ class SharedLimiter:
         """Hold one call's place; `waiting(why)` is called once if it has to wait."""
         said = False
         while True:
-            why, place = await asyncio.to_thread(self._take)
+            why, place = await self._taken()
             if why is None:
                 break
             if not said:
@@ -64,6 +64,24 @@ class SharedLimiter:
         finally:
             if place is not None:
                 await asyncio.to_thread(self._let_go, *place)
+
+    async def _taken(self) -> tuple[str | None, tuple[Any, int] | None]:
+        """`_take` in a thread. A wait cancelled meanwhile (a step's deadline) cannot
+        stop the thread: the place it takes is let go when it is done, not left held on
+        a connection nobody has (until the garbage collector closed it)."""
+        taking = asyncio.ensure_future(asyncio.to_thread(self._take))
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            taking.add_done_callback(self._let_go_unused)
+            raise
+
+    def _let_go_unused(self, taking: asyncio.Future[Any]) -> None:
+        if taking.cancelled() or taking.exception() is not None:
+            return
+        place = taking.result()[1]
+        if place is not None:
+            asyncio.get_running_loop().run_in_executor(None, self._let_go, *place)
 
     def used(self, tokens: int) -> None:
         """Count a reply's tokens toward `tpm` (only when there is such a limit). The

@@ -8,6 +8,7 @@ runs' model calls on one loop, so they share its connections."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +195,47 @@ def test_a_workers_runs_share_its_model_connections(tmp_path: Path,
         log = worker.communicate(timeout=180)[1]
     assert worker.returncode == 0 and log.count("completed") == 4, log
     assert len(server.peers) == 4 and len(set(server.peers)) == 1, (server.peers, log)
+
+
+def test_a_wait_cancelled_while_its_place_is_taken_lets_the_place_go(
+        tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call cancelled (its step's deadline) while its thread was taking a place: the
+    place the thread got must not stay held, or `maxConcurrent: 1` would stop every
+    process's calls of that model for good."""
+    world = PostgresWorld(postgres_url, tmp_path)
+    limits = ModelLimits(max_concurrent=1)
+    limiter = SharedLimiter(world, "openai/c", limits)
+    taking = threading.Event()
+    original = SharedLimiter._take
+
+    def slow_take(self: SharedLimiter) -> Any:
+        found = original(self)
+        taking.set()
+        time.sleep(0.3)  # the wait is cancelled meanwhile
+        return found
+
+    async def cancelled_then_another() -> bool:
+        monkeypatch.setattr(SharedLimiter, "_take", slow_take)
+        first = asyncio.ensure_future(limiter.slot(lambda why: None).__aenter__())
+        await asyncio.to_thread(taking.wait, 5)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        monkeypatch.setattr(SharedLimiter, "_take", original)
+        said: list[str] = []
+        try:
+            async with asyncio.timeout(3):
+                async with limiter.slot(said.append):
+                    return True
+        except TimeoutError:
+            return False
+
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert asyncio.run(cancelled_then_another()), "the place stayed held"
+            gc.collect()
+    finally:
+        world.close()
+    # let go by unlocking, not by the garbage collector closing a connection left open
+    assert not [w for w in seen if "deleted while still open" in str(w.message)]
