@@ -152,7 +152,8 @@ def respond(
     offline: OfflineOption = False,
 ) -> None:
     """Answer a run's human.input request: the answer is checked against the step's
-    schema and committed (a wrong one is refused, nothing written)."""
+    schema and committed (a wrong one is refused, nothing written). A run that is
+    executing other steps meanwhile goes on with the answer itself."""
     import json
 
     from lwtool.cli import exit_codes
@@ -170,7 +171,7 @@ def respond(
     world = open_world(data_dir, must_exist=True)
     try:
         done = answer(world, run_id, step_path, value)
-        if enqueue:
+        if enqueue and not done["executing"]:
             from lwtool.world.postgres_queue import RunQueue
 
             done["queued"] = RunQueue(world).requeue(run_id)
@@ -184,6 +185,12 @@ def respond(
         world.close()
     still = f"; still waiting at {', '.join(done['open'])}" if done["open"] else ""
     sys.stderr.write(f"lwtool: answered {step_path} of run {run_id}{still}\n")
+    if done["executing"]:
+        if as_json:
+            typer.echo(json.dumps(done, ensure_ascii=False))
+        sys.stderr.write(f"lwtool: run {run_id} is executing: it goes on with the answer "
+                         "itself\n")
+        return
     if not resume:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))

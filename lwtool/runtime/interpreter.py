@@ -291,16 +291,13 @@ async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
             check_schema(run_input, schema, "the run input")
         except OutputInvalid as exc:
             raise StepFailure("input_schema_error", str(exc)) from None
-        top = Scope(state, lwir.get("steps") or [], "", run_step)
-        await top.execute()
+        top = await _execute_top(state)
         final_path, output = _final_output(top)
         try:
             check_schema(output, (lwir.get("output") or {}).get("schema"), "the run output")
         except OutputInvalid as exc:
             raise StepFailure("step_schema_error", str(exc), final_path) from None
     except WaitingForInput as wait:
-        await state.record([NewEvent("RunWaiting", {"waitingFor": wait.requests})],
-                           status="waiting")
         raise RunWaitingError(run_id, version_id, wait.requests) from None
     except StepFailure as failure:
         await state.record([NewEvent("RunFailed", {
@@ -316,6 +313,43 @@ async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
     # and no linked run: its usage is known without reading the log back.
     calls = bool(linked or state.replies or state.journal.replies or state.branches)
     return await result_of(world, run_id, version_id, output, state.artifacts, calls)
+
+
+async def _execute_top(state: RunState) -> Scope:
+    """Execute the run's steps; the top scope once nothing is left to run. Steps that
+    wait for a person let the rest run first; then, before the run stops with status
+    `waiting` (RunWaiting; WaitingForInput raised), answers given meanwhile (`lwtool
+    respond` to a run that is executing) are looked for: with one, the steps execute
+    again from the log (what committed comes back from it, nothing is called again).
+    The look is repeated once the status is `waiting`: an answer commits only while
+    the run is `running`, so each one is either seen here or refused and given to the
+    waiting run."""
+    steps = state.lwir.get("steps") or []
+    while True:
+        top = Scope(state, steps, "", run_step)
+        try:
+            await top.execute()
+            return top
+        except WaitingForInput as wait:
+            if not _answered_meanwhile(state, wait.requests):
+                await state.record([NewEvent("RunWaiting", {"waitingFor": wait.requests})],
+                                   status="waiting")
+                if not _answered_meanwhile(state, wait.requests):
+                    raise
+                await state.record([], status="running")
+
+
+def _answered_meanwhile(state: RunState, requests: list[dict[str, Any]]) -> bool:
+    """Whether an answer to one of `requests` is in the log now; if so the run's
+    journal is read again from it."""
+    from lwtool.steps.human_input import RECEIVED
+
+    paths = {request.get("stepPath") for request in requests}
+    received = state.world.events(state.run_id, types=[RECEIVED])
+    if not any(event.step_path in paths for event in received):
+        return False
+    state.journal = Journal.from_events(state.world.events(state.run_id))
+    return True
 
 
 def _final_output(top: Scope) -> tuple[str | None, Any]:

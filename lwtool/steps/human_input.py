@@ -3,7 +3,8 @@
 `with: {prompt, schema}`: `prompt` is a template shown to the person; `schema` (in the
 schema subset) is what the answer must satisfy. The first time a run reaches the step
 it commits `HumanInputRequested` (the rendered prompt and the schema) and the step
-waits: the scope runs what else it can, then the run stops with status `waiting`.
+waits: the scope runs what else it can, then the run stops with status `waiting`
+(unless an answer was given meanwhile: it then goes on, lwtool.runtime.interpreter).
 `lwtool respond` (lwtool.runtime.respond) checks an answer against the schema and
 commits `HumanInputReceived`; when the run goes on, the step completes with that answer
 as its output, and nothing that committed before is called again. The step is keyed by

@@ -112,6 +112,11 @@ class RunLocked(WorldError):
     """Another process is executing this run."""
 
 
+class RunStatusChanged(WorldError):
+    """A commit asked to land only while the run has a given status (`append`'s
+    `when_status`) found another one; nothing was written."""
+
+
 class ArtifactMissing(WorldError):
     pass
 
@@ -160,7 +165,7 @@ class World(Protocol):
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
                artifacts: Sequence[tuple[str, bytes]] = (),
-               durable: bool = True) -> list[Event]: ...
+               durable: bool = True, when_status: str | None = None) -> list[Event]: ...
 
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]: ...
 

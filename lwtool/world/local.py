@@ -41,6 +41,7 @@ from lwtool.world.base import (
     NewEvent,
     RunNotFound,
     RunRecord,
+    RunStatusChanged,
     StoreDamaged,
     StoreUnavailable,
     WorldError,
@@ -255,13 +256,22 @@ class LocalWorld(InspectorViews):
         return committed
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
-               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
+               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True,
+               when_status: str | None = None) -> list[Event]:
         """Commit small `artifacts`, then `events` (and a new run status), in one
         transaction. `durable=False` skips the fsync of this commit (it still survives a
         killed process; the next durable commit makes it power-safe too, the WAL being
         sequential): for evidence such as attempt-started events, and for every commit
-        of a run in process durability."""
+        of a run in process durability. `when_status`: commit only while the run's
+        status is that one (RunStatusChanged otherwise, nothing written)."""
         with self._tx(durable) as db:
+            if when_status is not None:
+                row = db.execute("SELECT status FROM runs WHERE run_id = ?",
+                                 (run_id,)).fetchone()
+                if row is None:
+                    raise RunNotFound(f"no run {run_id}")
+                if row[0] != when_status:
+                    raise RunStatusChanged(f"run {run_id} is {row[0]}, not {when_status}")
             for artifact in artifacts:  # mostly one: execute is cheaper than executemany
                 db.execute(PUT_INLINE, artifact)
             committed, head = self._insert(db, run_id, events, status, time.time())

@@ -37,6 +37,7 @@ from lwtool.world.base import (
     RunLockLost,
     RunNotFound,
     RunRecord,
+    RunStatusChanged,
     StepCommittedElsewhere,
     StoreDamaged,
     StoreUnavailable,
@@ -192,10 +193,12 @@ class PostgresWorld:
             raise WorldError(f"run {run_id} already exists") from None
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
-               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> list[Event]:
+               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True,
+               when_status: str | None = None) -> list[Event]:
         """Append under the run row's lock: processes executing branches of one run
         (lwtool worker) append in turn, each onto the chain's head. A StepCompleted for
-        a step path the log has completed already is refused (StepCommittedElsewhere)."""
+        a step path the log has completed already is refused (StepCommittedElsewhere).
+        `when_status`: only while the run's status is that one (RunStatusChanged)."""
         import psycopg
 
         try:
@@ -203,10 +206,12 @@ class PostgresWorld:
                 self._check_lock(run_id)  # after any wait for a connection
                 for ref, data in artifacts:
                     self._put(conn, ref, data)
-                row = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE "
-                                   "run_id = %s FOR UPDATE", (run_id,)).fetchone()
+                row = conn.execute("SELECT last_seq, last_hash, status FROM lwtool.runs "
+                                   "WHERE run_id = %s FOR UPDATE", (run_id,)).fetchone()
                 if row is None:
                     raise RunNotFound(f"no run {run_id}")
+                if when_status is not None and row[2] != when_status:
+                    raise RunStatusChanged(f"run {run_id} is {row[2]}, not {when_status}")
                 return self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
                                     time.time())
         except psycopg.errors.UniqueViolation:

@@ -46,9 +46,10 @@ class Spy(LocalWorld):
         self.large: list[bool] = []
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
-               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True) -> Any:
+               artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True,
+               when_status: str | None = None) -> Any:
         self.commits.append(([e.type for e in events], durable))
-        return super().append(run_id, events, status, artifacts, durable)
+        return super().append(run_id, events, status, artifacts, durable, when_status)
 
     async def put_artifact(self, data: bytes, durable: bool = True) -> str:
         self.large.append(durable)

@@ -211,7 +211,7 @@ def test_the_python_api_answers_a_waiting_run(folder: Path, world_kind: Any) -> 
         with pytest.raises(NotWaiting):
             lwtool.respond(world, "api", "review", {"ok": True})
         assert lwtool.respond(world, "api", "review.visit[0]", {"ok": True}, by="ana") == {
-            "runId": "api", "stepPath": "review.visit[0]", "open": []}
+            "runId": "api", "stepPath": "review.visit[0]", "open": [], "executing": False}
         received = [e for e in world.events("api") if e.type == "HumanInputReceived"]
         assert received[0].payload == {"stepId": "review", "value": {"ok": True},
                                        "respondedBy": "ana"}

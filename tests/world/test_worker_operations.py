@@ -75,6 +75,64 @@ def test_worker_branches_wait_and_the_run_goes_on_once_answered(tmp_path: Path,
     assert verified.returncode == 0, verified.stderr
 
 
+def test_answers_given_while_a_worker_executes_the_run_are_taken_up_there(
+        tmp_path: Path, postgres_url: str) -> None:
+    """Branches executed by the worker wait for answers while `slow` holds the run; the
+    answers given meanwhile (no --enqueue) go to the run where it executes: the worker
+    finishes it without the run ever stopping to wait."""
+    import time
+
+    def mark(step: str, value: str, **more: object) -> dict[str, object]:
+        return {"tool": "mark", "args": {"run": "m", "step": step, "value": value, **more}}
+
+    (tmp_path / "wf.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "meanwhile"}, "permissions": {"tools": ["mark"]},
+        "steps": [
+            {"id": "prep", "uses": "tool.call", "with": mark("prep", "p")},
+            {"id": "fan", "uses": "parallel", "needs": ["prep"],
+             "with": {"items": [0, 1], "maxBranches": 2, "maxConcurrency": 2},
+             "steps": [
+                 {"id": "ask", "uses": "human.input",
+                  "with": {"prompt": "ok {{ item }}?", "schema": {"type": "integer"}}},
+                 {"id": "b", "uses": "tool.call", "needs": ["ask"],
+                  "with": mark("b{{ item }}", "{{ steps.ask.output }}")}]},
+            {"id": "slow", "uses": "tool.call", "needs": ["prep"],
+             "with": mark("slow", "s", gate=True)},
+            {"id": "join", "uses": "tool.call", "needs": ["fan", "slow"],
+             "with": mark("join", "{{ steps.fan.output[1].value }}")}]}))
+    (tmp_path / "in.json").write_text("{}")
+    world = ("--world", postgres_url)
+    assert run_cli("run", str(tmp_path / "wf.lwir.json"), "-i", str(tmp_path / "in.json"),
+                   "--enqueue", "--run-id", "m", *world).returncode == 0
+    worker = _worker(tmp_path, postgres_url, "--concurrency", "3")
+    try:
+        until = time.monotonic() + 60
+        while not (tmp_path / "gate-started").exists() or [
+                e["type"] for e in map(json.loads, run_cli(
+                    "events", "m", "--json", *world).stdout.splitlines())
+        ].count("HumanInputRequested") < 2:
+            assert time.monotonic() < until and worker.poll() is None, "no requests"
+            time.sleep(0.1)
+        for index in range(2):
+            (tmp_path / "a.json").write_text(str(10 + index))
+            answered = run_cli("respond", "m", f"fan[{index}].ask", "--input",
+                               str(tmp_path / "a.json"), *world)
+            assert answered.returncode == 0, answered.stderr
+            assert "run m is executing: it goes on with the answer itself" in \
+                answered.stderr
+        (tmp_path / "open-gate").touch()
+        _, err = worker.communicate(timeout=120)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0 and "run m done" in err, err
+    assert "waits for a person" not in err
+    done = run_cli("replay", "m", "--json", "--tools", TOOLS, *world)
+    assert json.loads(done.stdout)["output"] == {"value": "11-b1-join"}
+    assert _marks(tmp_path) == {"m:prep": 1, "m:slow": 1, "m:b0": 1, "m:b1": 1, "m:join": 1}
+
+
 FAN_OF_CALLS = """\
 apiVersion: littleworkflow.dev/v0.1
 kind: Workflow
