@@ -1,9 +1,10 @@
 """`lwtool runs`: the runs of a data dir or PostgreSQL world, a row each under a header:
 id (a pipeline's sub-runs indented under it), status, workflow name, start, last
 commit, version. A run marked running that no live process executes is shown
-`interrupted`, with the command that resumes it; a `waiting` run, with what it waits
-for and the command that answers it; in a PostgreSQL world, queued runs and the worker
-holding each running run or branch are shown too."""
+`interrupted`, with the command that resumes it; a `waiting` run (and an executing
+one that asks meanwhile), with what it waits for and the command that answers it; in a
+PostgreSQL world, queued runs and the worker holding each running run or branch are
+shown too."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
          as_json: RunsJson = False) -> None:
     """List the runs in the data dir (or --world) with status, workflow and timestamps.
     --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
-    updatedAt, parentRunId, waitingFor (a waiting run's open requests), and in a
+    updatedAt, parentRunId, waitingFor (a waiting or executing run's open requests), and in a
     PostgreSQL world worker, claimedAt and branches."""
     use_world(world_url)
     if not has_store(data_dir):
@@ -46,7 +47,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         queued, branches = _queue(world)
         shown = {r.run_id: _status(world, r, r.run_id in queued) for r in records}
         names = _names(world, records)
-        asks = _asks(world, [r.run_id for r in records if r.status == "waiting"])
+        asks = _asks(world, [r.run_id for r in records if r.status == "waiting"
+                             or shown[r.run_id] == "running"])
     except WorldError as exc:  # a damaged run row: named, as `events` and `replay` do
         raise fail(f"{exc} (`lwtool verify` checks the whole data dir)") from None
     known = {r.run_id for r in records}
@@ -58,7 +60,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                   "createdAt": stamp(r.created_at),
                                   "updatedAt": stamp(r.updated_at),
                                   "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
-                                  **({"waitingFor": asks[r.run_id]} if r.run_id in asks
+                                  **({"waitingFor": asks[r.run_id]}
+                                     if asks.get(r.run_id) or r.status == "waiting"
                                      else {}),
                                   **_branches(branches.get(r.run_id))}
                                  for r in records),
@@ -101,7 +104,13 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     waiting_parents = {r.parent_run_id for r in records if r.status == "waiting"}
     for run_id, open_asks in asks.items():
         where = _where(data_dir)
-        if open_asks:
+        if shown[run_id] == "running":  # executing: it takes answers as it goes on
+            if open_asks:
+                typer.echo(safe_text(
+                    f"{run_id} is executing and waits for a person meanwhile; answer: "
+                    + "; ".join(f"lwtool respond {run_id} {ask['stepPath']}{where} "
+                                "--input FILE" for ask in open_asks)))
+        elif open_asks:
             typer.echo(safe_text(f"{run_id} is waiting for a person; answer: " + "; ".join(
                 f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE --resume"
                 for ask in open_asks)))
@@ -152,7 +161,8 @@ def _resume(run_id: str, data_dir: Path) -> str:
 
 
 def _asks(world: Any, waiting: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """run id -> its open human.input requests, for the runs marked waiting."""
+    """run id -> its open human.input requests, for the runs marked waiting and those
+    executing (an answer given meanwhile is taken up as the run goes on)."""
     if not waiting:
         return {}
     from lwtool.runtime.respond import waiting_for

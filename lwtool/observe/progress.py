@@ -97,6 +97,9 @@ class Progress:
                          f"{_seconds(max(0.0, now - attempt.started))}")
         if len(running) > MAX_RUNNING_SHOWN:
             lines.append(f"  … and {len(running) - MAX_RUNNING_SHOWN} more running")
+        for path, prompt in timeline.asks.items():  # answerable while the run goes on
+            lines.append(f"  waits for an answer at {path}: {prompt} · lwtool respond "
+                         f"{timeline.run_id} {path} --input FILE")
         for group, states in timeline.branches().items():
             tally = {s: sum(1 for v in states.values() if v == s)
                      for s in ("done", "running", "failed")}

@@ -76,6 +76,7 @@ class Timeline:
     calls: dict[str, Call] = field(default_factory=dict)
     totals: dict[str, Any] = field(default_factory=empty_totals)  # as `lwtool report` sums
     failure: dict[str, Any] = field(default_factory=dict)
+    asks: dict[str, str] = field(default_factory=dict)  # human.input path -> its prompt
     _open: dict[str, Attempt] = field(default_factory=dict)  # path -> its running attempt
 
     @classmethod
@@ -174,6 +175,10 @@ class Timeline:
             self.status, self.ended, self.failure = "running", None, {}
         elif path is None:
             return
+        elif kind == "HumanInputRequested":
+            self.asks[path] = str(payload.get("prompt", ""))
+        elif kind == "HumanInputReceived":
+            self.asks.pop(path, None)
         elif kind == "StepAttemptStarted":
             self._start(path, payload, event)
         elif kind in ("StepCompleted", "StepAttemptFailed", "StepSkipped"):

@@ -164,10 +164,14 @@ def test_progress_ends_on_waiting_and_a_resume_runs_again(tmp_path: Path) -> Non
                                     "--run-id", "w"], _env(tmp_path))
     assert code == 3
     assert "run w · waiting · 0 of 1 steps done" in _frames(stderr)
+    assert "waits for an answer at ask: Go on? · lwtool respond w ask --input FILE" in \
+        _frames(stderr)
     events = LocalWorld(tmp_path / "data").events("w")
     assert Timeline.of("w", events).status == "waiting"
+    assert Timeline.of("w", events).asks == {"ask": "Go on?"}
     (tmp_path / "yes.json").write_text("true")
     assert run_cli("respond", "w", "ask", "--input", str(tmp_path / "yes.json"),
                    "--data-dir", data, "--resume").returncode == 0
     timeline = Timeline.of("w", LocalWorld(tmp_path / "data").events("w"))
     assert (timeline.status, timeline.ended is not None) == ("completed", True)
+    assert timeline.asks == {}

@@ -95,6 +95,12 @@ def _answered_meanwhile(folder: Path, **env: str) -> tuple[int, str, str]:
         _until(lambda: (folder / "gate-started").exists(), "the slow step to start")
         _until(lambda: "HumanInputRequested" in [e["type"] for e in events(folder, "m")],
                "the request")
+        listed = lwtool(folder, "runs")
+        assert "waits for input at ask: Ship it?" in listed.stdout
+        assert "m is executing and waits for a person meanwhile; answer: lwtool respond m " \
+            "ask" in listed.stdout
+        assert [r["waitingFor"][0]["stepPath"] for r in json.loads(
+            lwtool(folder, "runs", "--json").stdout)] == ["ask"]
         answered = lwtool(folder, "respond", "m", "ask", "--input", "yes.json", "--json")
         assert answered.returncode == 0, answered.stderr
         assert "run m is executing: it goes on with the answer itself" in answered.stderr
