@@ -117,7 +117,8 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "cost": money(timeline.cost_usd, timeline.priced_calls
                               + timeline.unpriced_calls),
                 "failure": failure, "input": preview(record.input, 400),
-                "waiting_for": _waiting_for(events) if status == "waiting" else [],
+                "waiting_for": _waiting_for(events) if status in ("waiting", "running")
+                else [],
                 "parent": record.parent_run_id or ""},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
@@ -133,7 +134,8 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
 
 
 def _waiting_for(events: list[Event]) -> list[dict[str, Any]]:
-    """A waiting run's open human.input requests: {path, prompt, schema (text)}."""
+    """A waiting or executing run's open human.input requests: {path, prompt, schema
+    (text)}; an executing run takes an answer as it goes on."""
     from lwtool.steps.human_input import open_requests
 
     return [{"path": r["stepPath"], "prompt": r["prompt"], "schema": preview(r["schema"], 400)}

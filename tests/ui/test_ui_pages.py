@@ -296,3 +296,27 @@ def test_a_waiting_run_shows_what_it_waits_for(tmp_path: Path) -> None:
             assert 'data-status="waiting"' in page
     finally:
         world.close()
+
+
+def test_an_executing_run_shows_what_it_asks_meanwhile(tmp_path: Path) -> None:
+    """A run that asked and goes on executing (here: killed after asking, its lock then
+    held by this process, as its executor would): the request and the respond command
+    without --resume (the run takes the answer itself)."""
+    (tmp_path / "approve.lwir.yaml").write_text(APPROVE)
+    (tmp_path / "in.json").write_text('{"what": "v3"}')
+    killed = run_cli("run", "approve.lwir.yaml", "-i", "in.json", "--run-id", "x",
+                     "--data-dir", "data", cwd=tmp_path,
+                     env={"LWTOOL_FAULT_KILL_AFTER": "HumanInputRequested@ask"})
+    assert killed.returncode == -9, killed.stderr
+    holder = LocalWorld(tmp_path / "data")
+    world = LocalWorld(tmp_path / "data", read_only=True)
+    try:
+        with holder.lock_run("x"), \
+                TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+            page = client.get("/runs/x").text
+            assert 'id="run-status">running' in page
+            assert "Waiting for a person at <span class=\"mono\">ask</span>: Ship v3?" in page
+            assert "takes the answer: <code>lwtool respond x ask --input FILE</code>" in page
+    finally:
+        world.close()
+        holder.close()
