@@ -342,14 +342,9 @@ async def _execute_top(state: RunState) -> Scope:
 def _answered_meanwhile(state: RunState, requests: list[dict[str, Any]]) -> bool:
     """Whether an answer to one of `requests` is in the log now; if so the run's
     journal is read again from it."""
-    from lwtool.steps.human_input import RECEIVED
+    from lwtool.runtime.answers import answers_of, paths_of
 
-    paths = {request.get("stepPath") for request in requests}
-    received = state.world.events(state.run_id, types=[RECEIVED])
-    if not any(event.step_path in paths for event in received):
-        return False
-    state.journal = Journal.from_events(state.world.events(state.run_id))
-    return True
+    return answers_of(state).read(paths_of(requests))
 
 
 def _final_output(top: Scope) -> tuple[str | None, Any]:

@@ -12,8 +12,9 @@ branches at the first failure, and the group fails with that branch's cause.
 fan-in of the branches that succeeded (declared order), its StepCompleted lists
 `failedBranches` ({itemKey, causeCode, failedStepPath, message}), and it fails only
 when no branch succeeded. Completed branches stay committed either way. A branch that
-waits for a person (human.input) waits alone: the other branches go on, and once all
-have settled the group passes every branch's wait up (WaitingForInput).
+waits for a person (human.input) waits alone: the other branches go on, an answer given
+meanwhile sets it going again (`Waiting`), and once no branch executes any more the
+group passes every branch's wait up (WaitingForInput).
 """
 
 from __future__ import annotations
@@ -57,11 +58,19 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
     fan_in = with_.get("fanIn") or {}
     remote = run.branches if width > 1 else None  # one at a time gains nothing elsewhere
 
+    waiting = Waiting(len(items))
+
     async def branch(item: Any, key: str) -> Any:
         try:
-            return await run_branch(item, key)
-        except WaitingForInput as wait:  # a result here: it must not cancel the others
-            return wait
+            while True:
+                try:
+                    return await run_branch(item, key)
+                except WaitingForInput as wait:  # a result here: not to cancel the others
+                    if not await waiting.for_answer(run, wait.requests):
+                        return wait
+                    # answered meanwhile: the branch goes on from the log
+        finally:
+            waiting.ended()
 
     async def run_branch(item: Any, key: str) -> Any:
         await gate.acquire()
@@ -123,6 +132,47 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
         "branches": [keys[i] for i in order], **({"failedBranches": failed} if failed else {}),
         "envelope": envelope}, path)], artifacts=inline)
     return output, committed
+
+
+class Waiting:
+    """The group's branches that wait for a person. A branch that waits while others
+    still execute waits for its answer (lwtool.runtime.answers) and goes on when it
+    comes; once no branch executes any more, every waiting one gives up and the group
+    passes their waits up (WaitingForInput): the answers then reach it as they reach
+    any waiting step."""
+
+    def __init__(self, branches: int) -> None:
+        self.executing = branches
+        self._parked: set[asyncio.Future[bool]] = set()
+
+    async def for_answer(self, run: Any, requests: list[dict[str, Any]]) -> bool:
+        """Wait for an answer to `requests` (True) or for the group to settle (False)."""
+        from lwtool.runtime.answers import answers_of, paths_of
+
+        self.executing -= 1
+        settled: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._parked.add(settled)
+        self._settle()
+        answered = answers_of(run).given(paths_of(requests))
+        either: list[asyncio.Future[Any]] = [answered, settled]
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._parked.discard(settled)
+            answered.cancel()
+        self.executing += 1  # going on, or ending (`ended` counts it out)
+        return answered.done() and not answered.cancelled()
+
+    def ended(self) -> None:
+        """A branch is done: finished, failed, or given up waiting."""
+        self.executing -= 1
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.executing <= 0:
+            for parked in self._parked:
+                if not parked.done():
+                    parked.set_result(False)
 
 
 def branch_output(body: Any, step: dict[str, Any]) -> Any:

@@ -9,7 +9,8 @@ loop; a step's visits are bounded by `maxVisits`. `to: end` ends the scope: noth
 more starts in it. When a step fails, the steps still running are cancelled (a
 cancelled attempt records nothing) and the failure is the scope's. A step that waits
 for a person (human.input) is not a failure: the scope runs every step that does not
-need it, then passes all its waits up together (WaitingForInput).
+need it, then passes all its waits up together (WaitingForInput); an answer given while
+other steps still run sets the waiting step going again at once (lwtool.runtime.answers).
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ class Scope:
     async def execute(self) -> None:
         run_step = self.run_step
         running: dict[asyncio.Task[Any], str] = {}
-        waits: list[dict[str, Any]] = []
+        waits: dict[str, list[dict[str, Any]]] = {}  # a waiting step -> its requests
         try:
             while True:
                 runnable = self._runnable(set(running.values()) if running else _NONE)
@@ -251,7 +252,7 @@ class Scope:
                         result, seq = await run_step(self, sid, path, visit)
                     except WaitingForInput as wait:
                         self.waiting.add(sid)
-                        waits.extend(wait.requests)
+                        waits[sid] = wait.requests
                         continue
                     self._completed(sid, result, seq)
                     continue
@@ -261,7 +262,11 @@ class Scope:
                     running[task] = sid
                 if not running:
                     break
-                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                if waits:  # while the rest runs, an answer given meanwhile wakes its step
+                    finished = await self._wait_or_answer(running, waits)
+                else:
+                    finished, _ = await asyncio.wait(running,
+                                                     return_when=asyncio.FIRST_COMPLETED)
                 # A failure first (it raises), then waits, then results in commit order.
                 for task in sorted(finished, key=lambda t: self.position[running[t]]):
                     if task.exception() is not None \
@@ -271,21 +276,46 @@ class Scope:
                 for task in sorted(finished, key=lambda t: self.position[running[t]]):
                     paused = task.exception()
                     if isinstance(paused, WaitingForInput):
-                        self.waiting.add(running.pop(task))
-                        waits.extend(paused.requests)
+                        sid = running.pop(task)
+                        self.waiting.add(sid)
+                        waits[sid] = paused.requests
                 for task in sorted((t for t in finished if t in running),
                                    key=lambda t: t.result()[1]):
                     sid = running.pop(task)
                     result, seq = task.result()
                     self._completed(sid, result, seq)
             if waits:
-                raise WaitingForInput(waits)
+                raise WaitingForInput([r for requests in waits.values() for r in requests])
             self._skip_rest()
         finally:
             for task in running:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    async def _wait_or_answer(self, running: dict[asyncio.Task[Any], str],
+                              waits: dict[str, list[dict[str, Any]]]
+                              ) -> set[asyncio.Task[Any]]:
+        """Wait for a running step to finish or for an answer to a waiting one (lwtool.
+        runtime.answers); the finished tasks. An answered step waits no more: it is
+        runnable again at the same visit, the journal holding its answer."""
+        from lwtool.runtime.answers import answers_of, paths_of
+
+        answered = answers_of(self.run).given(paths_of(
+            r for requests in waits.values() for r in requests))
+        try:
+            finished, _ = await asyncio.wait([*running, answered],
+                                             return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            answered.cancel()
+        answers = self.run.journal.answers
+        for sid, requests in list(waits.items()):
+            if any(r.get("stepPath") in answers for r in requests):
+                del waits[sid]
+                self.waiting.discard(sid)
+                self.visits[sid] -= 1
+                self.dirty.add(sid)
+        return {task for task in finished if task is not answered}  # type: ignore[misc]
 
     def _start_visit(self, sid: str) -> tuple[str, int]:
         """Count a new visit of `sid`; its step path and visit number."""

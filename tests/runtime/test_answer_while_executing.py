@@ -40,7 +40,8 @@ steps:
     with: {tool: step, args: {name: after, value: "{{ steps.ask.output }}"}}
 """
 
-# `gate` logs its call, says it started (a file), then waits for `open-gate` to appear.
+# `gate` logs its call, says it started (a file), then waits for `open-gate` to appear
+# (with `block: false` it returns at once).
 TOOLS = '''\
 import os, time
 from pathlib import Path
@@ -53,6 +54,8 @@ def log(name):
 
 def gate(args):
     log(args["name"])
+    if not args.get("block", True):
+        return {"value": "passed"}
     (here / "gate-started").touch()
     while not (here / "open-gate").exists():
         time.sleep(0.02)
@@ -66,10 +69,34 @@ tools = {"step": step, "gate": gate}
 '''
 
 
+BRANCHES = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: branches-meanwhile}
+permissions: {tools: [step, gate]}
+steps:
+  - id: fan
+    uses: parallel
+    with: {items: [x, y], maxBranches: 2, maxConcurrency: 2, fanIn: {outputStep: b}}
+    steps:
+      - id: ask
+        uses: human.input
+        with: {prompt: "Ship {{ item }}?", schema: {type: boolean}}
+      - id: hold
+        uses: tool.call
+        with: {tool: gate, args: {name: "hold{{ item }}", block: "{{ item == 'y' }}"}}
+      - id: b
+        uses: tool.call
+        needs: [ask]
+        with: {tool: step, args: {name: "b{{ item }}", value: "{{ steps.ask.output }}"}}
+"""
+
+
 @pytest.fixture()
 def folder(tmp_path: Path, world_kind: str) -> Path:
     (tmp_path / "tools.py").write_text(TOOLS)
     (tmp_path / "meanwhile.lwir.yaml").write_text(MEANWHILE)
+    (tmp_path / "branches.lwir.yaml").write_text(BRANCHES)
     (tmp_path / "in.json").write_text('{"v": "it"}')
     (tmp_path / "yes.json").write_text("true")
     return tmp_path
@@ -80,6 +107,66 @@ def _until(check: Any, what: str, seconds: float = 60) -> None:
     while not check():
         assert time.monotonic() < until, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def test_answered_steps_go_on_at_once_while_the_rest_still_runs(folder: Path) -> None:
+    """Branch x waits with nothing else of its own to run, while branch y's `hold`
+    holds the run: each answer sets its branch going at once (its `b` runs while
+    `hold` still holds), not when the run would stop."""
+    full = {**os.environ, **Worlds.current().env(folder / "data"),
+            "LWTOOL_TEST_DIR": str(folder)}
+    running = subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "run", "branches.lwir.yaml", "-i", "in.json",
+         "--tools", "tools.py:tools", "--run-id", "f", "--data-dir", "data", "--json"],
+        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: (folder / "gate-started").exists(), "hold y to start")
+        _until(lambda: [e["type"] for e in events(folder, "f")].count(
+            "HumanInputRequested") == 2, "the two requests")
+        for key in ("x", "y"):
+            index = "xy".index(key)
+            answered = lwtool(folder, "respond", "f", f"fan[{index}].ask", "--input",
+                              "yes.json")
+            assert answered.returncode == 0, answered.stderr
+            _until(lambda: f"b{key}" in calls(folder), f"b{key} to run")  # noqa: B023
+        assert running.poll() is None and not (folder / "open-gate").exists()
+        (folder / "open-gate").touch()
+        out, err = running.communicate(timeout=60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == 0, err
+    assert json.loads(out)["output"] == [{"value": "True-bx"}, {"value": "True-by"}]
+    assert "RunWaiting" not in [e["type"] for e in events(folder, "f")]
+    assert calls(folder) == {"holdx": 1, "holdy": 1, "bx": 1, "by": 1}
+
+
+def test_a_branch_killed_as_it_goes_on_replays_to_the_same_output(folder: Path) -> None:
+    """SIGKILLed right after branch x's `b` committed (x answered while `hold y` held
+    the run): the replay ends as the uninterrupted run does; `bx` is not called again
+    (`hold y`, in flight at the kill, is: at least once)."""
+    full = {**os.environ, **Worlds.current().env(folder / "data"),
+            "LWTOOL_TEST_DIR": str(folder), "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@fan[[]0].b"}
+    running = subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "run", "branches.lwir.yaml", "-i", "in.json",
+         "--tools", "tools.py:tools", "--run-id", "k", "--data-dir", "data", "--json"],
+        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: [e["type"] for e in events(folder, "k")].count(
+            "HumanInputRequested") == 2, "the two requests")
+        assert lwtool(folder, "respond", "k", "fan[0].ask", "--input",
+                      "yes.json").returncode == 0
+        assert running.wait(timeout=60) == -9
+    finally:
+        if running.poll() is None:
+            running.kill()
+    (folder / "open-gate").touch()
+    assert lwtool(folder, "respond", "k", "fan[1].ask", "--input", "yes.json").returncode == 0
+    done = lwtool(folder, "replay", "k", "--tools", "tools.py:tools", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == [{"value": "True-bx"}, {"value": "True-by"}]
+    counted = calls(folder)
+    assert (counted["holdx"], counted["bx"], counted["by"]) == (1, 1, 1), counted
 
 
 def _answered_meanwhile(folder: Path, **env: str) -> tuple[int, str, str]:

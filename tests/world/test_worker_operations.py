@@ -78,8 +78,9 @@ def test_worker_branches_wait_and_the_run_goes_on_once_answered(tmp_path: Path,
 def test_answers_given_while_a_worker_executes_the_run_are_taken_up_there(
         tmp_path: Path, postgres_url: str) -> None:
     """Branches executed by the worker wait for answers while `slow` holds the run; the
-    answers given meanwhile (no --enqueue) go to the run where it executes: the worker
-    finishes it without the run ever stopping to wait."""
+    answers given meanwhile (no --enqueue) go to the run where it executes: the answered
+    branches go on at once (queued again for the worker), and the worker finishes the
+    run without it ever stopping to wait."""
     import time
 
     def mark(step: str, value: str, **more: object) -> dict[str, object]:
@@ -121,6 +122,9 @@ def test_answers_given_while_a_worker_executes_the_run_are_taken_up_there(
             assert answered.returncode == 0, answered.stderr
             assert "run m is executing: it goes on with the answer itself" in \
                 answered.stderr
+        while not {"m:b0", "m:b1"} <= set((tmp_path / "marks.log").read_text().split()):
+            assert time.monotonic() < until + 60, "the answered branches did not go on"
+            time.sleep(0.1)  # they go on at once, while `slow` still holds the run
         (tmp_path / "open-gate").touch()
         _, err = worker.communicate(timeout=120)
     finally:
