@@ -30,9 +30,12 @@ def answers_of(run: Any) -> Answers:
     return found
 
 
-def paths_of(requests: Iterable[dict[str, Any]]) -> frozenset[str]:
-    """The step paths of human.input requests (WaitingForInput.requests)."""
-    return frozenset(str(r.get("stepPath")) for r in requests)
+def paths_of(requests: Iterable[dict[str, Any]], run_id: str) -> frozenset[str]:
+    """The step paths of the human.input requests (WaitingForInput.requests) made in
+    run `run_id`: a pipeline's step also passes up its sub-runs' requests (`runId`),
+    whose answers are in their own logs (the pipeline is resumed once they are)."""
+    return frozenset(str(r.get("stepPath")) for r in requests
+                     if r.get("runId", run_id) == run_id)
 
 
 class Answers:

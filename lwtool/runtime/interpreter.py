@@ -344,7 +344,7 @@ def _answered_meanwhile(state: RunState, requests: list[dict[str, Any]]) -> bool
     journal is read again from it."""
     from lwtool.runtime.answers import answers_of, paths_of
 
-    return answers_of(state).read(paths_of(requests))
+    return answers_of(state).read(paths_of(requests, state.run_id))
 
 
 def _final_output(top: Scope) -> tuple[str | None, Any]:

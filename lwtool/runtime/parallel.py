@@ -153,7 +153,7 @@ class Waiting:
         settled: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._parked.add(settled)
         self._settle()
-        answered = answers_of(run).given(paths_of(requests))
+        answered = answers_of(run).given(paths_of(requests, run.run_id))
         either: list[asyncio.Future[Any]] = [answered, settled]
         try:
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)

@@ -301,16 +301,17 @@ class Scope:
         runnable again at the same visit, the journal holding its answer."""
         from lwtool.runtime.answers import answers_of, paths_of
 
+        run_id = self.run.run_id
         answered = answers_of(self.run).given(paths_of(
-            r for requests in waits.values() for r in requests))
+            (r for requests in waits.values() for r in requests), run_id))
         try:
             finished, _ = await asyncio.wait([*running, answered],
                                              return_when=asyncio.FIRST_COMPLETED)
         finally:
             answered.cancel()
-        answers = self.run.journal.answers
+        answers = self.run.journal.answers.keys()
         for sid, requests in list(waits.items()):
-            if any(r.get("stepPath") in answers for r in requests):
+            if paths_of(requests, run_id) & answers:
                 del waits[sid]
                 self.waiting.discard(sid)
                 self.visits[sid] -= 1

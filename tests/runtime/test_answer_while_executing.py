@@ -367,3 +367,15 @@ def test_answers_to_one_run_are_given_one_at_a_time(
     assert sum(isinstance(o, dict) for o in outcomes) == 1, outcomes
     assert all("answered already" in str(o) for o in outcomes if not isinstance(o, dict))
     assert [e["type"] for e in events(folder, "k")].count("HumanInputReceived") == 1
+
+
+def test_a_sub_runs_requests_are_not_looked_for_in_the_pipelines_log() -> None:
+    """A pipeline step passes up its sub-runs' requests (`runId`): their answers are in
+    the sub-runs' logs, so the pipeline's own look ignores them (an answer in its own
+    log at the same step path must not wake that step again and again)."""
+    from lwtool.runtime.answers import paths_of
+
+    requests = [{"stepPath": "ask"}, {"stepPath": "ask", "runId": "sub"},
+                {"stepPath": "fan[0].ask", "runId": "me"}]
+    assert paths_of(requests, "me") == {"ask", "fan[0].ask"}
+    assert paths_of(requests[1:2], "me") == frozenset()
