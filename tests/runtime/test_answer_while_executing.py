@@ -379,3 +379,56 @@ def test_a_sub_runs_requests_are_not_looked_for_in_the_pipelines_log() -> None:
                 {"stepPath": "fan[0].ask", "runId": "me"}]
     assert paths_of(requests, "me") == {"ask", "fan[0].ask"}
     assert paths_of(requests[1:2], "me") == frozenset()
+
+
+@pytest.mark.parametrize("mode", ["fail_fast", "all_settled"])
+def test_a_waiting_branch_does_not_hold_up_a_sibling_failure(tmp_path: Path,
+                                                            mode: str) -> None:
+    """Branch x waits for an answer (parked while y executes); y fails. fail_fast: the
+    group fails at once, x's wait cancelled; all_settled: x gives up once y has
+    settled and the run stops to wait, as before answers could come meanwhile."""
+    import lwtool
+    from lwtool.world.local import LocalWorld
+
+    (tmp_path / "wf.lwir.yaml").write_text(f"""\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {{name: fails}}
+permissions: {{tools: [step]}}
+steps:
+  - id: fan
+    uses: parallel
+    with: {{items: [x, y], maxBranches: 2, maxConcurrency: 2, failureMode: {mode}}}
+    steps:
+      - id: ask
+        uses: human.input
+        with: {{prompt: "ok?", schema: {{type: boolean}}}}
+      - id: work
+        uses: tool.call
+        with: {{tool: step, args: {{v: "{{{{ item }}}}"}}}}
+""")
+
+    async def step(args: Any) -> Any:
+        if args["v"] == "y":
+            await asyncio.sleep(0.3)  # x is parked by now
+            raise RuntimeError("y breaks")
+        return args
+
+    world = LocalWorld(tmp_path / "data")
+    started = time.monotonic()
+    try:
+        workflow = lwtool.lock_workflow(tmp_path / "wf.lwir.yaml")
+        # bounded: a branch left waiting for a settled group would hang the run
+        run = asyncio.wait_for(lwtool.run_workflow(workflow, {}, world=world,
+                                                   tools={"step": step}, run_id="f"), 20)
+        if mode == "fail_fast":
+            with pytest.raises(lwtool.RunFailedError, match="y breaks"):
+                asyncio.run(run)
+        else:
+            with pytest.raises(lwtool.RunWaitingError) as waiting:
+                asyncio.run(run)
+            # y's own ask went with its failure; x's wait is the group's
+            assert [r["stepPath"] for r in waiting.value.requests] == ["fan[0].ask"]
+    finally:
+        world.close()
+    assert time.monotonic() - started < 10
