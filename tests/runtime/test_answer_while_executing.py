@@ -109,16 +109,21 @@ def _until(check: Any, what: str, seconds: float = 60) -> None:
         time.sleep(0.05)
 
 
+def _start(folder: Path, workflow: str, run_id: str, **env: str) -> subprocess.Popen[str]:
+    """`lwtool run WORKFLOW` as run `run_id`, in the background (stdout: its --json)."""
+    full = {**os.environ, **Worlds.current().env(folder / "data"),
+            "LWTOOL_TEST_DIR": str(folder), **env}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "run", workflow, "-i", "in.json", "--tools",
+         "tools.py:tools", "--run-id", run_id, "--data-dir", "data", "--json"],
+        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_answered_steps_go_on_at_once_while_the_rest_still_runs(folder: Path) -> None:
     """Branch x waits with nothing else of its own to run, while branch y's `hold`
     holds the run: each answer sets its branch going at once (its `b` runs while
     `hold` still holds), not when the run would stop."""
-    full = {**os.environ, **Worlds.current().env(folder / "data"),
-            "LWTOOL_TEST_DIR": str(folder)}
-    running = subprocess.Popen(
-        [sys.executable, "-m", "lwtool", "run", "branches.lwir.yaml", "-i", "in.json",
-         "--tools", "tools.py:tools", "--run-id", "f", "--data-dir", "data", "--json"],
-        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = _start(folder, "branches.lwir.yaml", "f")
     try:
         _until(lambda: (folder / "gate-started").exists(), "hold y to start")
         _until(lambda: [e["type"] for e in events(folder, "f")].count(
@@ -145,12 +150,8 @@ def test_a_branch_killed_as_it_goes_on_replays_to_the_same_output(folder: Path) 
     """SIGKILLed right after branch x's `b` committed (x answered while `hold y` held
     the run): the replay ends as the uninterrupted run does; `bx` is not called again
     (`hold y`, in flight at the kill, is: at least once)."""
-    full = {**os.environ, **Worlds.current().env(folder / "data"),
-            "LWTOOL_TEST_DIR": str(folder), "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@fan[[]0].b"}
-    running = subprocess.Popen(
-        [sys.executable, "-m", "lwtool", "run", "branches.lwir.yaml", "-i", "in.json",
-         "--tools", "tools.py:tools", "--run-id", "k", "--data-dir", "data", "--json"],
-        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = _start(folder, "branches.lwir.yaml", "k",
+                     LWTOOL_FAULT_KILL_AFTER="StepCompleted@fan[[]0].b")
     try:
         _until(lambda: [e["type"] for e in events(folder, "k")].count(
             "HumanInputRequested") == 2, "the two requests")
@@ -172,12 +173,7 @@ def test_a_branch_killed_as_it_goes_on_replays_to_the_same_output(folder: Path) 
 def _answered_meanwhile(folder: Path, **env: str) -> tuple[int, str, str]:
     """Run `meanwhile` as run `m`; answer `ask` while `slow` holds the run, then let
     `slow` end; the run's exit code, stdout and stderr."""
-    full = {**os.environ, **Worlds.current().env(folder / "data"),
-            "LWTOOL_TEST_DIR": str(folder), **env}
-    running = subprocess.Popen(
-        [sys.executable, "-m", "lwtool", "run", "meanwhile.lwir.yaml", "-i", "in.json",
-         "--tools", "tools.py:tools", "--run-id", "m", "--data-dir", "data", "--json"],
-        cwd=folder, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = _start(folder, "meanwhile.lwir.yaml", "m", **env)
     try:
         _until(lambda: (folder / "gate-started").exists(), "the slow step to start")
         _until(lambda: "HumanInputRequested" in [e["type"] for e in events(folder, "m")],
