@@ -213,16 +213,28 @@ def test_an_answer_given_while_the_run_executes_is_taken_up_without_stopping(
 
 def test_a_run_killed_as_it_goes_on_with_the_answer_replays_to_the_same_output(
         folder: Path) -> None:
-    """SIGKILLed right after the answered step committed (the steps executing again
-    from the log): the replay ends as the uninterrupted run does, `slow` called once."""
-    code, _, err = _answered_meanwhile(folder, LWTOOL_FAULT_KILL_AFTER="StepCompleted@ask")
-    assert code == -9, err
+    """SIGKILLed right after the answered step committed (it went on at once, `slow`
+    still held): the replay ends as the uninterrupted run does; the answered step is
+    not executed again, `slow` (in flight at the kill) is: at least once."""
+    running = _start(folder, "meanwhile.lwir.yaml", "m",
+                     LWTOOL_FAULT_KILL_AFTER="StepCompleted@ask")
+    try:
+        _until(lambda: (folder / "gate-started").exists(), "the slow step to start")
+        _until(lambda: "HumanInputRequested" in [e["type"] for e in events(folder, "m")],
+               "the request")
+        answered = lwtool(folder, "respond", "m", "ask", "--input", "yes.json")
+        assert answered.returncode == 0, answered.stderr
+        assert running.wait(timeout=60) == -9  # before the gate opens
+    finally:
+        if running.poll() is None:
+            running.kill()
+    (folder / "open-gate").touch()
     done = lwtool(folder, "replay", "m", "--tools", "tools.py:tools", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == {"value": "True-after"}
-    assert calls(folder) == {"slow": 1, "after": 1}
-    types = [e["type"] for e in events(folder, "m")]
-    assert types.count("StepCompleted") == 3 and types[-1] == "RunCompleted"
+    assert calls(folder) == {"slow": 2, "after": 1}
+    completed = [e["stepPath"] for e in events(folder, "m") if e["type"] == "StepCompleted"]
+    assert sorted(completed) == ["after", "ask", "slow"]
 
 
 class _Around:
