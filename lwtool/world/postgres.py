@@ -467,10 +467,14 @@ def _hung_up(conn: Any) -> bool:
     return False
 
 
+def advisory_key(text: str) -> int:
+    """`text` as a signed 64-bit advisory lock key (the first 8 bytes of its SHA-256)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
 def _lock_key(run_id: str) -> int:
-    """A run id as a signed 64-bit advisory lock key."""
-    return int.from_bytes(hashlib.sha256(f"lwtool-run:{run_id}".encode()).digest()[:8],
-                          "big", signed=True)
+    """A run id as an advisory lock key."""
+    return advisory_key(f"lwtool-run:{run_id}")
 
 
 def _reason(exc: Exception) -> str:

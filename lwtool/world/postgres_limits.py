@@ -19,12 +19,12 @@ primitive), and says why once, as the in-process limiter does.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from lwtool.world.base import StoreUnavailable
+from lwtool.world.postgres import advisory_key
 
 POLL = 0.1  # seconds between looks while waiting for a place
 PLACES = "model places"  # the world's lock connections that hold them (their name)
@@ -34,9 +34,8 @@ _NOW = "extract(epoch from clock_timestamp())"
 
 
 def _key(*parts: str) -> int:
-    """Signed 64-bit advisory lock key for these parts."""
-    digest = hashlib.sha256("\0".join(("lwtool-model", *parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    """The advisory lock key of a model's place or window."""
+    return advisory_key("\0".join(("lwtool-model", *parts)))
 
 
 class SharedLimiter:
