@@ -104,16 +104,15 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     waiting_parents = {r.parent_run_id for r in records if r.status == "waiting"}
     for run_id, open_asks in asks.items():
         where = _where(data_dir)
-        if shown[run_id] == "running":  # executing: it takes answers as it goes on
-            if open_asks:
-                typer.echo(safe_text(
-                    f"{run_id} is executing and waits for a person meanwhile; answer: "
-                    + "; ".join(f"lwtool respond {run_id} {ask['stepPath']}{where} "
-                                "--input FILE" for ask in open_asks)))
-        elif open_asks:
-            typer.echo(safe_text(f"{run_id} is waiting for a person; answer: " + "; ".join(
-                f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE --resume"
+        executing = shown[run_id] == "running"  # it takes answers as it goes on
+        if open_asks:
+            state, then = ("is executing and waits for a person meanwhile", "") \
+                if executing else ("is waiting for a person", " --resume")
+            typer.echo(safe_text(f"{run_id} {state}; answer: " + "; ".join(
+                f"lwtool respond {run_id} {ask['stepPath']}{where} --input FILE{then}"
                 for ask in open_asks)))
+        elif executing:
+            continue
         elif run_id in waiting_parents:  # a pipeline: answer its sub-runs, then resume it
             typer.echo(safe_text(f"{run_id} waits for its sub-runs: answer them (without "
                                  "--resume), then resume it as it was started (the same "
