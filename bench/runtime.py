@@ -26,8 +26,9 @@
    `lwtool run` does it first): `compile_file` in a new process, per step the same
    way. Beside the sync tool's cost over the async one: the floor of running a
    function in another thread (a raw ThreadPoolExecutor submit and wait, no lwtool
-   code), which a sync tool pays since it may block; on a VM whose idle vCPUs halt,
-   a wake-up on another CPU is most of it.
+   code), which a sync tool pays while it runs in threads (its first calls; on a VM
+   whose idle vCPUs halt, a wake-up on another CPU is most of it). Once proven quick,
+   a sync tool alone in its run is called on the loop and pays no hand-off.
 
 Medians of --reps rounds; the modes alternate within a round so both see the same
 disk weather. Run: .venv/bin/python bench/runtime.py [--reps N]
@@ -365,7 +366,8 @@ def main() -> None:
         f"the file: {med['validation']:.0f} us")
     print("a sync tool's step over an async one's: " + "; ".join(
         f"{mode} {med[f'cli-sync-{mode}'] - med[f'cli-async-{mode}']:.0f} us" for mode in MODES)
-        + f"; the floor of that hand-off, a raw thread round trip: {med['handoff']:.0f} us")
+        + " (a tool proven quick is called on the loop; in a thread it would pay at least "
+        f"a raw thread round trip: {med['handoff']:.0f} us)")
     print(f"({options.reps} rounds, medians)")
 
 

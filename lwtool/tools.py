@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import importlib
 import importlib.util
@@ -10,6 +11,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -22,18 +24,22 @@ import orjson
 @dataclass(frozen=True)
 class Tool:
     """A Python callable (sync or async) that takes the step input as one argument.
-    A sync tool runs in a worker thread (it may block: file or network I/O, a
-    subprocess), which costs a thread hand-off per call (~30-60 us here); one
-    registered with `blocking=False` promises to return at once without blocking and is
-    called on the event loop itself (nothing else in the run moves while it runs, and a
-    step timeout cannot interrupt it)."""
+
+    A sync tool may block (file or network I/O, a subprocess), so it runs in a worker
+    thread, which costs a thread hand-off per call (~40-100 us here). `blocking` says
+    how it is called: None (the default) lets lwtool decide: in a thread, and on the
+    event loop itself once its last QUICK_CALLS calls each returned within QUICK_S and
+    nothing else of its run is in flight (a slow call sends it back to threads for
+    good); True: always in a thread; False: it promises to return at once and is always
+    called on the loop (nothing else in the run moves while it runs, and a step timeout
+    cannot interrupt it)."""
 
     name: str
     fn: Callable[..., Any]
     description: str = ""
     input_schema: Any = None
     output_schema: Any = None
-    blocking: bool = True
+    blocking: bool | None = None
     # Adds what a call reserves before it is logged (an orchestrator's `subRunId`),
     # derived from the call id: a call re-dispatched after a kill reserves the same.
     reserve: Callable[[Any, str], Any] | None = None
@@ -41,31 +47,42 @@ class Tool:
     is_async: bool = field(init=False, repr=False, compare=False)
     # A sync tool called in a worker thread: what `invoke(alone=True)` waits for.
     waits: bool = field(init=False, repr=False, compare=False)
+    pace: Pace = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
-        object.__setattr__(self, "waits", self.blocking and not self.is_async)
+        object.__setattr__(self, "waits", self.blocking is not False and not self.is_async)
+        object.__setattr__(self, "pace", Pace(self.blocking is None and self.waits))
 
     async def invoke(self, args: Any, threads: Executor, alone: bool = False) -> Any:
-        """Call the tool: awaited when async, else in `threads` (never the event loop).
-        While it runs, its `os._exit(n)` raises ToolExited instead of ending the run.
-        It gets its own copy of `args`: what it changes in place stays its own, not the
-        run's (a step output or run input the args came from, the input the log records).
+        """Call the tool: awaited when async, else in `threads` or on the loop (see the
+        class). While it runs, its `os._exit(n)` raises ToolExited instead of ending
+        the run. It gets its own copy of `args`: what it changes in place stays its
+        own, not the run's (a step output or run input the args came from, the input
+        the log records).
 
-        `alone`: nothing else of the run is in flight. The loop then waits for a sync
-        tool's thread itself for up to WAIT_SLICE seconds (half the hand-off of an
-        awaited thread), and awaits it as usual after that: a signal, the step's
-        deadline or a cancellation waits one slice at most."""
+        `alone`: nothing else of the run is in flight. A tool proven quick is then
+        called on the loop; any other sync tool's thread the loop waits for itself for
+        up to WAIT_SLICE seconds (half the hand-off of an awaited thread), and awaits
+        it as usual after that: a signal, the step's deadline or a cancellation waits
+        one slice at most."""
         args = own_copy(args)
         with _exit_guard:
             if self.is_async:
                 return await self.fn(args)
-            if not self.blocking:
+            if not self.waits:
                 return self.fn(args)
+            pace = self.pace
+            if alone and pace.proven():
+                result, quick = pace.on_loop(self.fn, args)
+                if not quick:  # let what fell due meanwhile (a deadline, a signal) run
+                    await asyncio.sleep(0)  # first: the timers fall due behind this task
+                    await asyncio.sleep(0)
+                return result
             if not alone:
-                return await asyncio.get_running_loop().run_in_executor(threads, self.fn,
-                                                                         args)
-            future = threads.submit(self.fn, args)
+                return await asyncio.get_running_loop().run_in_executor(
+                    threads, pace.timed, self.fn, args)
+            future = threads.submit(pace.timed, self.fn, args)
             try:
                 future.exception(timeout=WAIT_SLICE)  # the tool's own errors: below
             except TimeoutError:
@@ -75,6 +92,56 @@ class Tool:
             return future.result()
 
 
+class Pace:
+    """How fast a sync tool's calls return, and whether it is proven quick: its last
+    QUICK_CALLS calls each returned within QUICK_S. One slow call ends that for good.
+    Calls run in threads (`timed`) until then, on the loop (`on_loop`) after."""
+
+    __slots__ = ("quick_calls", "slow")
+
+    def __init__(self, adaptive: bool) -> None:
+        self.quick_calls = 0
+        self.slow = not adaptive
+
+    def proven(self) -> bool:
+        return self.quick_calls >= QUICK_CALLS and not self.slow
+
+    def _took(self, seconds: float) -> bool:
+        if seconds > QUICK_S:
+            self.slow = True
+            return False
+        self.quick_calls += 1
+        return True
+
+    def timed(self, fn: Callable[..., Any], args: Any) -> Any:
+        """Call `fn` in a worker thread, timing it."""
+        started = time.perf_counter()
+        try:
+            return fn(args)
+        finally:
+            self._took(time.perf_counter() - started)
+
+    def on_loop(self, fn: Callable[..., Any], args: Any) -> tuple[Any, bool]:
+        """Call `fn` on the loop's thread as a worker thread would: in a context of its
+        own and with no loop running in the thread (it may run one: `asyncio.run`).
+        Returns its result and whether it was quick."""
+        loop = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(None)
+        started = time.perf_counter()
+        try:
+            result = contextvars.Context().run(fn, args)
+        except KeyboardInterrupt as exc:  # Ctrl-C lands in the main thread, here now
+            if threading.current_thread() is threading.main_thread():
+                raise Interrupted(*exc.args) from None
+            raise
+        finally:
+            asyncio.events._set_running_loop(loop)
+            quick = self._took(time.perf_counter() - started)
+        return result, quick
+
+
+QUICK_S = 0.001  # a call this short holds up nothing when nothing else of its run runs
+QUICK_CALLS = 3  # quick calls in a row before a tool is called on the loop
 WAIT_SLICE = 0.01  # seconds the loop itself waits for a sync tool alone in its run
 
 # JSON values only: anything else (a dataclass, a date, a subclass) goes to `_refuse`,
@@ -157,9 +224,10 @@ class ToolRegistry:
 
     def register(self, name: str, fn: Callable[..., Any], description: str = "",
                  input_schema: Any = None, output_schema: Any = None,
-                 blocking: bool = True) -> Tool:
-        """Add a tool. `blocking=False`: a sync `fn` that returns at once (no I/O) is
-        called on the event loop instead of in a worker thread (see Tool)."""
+                 blocking: bool | None = None) -> Tool:
+        """Add a tool. `blocking` (see Tool): None lets lwtool call a sync `fn` on the
+        event loop once it has proven quick; True keeps it in worker threads; False
+        calls it on the loop always (it returns at once, no I/O)."""
         if name in self.tools:
             raise ValueError(f"tool '{name}' is already registered")
         tool = Tool(name, fn, description or (inspect.getdoc(fn) or "").split("\n")[0],
@@ -168,7 +236,7 @@ class ToolRegistry:
         return tool
 
     def tool(self, name: str | None = None, description: str = "", input_schema: Any = None,
-             output_schema: Any = None, blocking: bool = True
+             output_schema: Any = None, blocking: bool | None = None
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.register(name or fn.__name__, fn, description, input_schema, output_schema,

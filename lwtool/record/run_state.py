@@ -7,7 +7,7 @@ import fnmatch
 import hashlib
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -65,6 +65,7 @@ class RunState:
     tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
+    step_tasks: int = 0  # unfinished tasks of steps and branches (`spawn`)
     _attached: dict[str, list[bytes]] = field(default_factory=dict)
     _usage: dict[str, dict[str, int]] = field(default_factory=dict)
     _queue: list[Any] = field(default_factory=list)
@@ -154,6 +155,21 @@ class RunState:
         made at once), and so may the wait for a sync tool's thread (Tool.invoke)."""
         return self.inline_commits and self.active_steps <= 1 and not self._queue \
             and not self._flushing()
+
+    def sole_step(self) -> bool:
+        """`alone`, and no other step or branch is in a task of its own, not even one
+        that has not started yet: the loop may be held up by this step's tool call."""
+        return self.step_tasks <= 1 and self.alone()
+
+    def spawn(self, step: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A task for a step or a parallel branch, counted until it is done."""
+        task = asyncio.create_task(step)
+        self.step_tasks += 1
+        task.add_done_callback(self._spawned_done)
+        return task
+
+    def _spawned_done(self, task: asyncio.Task[Any]) -> None:
+        self.step_tasks -= 1
 
     def _flushing(self) -> bool:
         return self._flusher is not None and not self._flusher.done()

@@ -258,7 +258,7 @@ class Scope:
                     continue
                 for sid in runnable:
                     path, visit = self._start_visit(sid)
-                    task = asyncio.create_task(run_step(self, sid, path, visit))
+                    task = self.run.spawn(run_step(self, sid, path, visit))
                     running[task] = sid
                 if not running:
                     break

@@ -36,7 +36,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     try:
         # The loop's own wait for a sync tool (Tool.invoke) does not see the step's
         # deadline: only when that is far away (a tool may not finish past it).
-        alone = tool.waits and run.alone() \
+        alone = tool.waits and run.sole_step() \
             and step_timeout(step, run.step_timeout)[0] >= 100 * WAIT_SLICE
         result = await tool.invoke(value, run.tool_threads, alone)
     except TransientError as exc:

@@ -1,6 +1,7 @@
-"""Sync tools run in threads, never on the event loop; with nothing else of the run in
-flight the loop waits for the thread itself (Tool.invoke, `alone`), and still honours
-the step's deadline, the tool's own errors and concurrency with other steps."""
+"""Sync tools run in threads; with nothing else of the run in flight the loop waits for
+the thread itself (Tool.invoke, `alone`), or calls a tool proven quick itself, and
+still honours the step's deadline, Ctrl-C, the tool's own errors and concurrency with
+other steps."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from lwtool.record.errors import RunFailedError
 from lwtool.runtime.interpreter import start_run
-from lwtool.tools import ToolRegistry
+from lwtool.tools import QUICK_CALLS, ToolRegistry
 from lwtool.world.local import LocalWorld
 
 HEAD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
@@ -39,18 +40,99 @@ def _run(tmp_path: Path, lwir: dict[str, Any], registry: ToolRegistry,
         world.close()
 
 
-def test_a_chain_of_sync_tools_runs_off_the_loop_thread(tmp_path: Path) -> None:
+def _where(registry: ToolRegistry, blocking: bool | None = None, slow_at: int = -1,
+           sleep: float = 0.005) -> list[str]:
+    """Registers `where`, which notes the thread of each call (sleeping at `slow_at`)."""
     threads: list[str] = []
-    registry = ToolRegistry()
 
-    @registry.tool()
     def where(args: dict[str, Any]) -> dict[str, Any]:
         threads.append(threading.current_thread().name)
-        return {"n": args["n"]}
+        if args.get("n") == slow_at:
+            time.sleep(sleep)
+        return {"n": args.get("n")}
 
+    registry.register("where", where, blocking=blocking)
+    return threads
+
+
+LOOP = threading.main_thread().name  # the thread `_run`'s event loop runs on
+
+
+def test_a_sync_tool_runs_in_threads_until_proven_quick_then_on_the_loop(
+        tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    threads = _where(registry)
+    result = _run(tmp_path, _chain("where", 20), registry)
+    assert result["status"] == "completed" and result["output"] == {"n": 19}
+    assert len(threads) == 20 and threads[QUICK_CALLS:] == [LOOP] * (20 - QUICK_CALLS)
+    assert all(name.startswith("lwtool-tool") for name in threads[:QUICK_CALLS])
+
+
+def test_a_tool_registered_as_blocking_always_runs_off_the_loop_thread(
+        tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    threads = _where(registry, blocking=True)
     result = _run(tmp_path, _chain("where", 20), registry)
     assert result["status"] == "completed" and result["output"] == {"n": 19}
     assert len(threads) == 20 and all(name.startswith("lwtool-tool") for name in threads)
+
+
+def test_one_slow_call_sends_a_proven_tool_back_to_threads_for_good(tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    threads = _where(registry, slow_at=5)
+    result = _run(tmp_path, _chain("where", 12), registry)
+    assert result["status"] == "completed"
+    assert threads[3:6] == [LOOP] * 3  # the slow call was made on the loop
+    assert all(name.startswith("lwtool-tool") for name in threads[:3] + threads[6:])
+    assert not registry.tools["where"].pace.proven()
+
+
+def test_a_proven_tool_that_overruns_its_deadline_on_the_loop_fails_the_step(
+        tmp_path: Path) -> None:
+    """On the loop a call cannot be stopped, but a result past the deadline is not
+    taken: the step fails with `timeout` as it would have in a thread."""
+    registry = ToolRegistry()
+    threads = _where(registry, slow_at=4, sleep=1.2)
+    with pytest.raises(RunFailedError) as failed:
+        _run(tmp_path, _chain("where", 6, timeoutMs=1000), registry)
+    assert failed.value.cause_code == "timeout"
+    assert threads[3:] == [LOOP, LOOP]  # s4 ran on the loop; s5 never ran
+
+
+def test_a_proven_tool_may_run_an_event_loop_of_its_own(tmp_path: Path) -> None:
+    """As in a worker thread, no loop runs where the tool is called: `asyncio.run`
+    inside a sync tool works on the loop's thread too."""
+    registry = ToolRegistry()
+    threads: list[str] = []
+
+    async def double(n: int) -> int:
+        await asyncio.sleep(0)
+        return 2 * n
+
+    @registry.tool()
+    def bridge(args: dict[str, Any]) -> dict[str, Any]:
+        threads.append(threading.current_thread().name)
+        return {"n": asyncio.run(double(args["n"]))}
+
+    result = _run(tmp_path, _chain("bridge", 8), registry)
+    assert result["status"] == "completed" and result["output"] == {"n": 14}
+    assert threads[QUICK_CALLS:] == [LOOP] * (8 - QUICK_CALLS)
+
+
+def test_proven_tools_of_parallel_branches_run_in_threads(tmp_path: Path) -> None:
+    """Only a call with nothing else of its run in flight is made on the loop: a tool
+    turning slow there holds up no sibling."""
+    registry = ToolRegistry()
+    threads = _where(registry)
+    lwir = {**HEAD, "permissions": {"tools": ["where"]}, "steps": [
+        *_chain("where", 5)["steps"],
+        {"id": "each", "uses": "parallel", "needs": ["s4"], "with": {
+            "items": "{{ input.items }}", "itemKey": "{{ item.id }}", "maxConcurrency": 4},
+         "steps": [{"id": "work", "uses": "tool.call", "with": {"tool": "where"}}]}]}
+    result = _run(tmp_path, lwir, registry, {"items": [{"id": f"i{n}"} for n in range(4)]})
+    assert result["status"] == "completed" and len(threads) == 9
+    assert threads[3:5] == [LOOP, LOOP]
+    assert all(name.startswith("lwtool-tool") for name in threads[5:])
 
 
 def test_a_sync_tool_past_its_deadline_fails_the_step_in_time(tmp_path: Path) -> None:
@@ -143,4 +225,32 @@ def test_ctrl_c_while_the_loop_waits_for_a_sync_tool_interrupts_the_run(
     types = [event.type for event in world.events("run_interrupted")]
     world.close()
     assert "StepAttemptStarted" in types
+    assert "StepAttemptFailed" not in types and "RunFailed" not in types
+
+
+def test_ctrl_c_during_a_call_on_the_loop_interrupts_the_run(tmp_path: Path) -> None:
+    """Ctrl-C lands in the tool's own frame when it runs on the loop's thread: the run is
+    interrupted (resumable), the step is not failed for it."""
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def poke(args: dict[str, Any]) -> dict[str, Any]:
+        if args["n"] == QUICK_CALLS + 1:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)  # the KeyboardInterrupt comes while it sleeps
+        return {}
+
+    world = LocalWorld(tmp_path / "data")
+    loop = asyncio.new_event_loop()  # no asyncio.run: Ctrl-C raises where it lands
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(start_run(world, _chain("poke", 8), {}, registry, {},
+                                              run_id="run_interrupted"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        loop.close()
+    types = [event.type for event in world.events("run_interrupted")]
+    world.close()
+    assert types.count("StepCompleted") == QUICK_CALLS + 1
     assert "StepAttemptFailed" not in types and "RunFailed" not in types
