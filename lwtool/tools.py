@@ -28,11 +28,11 @@ class Tool:
     A sync tool may block (file or network I/O, a subprocess), so it runs in a worker
     thread, which costs a thread hand-off per call (~40-100 us here). `blocking` says
     how it is called: None (the default) lets lwtool decide: in a thread, and on the
-    event loop itself once its last QUICK_CALLS calls each returned within QUICK_S and
-    nothing else of its run is in flight (a slow call sends it back to threads for
-    good); True: always in a thread; False: it promises to return at once and is always
-    called on the loop (nothing else in the run moves while it runs, and a step timeout
-    cannot interrupt it)."""
+    event loop itself while its last QUICK_CALLS calls each returned within QUICK_S
+    and nothing else of its run is in flight (a slower call sends it back to threads
+    until it proves itself again); True: always in a thread; False: it promises to
+    return at once and is always called on the loop (nothing else in the run moves
+    while it runs, and a step timeout cannot interrupt it)."""
 
     name: str
     fn: Callable[..., Any]
@@ -94,23 +94,24 @@ class Tool:
 
 class Pace:
     """How fast a sync tool's calls return, and whether it is proven quick: its last
-    QUICK_CALLS calls each returned within QUICK_S. One slow call ends that for good.
-    Calls run in threads (`timed`) until then, on the loop (`on_loop`) after."""
+    QUICK_CALLS calls each returned within QUICK_S. A slower call ends that until the
+    tool proves itself again. Calls run in threads (`timed`) until then, on the loop
+    (`on_loop`) after."""
 
-    __slots__ = ("quick_calls", "slow")
+    __slots__ = ("adaptive", "streak")
 
     def __init__(self, adaptive: bool) -> None:
-        self.quick_calls = 0
-        self.slow = not adaptive
+        self.adaptive = adaptive
+        self.streak = 0  # quick calls in a row
 
     def proven(self) -> bool:
-        return self.quick_calls >= QUICK_CALLS and not self.slow
+        return self.streak >= QUICK_CALLS and self.adaptive
 
     def _took(self, seconds: float) -> bool:
         if seconds > QUICK_S:
-            self.slow = True
+            self.streak = 0
             return False
-        self.quick_calls += 1
+        self.streak += 1
         return True
 
     def timed(self, fn: Callable[..., Any], args: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,21 @@ async def work(args: dict[str, Any]) -> dict[str, Any]:
     if args.get("fail"):
         raise RuntimeError(f"item {args['id']} is broken")
     return {"id": args["id"], "double": args["n"] * 2}
+
+
+@tools.tool()
+def count(args: dict[str, Any]) -> dict[str, Any]:
+    """One more than `n`, quickly: counted without an fsync (a kill keeps what the
+    process wrote). A blocked call writes the name of its thread in its file."""
+    n = int(args["n"]) + (0 if args.get("last") else 1)
+    key = f"count-{n}{'-last' if args.get('last') else ''}"
+    folder = Path(os.environ["LWTOOL_TEST_DIR"])
+    with open(folder / "calls.log", "a", encoding="utf-8") as fh:
+        fh.write(f"count:{key}\n")
+    if os.environ.get("LWTOOL_TEST_BLOCK") == key:
+        (folder / f"blocked-{key}").write_text(threading.current_thread().name)
+        time.sleep(3600)
+    return {"n": n}
 
 
 @tools.tool()

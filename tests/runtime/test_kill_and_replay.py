@@ -159,6 +159,24 @@ def test_kill_during_visit_2_of_a_loop(tmp_path: Path) -> None:
                      "improve.visit[2]", "check.visit[2]", "again.visit[2]", "publish"]
 
 
+def test_kill_during_a_call_made_on_the_event_loop(tmp_path: Path) -> None:
+    """`count` is proven quick after three calls in threads; its fifth call, on the
+    loop's own thread, is killed: the replay gives the uninterrupted output and calls
+    nothing that completed again."""
+    work = tmp_path / "killed"
+    work.mkdir()
+    proc = _start(work, "quick-loop.lwir.yaml", {"n": 0}, "run_quick",
+                  LWTOOL_TEST_BLOCK="count-5")
+    _wait_for(work / "blocked-count-5", proc)
+    assert (work / "blocked-count-5").read_text() == "MainThread"
+    _kill(proc)
+    result = _replay(work, "run_quick")
+    assert result["output"] == _uninterrupted(tmp_path, "quick-loop.lwir.yaml", {"n": 0})
+    assert result["output"] == {"n": 6}
+    assert _calls(work) == Counter({**{f"count:count-{n}": 1 for n in (1, 2, 3, 4, 6)},
+                                    "count:count-5": 2, "count:count-6-last": 1})
+
+
 def test_a_second_replay_of_a_running_run_is_refused(tmp_path: Path) -> None:
     work = tmp_path / "busy"
     work.mkdir()
