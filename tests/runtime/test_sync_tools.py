@@ -224,6 +224,22 @@ def test_sync_tools_of_parallel_branches_still_run_together(tmp_path: Path) -> N
     assert elapsed < 1.0, elapsed  # 0.3 s alone, then 4 x 0.3 s together (not 1.5 s)
 
 
+def _interrupted(tmp_path: Path, lwir: dict[str, Any], registry: ToolRegistry) -> list[str]:
+    """Run `lwir`, which a Ctrl-C interrupts; the types of the events it left."""
+    world = LocalWorld(tmp_path / "data")
+    loop = asyncio.new_event_loop()  # no asyncio.run: Ctrl-C raises where it lands
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(start_run(world, lwir, {}, registry, {},
+                                              run_id="run_interrupted"))
+        return [event.type for event in world.events("run_interrupted")]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        loop.close()
+        world.close()
+
+
 def test_ctrl_c_while_the_loop_waits_for_a_sync_tool_interrupts_the_run(
         tmp_path: Path) -> None:
     """The KeyboardInterrupt is raised in the loop's thread during its wait: the run is
@@ -237,18 +253,7 @@ def test_ctrl_c_while_the_loop_waits_for_a_sync_tool_interrupts_the_run(
         time.sleep(0.003)
         return {}
 
-    world = LocalWorld(tmp_path / "data")
-    loop = asyncio.new_event_loop()  # no asyncio.run: Ctrl-C raises where it lands
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(start_run(world, _chain("poke", 2), {}, registry, {},
-                                              run_id="run_interrupted"))
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        loop.close()
-    types = [event.type for event in world.events("run_interrupted")]
-    world.close()
+    types = _interrupted(tmp_path, _chain("poke", 2), registry)
     assert "StepAttemptStarted" in types
     assert "StepAttemptFailed" not in types and "RunFailed" not in types
 
@@ -265,17 +270,6 @@ def test_ctrl_c_during_a_call_on_the_loop_interrupts_the_run(tmp_path: Path) -> 
             time.sleep(0.1)  # the KeyboardInterrupt comes while it sleeps
         return {}
 
-    world = LocalWorld(tmp_path / "data")
-    loop = asyncio.new_event_loop()  # no asyncio.run: Ctrl-C raises where it lands
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(start_run(world, _chain("poke", 8), {}, registry, {},
-                                              run_id="run_interrupted"))
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        loop.close()
-    types = [event.type for event in world.events("run_interrupted")]
-    world.close()
+    types = _interrupted(tmp_path, _chain("poke", 8), registry)
     assert types.count("StepCompleted") == QUICK_CALLS + 1
     assert "StepAttemptFailed" not in types and "RunFailed" not in types
