@@ -94,8 +94,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
             release()
         return branch_output(body, step)
 
-    tasks = [run.spawn(branch(item, key)) for item, key in zip(items, keys,
-                                                                          strict=True)]
+    tasks = [run.spawn(branch(item, key)) for item, key in zip(items, keys, strict=True)]
     if with_.get("failureMode", "fail_fast") == "all_settled":
         results = await asyncio.gather(*tasks, return_exceptions=True)
     else:
