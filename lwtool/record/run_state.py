@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import os
 import signal
+import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -24,6 +25,7 @@ from lwtool.world.base import Event, NewEvent, World, fsyncs
 FAULT_ENV = "LWTOOL_FAULT_KILL_AFTER"
 DEFAULT_STEP_TIMEOUT = 300.0  # seconds per step attempt (cause code `timeout`)
 NOTE_DELAY = 0.02  # seconds evidence may wait for the run's next commit
+TURN_S = 0.01  # seconds a chain of steps may hold the loop before it lets it run
 SESSION_USAGE = TOKENS  # a step session's token counts, as `lwtool report` sums them
 
 
@@ -66,6 +68,7 @@ class RunState:
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
     step_tasks: int = 0  # unfinished tasks of steps and branches (`spawn`)
+    turn_given: float = 0.0  # time.monotonic() when a chain last let the loop run
     _attached: dict[str, list[bytes]] = field(default_factory=dict)
     _usage: dict[str, dict[str, int]] = field(default_factory=dict)
     _queue: list[Any] = field(default_factory=list)
@@ -155,6 +158,12 @@ class RunState:
         made at once), and so may the wait for a sync tool's thread (Tool.invoke)."""
         return self.inline_commits and self.active_steps <= 1 and not self._queue \
             and not self._flushing()
+
+    def turn_due(self) -> bool:
+        """Whether a chain of steps, which awaits nothing that yields when its steps are
+        quick (inline commits, quick tools), should let the loop run now: signals
+        (Ctrl-C, SIGTERM), deadlines, timers and sibling branches wait for that."""
+        return time.monotonic() - self.turn_given >= TURN_S
 
     def sole_step(self) -> bool:
         """`alone`, and no other step or branch is in a task of its own, not even one

@@ -16,6 +16,7 @@ other steps still run sets the waiting step going again at once (lwtool.runtime.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
@@ -246,6 +247,9 @@ class Scope:
                 if len(runnable) == 1 and not running:
                     # Nothing else is running or can start until this step is done (only
                     # a completion makes steps runnable): run it here, without a task.
+                    if self.run.turn_due():
+                        await asyncio.sleep(0)
+                        self.run.turn_given = time.monotonic()
                     sid = runnable[0]
                     path, visit = self._start_visit(sid)
                     try:
