@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -105,7 +106,7 @@ class Pace:
         self.streak = 0  # quick calls in a row
 
     def proven(self) -> bool:
-        return self.streak >= QUICK_CALLS and self.adaptive
+        return self.streak >= QUICK_CALLS and self.adaptive and QUICK_S > 0
 
     def _took(self, seconds: float) -> bool:
         if seconds > QUICK_S:
@@ -141,7 +142,24 @@ class Pace:
         return result, quick
 
 
-QUICK_S = 0.001  # a call this short holds up nothing when nothing else of its run runs
+def _quick_seconds(default_ms: float = 1.0) -> float:
+    """QUICK_S from LWTOOL_QUICK_TOOL_MS (milliseconds; 0: no sync tool is ever called
+    on the loop unless registered with `blocking=False`)."""
+    text = os.environ.get("LWTOOL_QUICK_TOOL_MS", "").strip()
+    if not text:
+        return default_ms / 1000
+    try:
+        value = float(text)
+        if not 0 <= value < float("inf"):
+            raise ValueError
+    except ValueError:
+        warnings.warn(f"LWTOOL_QUICK_TOOL_MS={text!r} is not a number of milliseconds "
+                      f">= 0; using {default_ms:g}", stacklevel=2)
+        return default_ms / 1000
+    return value / 1000
+
+
+QUICK_S = _quick_seconds()  # a call this short holds up nothing when nothing else runs
 QUICK_CALLS = 3  # quick calls in a row before a tool is called on the loop
 WAIT_SLICE = 0.01  # seconds the loop itself waits for a sync tool alone in its run
 

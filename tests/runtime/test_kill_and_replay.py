@@ -166,7 +166,7 @@ def test_kill_during_a_call_made_on_the_event_loop(tmp_path: Path) -> None:
     work = tmp_path / "killed"
     work.mkdir()
     proc = _start(work, "quick-loop.lwir.yaml", {"n": 0}, "run_quick",
-                  LWTOOL_TEST_BLOCK="count-5")
+                  LWTOOL_TEST_BLOCK="count-5", LWTOOL_QUICK_TOOL_MS="50")  # a GC pause: quick
     _wait_for(work / "blocked-count-5", proc)
     assert (work / "blocked-count-5").read_text() == "MainThread"
     _kill(proc)

@@ -82,6 +82,20 @@ def test_a_tool_is_proven_quick_by_its_last_calls() -> None:
     assert not Pace(adaptive=False).proven()
 
 
+def test_lwtool_quick_tool_ms_sets_what_is_quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    for text, seconds in (("", 0.001), ("5", 0.005), ("0", 0.0), ("0.5", 0.0005)):
+        monkeypatch.setenv("LWTOOL_QUICK_TOOL_MS", text)
+        assert lwtool.tools._quick_seconds() == seconds
+    for text in ("x", "-1", "inf", "nan"):
+        monkeypatch.setenv("LWTOOL_QUICK_TOOL_MS", text)
+        with pytest.warns(UserWarning, match=f"LWTOOL_QUICK_TOOL_MS='{text}' is not a "):
+            assert lwtool.tools._quick_seconds() == 0.001
+    monkeypatch.setattr(lwtool.tools, "QUICK_S", 0.0)  # 0: never on the loop
+    pace = Pace(adaptive=True)
+    pace.streak = 100
+    assert not pace.proven()
+
+
 def test_a_sync_tool_runs_in_threads_until_proven_quick_then_on_the_loop(
         tmp_path: Path) -> None:
     registry = ToolRegistry()
