@@ -33,6 +33,7 @@ _EXPORTS = {
     "create_harness": "lwtool.orchestrate.compose",
     "ScriptedModel": "lwtool.calls.scripted",
     "skill": "lwtool.authoring.definitions",
+    "new_event_loop": "lwtool.runtime.event_loop",  # asyncio.Runner(loop_factory=...)
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

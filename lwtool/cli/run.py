@@ -354,18 +354,17 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
             current_run: Callable[[], str | None], as_json: bool,
             resume_hint: Callable[[str], str]) -> dict[str, Any]:
     """Run `start` with signals handled; failures become the CLI's messages and codes."""
-    import asyncio
-
     freeze_what_is_loaded()
 
     from lwtool.calls.models import UnresolvedModel
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
     from lwtool.record.errors import NondeterminismError, RunFailedError, RunWaitingError
+    from lwtool.runtime import event_loop
     from lwtool.world.base import RunLocked, RunLockLost, RunNotFound, WorldError
 
     try:
         with _stdout_to_stderr(), graceful():
-            result = asyncio.run(cancel_on_sigterm(start))
+            result = event_loop.run(cancel_on_sigterm(start))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
         run_id = current_run()
         terminated = isinstance(exc, Terminated)

@@ -48,6 +48,7 @@ def worker(
 
     import asyncio  # here, as the runtime: `lwtool validate` loads this module too
 
+    from lwtool.runtime import event_loop
     from lwtool.runtime.worker import work, worker_name
 
     name = worker_name()
@@ -65,7 +66,7 @@ def worker(
     say(f"worker {name} started ({concurrency} at a time)")
     try:
         freeze_what_is_loaded()
-        ended = asyncio.run(main())
+        ended = event_loop.run(main())
     finally:
         world.close()
     say(f"worker {name} stopped after {ended} run(s)")

@@ -17,11 +17,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from lwtool.runtime import event_loop
+
 T = TypeVar("T")
 
 
 async def on_own_loop(make: Callable[[], Coroutine[Any, Any, T]], name: str) -> T:
-    """`make()` run to its end by `asyncio.run` in a new thread named `name`; its result,
+    """`make()` run to its end by `event_loop.run` in a new thread named `name`; its result,
     or its exception raised here."""
     home = asyncio.get_running_loop()
     ended: asyncio.Future[T] = home.create_future()
@@ -48,7 +50,7 @@ async def on_own_loop(make: Callable[[], Coroutine[Any, Any, T]], name: str) -> 
 
     def target() -> None:
         try:
-            result = asyncio.run(main())
+            result = event_loop.run(main())
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting loop as is
             failure = exc
             hand_back(ended.cancel if isinstance(failure, asyncio.CancelledError)
