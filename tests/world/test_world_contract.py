@@ -164,16 +164,15 @@ def test_the_local_data_dir_is_private(tmp_path: Path) -> None:
     world = LocalWorld(tmp_path / "data")
     _start(world)
     large = asyncio.run(world.put_artifact(b"z" * 300_000))
-    with world.lock_run("run_a"):
-        pass
     digest = large.removeprefix("artifact://sha256:")
     files = [tmp_path / "data" / "events" / "events.db",
              tmp_path / "data" / "artifacts" / "sha256" / digest[:2] / digest,
              tmp_path / "data" / "locks" / "run_a.lock"]
-    for folder in [tmp_path / "data", *(tmp_path / "data").iterdir()]:
-        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
-    for file in files:
-        assert stat.S_IMODE(os.stat(file).st_mode) == 0o600, file
+    with world.lock_run("run_a"):  # its file exists while the lock is held
+        for folder in [tmp_path / "data", *(tmp_path / "data").iterdir()]:
+            assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
+        for file in files:
+            assert stat.S_IMODE(os.stat(file).st_mode) == 0o600, file
 
 
 def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:

@@ -1,0 +1,101 @@
+"""A run's lock file in the local world: removed when its holder lets go (one file a run
+would pile up in `locks/`), kept by a killed holder until the next holder lets go, and
+never held by two at once while holders come and go."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from lwtool.world.base import RunLocked
+from lwtool.world.local import LocalWorld
+from lwtool.world.run_lock import hold_run_lock
+from tests.runtime.cli_runs import LOGGING_TOOLS, lwtool
+
+FLOW = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: one}
+permissions: {tools: [step], models: []}
+steps:
+  - {id: a, uses: tool.call, with: {tool: step}, input: {name: a, value: x}}
+"""
+
+
+def test_the_lock_file_is_there_while_held_and_gone_after(tmp_path: Path) -> None:
+    world = LocalWorld(tmp_path / "data")
+    lock = tmp_path / "data" / "locks" / "run_a.lock"
+    with world.lock_run("run_a"):
+        assert lock.read_text() == str(os.getpid())
+        assert world.executing("run_a")
+    assert not lock.exists()
+    assert not world.executing("run_a")
+
+
+def test_a_killed_holders_file_is_taken_over_then_removed(tmp_path: Path) -> None:
+    """A process killed while holding leaves its file (and pid); the OS dropped its
+    lock, so the next holder takes the file and removes it when done."""
+    world = LocalWorld(tmp_path / "data")
+    lock = tmp_path / "data" / "locks" / "run_a.lock"
+    lock.write_text("999999999")
+    with world.lock_run("run_a"):
+        assert lock.read_text() == str(os.getpid())
+    assert not lock.exists()
+
+
+def test_a_held_lock_refuses_another_holder_and_keeps_its_file(tmp_path: Path) -> None:
+    world = LocalWorld(tmp_path / "data")
+    with world.lock_run("run_a"):
+        with pytest.raises(RunLocked, match=f"pid {os.getpid()}"):
+            with world.lock_run("run_a"):
+                pass
+        assert (tmp_path / "data" / "locks" / "run_a.lock").exists()
+
+
+def test_holders_coming_and_going_never_hold_it_together(tmp_path: Path) -> None:
+    """Threads take and let go of one lock as fast as they can (each open file is its
+    own flock holder, as another process's would be). A holder that locked the file
+    its predecessor had just removed must not count as holding the lock."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    inside = 0
+    most = 0
+    taken = 0
+    guard = threading.Lock()
+
+    def contend() -> None:
+        nonlocal inside, most, taken
+        for _ in range(1500):
+            try:
+                with hold_run_lock(locks, "run_a"):
+                    with guard:
+                        inside += 1
+                        most = max(most, inside)
+                        taken += 1
+                    os.sched_yield()
+                    with guard:
+                        inside -= 1
+            except RunLocked:
+                pass
+
+    threads = [threading.Thread(target=contend) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == 1 and taken > 0
+    assert list(locks.iterdir()) == []
+
+
+def test_lwtool_run_leaves_no_lock_file(tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(LOGGING_TOOLS)
+    (tmp_path / "flow.lwir.yaml").write_text(FLOW)
+    (tmp_path / "input.json").write_text("{}")
+    done = lwtool(tmp_path, "run", "flow.lwir.yaml", "--input", "input.json",
+                  "--tools", "tools.py:tools", "--quiet")
+    assert done.returncode == 0, done.stderr
+    if (tmp_path / "data" / "locks").is_dir():  # the PostgreSQL world keeps none here
+        assert list((tmp_path / "data" / "locks").iterdir()) == []
