@@ -104,3 +104,10 @@ def test_lwtool_run_executes_on_it(tmp_path: Path) -> None:
                   "--tools", "tools.py:tools", "--quiet")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["shortestUs"] < 900
+
+
+def test_a_workers_run_on_a_loop_of_its_own_keeps_its_timers_too() -> None:
+    """`lwtool worker` executes each run it claims on a loop of its own (own_loop)."""
+    from lwtool.runtime.own_loop import on_own_loop
+
+    assert asyncio.run(on_own_loop(shortest_sleep, "lwtool test")) < 0.0009
