@@ -13,16 +13,9 @@ import pytest
 from lwtool.world.base import RunLocked
 from lwtool.world.local import LocalWorld
 from lwtool.world.run_lock import hold_run_lock
-from tests.runtime.cli_runs import LOGGING_TOOLS, lwtool
+from tests.conftest import ROOT, run_cli
 
-FLOW = """\
-apiVersion: littleworkflow.dev/v0.1
-kind: Workflow
-metadata: {name: one}
-permissions: {tools: [step], models: []}
-steps:
-  - {id: a, uses: tool.call, with: {tool: step}, input: {name: a, value: x}}
-"""
+EX = ROOT / "examples"
 
 
 def test_the_lock_file_is_there_while_held_and_gone_after(tmp_path: Path) -> None:
@@ -91,11 +84,10 @@ def test_holders_coming_and_going_never_hold_it_together(tmp_path: Path) -> None
 
 
 def test_lwtool_run_leaves_no_lock_file(tmp_path: Path) -> None:
-    (tmp_path / "tools.py").write_text(LOGGING_TOOLS)
-    (tmp_path / "flow.lwir.yaml").write_text(FLOW)
-    (tmp_path / "input.json").write_text("{}")
-    done = lwtool(tmp_path, "run", "flow.lwir.yaml", "--input", "input.json",
-                  "--tools", "tools.py:tools", "--quiet")
+    """A run of a loop (and its many commits) through the CLI, in the local world."""
+    data = tmp_path / "data"
+    done = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input",
+                   str(EX / "inputs" / "refine-loop.json"), "--tools",
+                   f"{EX / 'tools.py'}:tools", "--data-dir", str(data), "--quiet")
     assert done.returncode == 0, done.stderr
-    if (tmp_path / "data" / "locks").is_dir():  # the PostgreSQL world keeps none here
-        assert list((tmp_path / "data" / "locks").iterdir()) == []
+    assert list((data / "locks").iterdir()) == []
