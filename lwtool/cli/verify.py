@@ -22,7 +22,7 @@ VerifyJson = Annotated[bool, typer.Option(
 def verify(
     run_id: Annotated[str | None, typer.Argument(help="Check only this run.")] = None,
     clean: Annotated[bool, typer.Option("--clean", help="Delete orphan temp files left "
-                                        "by killed writers.")] = False,
+                                        "by killed writers, and lock files nobody holds.")] = False,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     as_json: VerifyJson = False,
@@ -49,7 +49,8 @@ def verify(
             label = "damaged" if problem.severity == "error" else "warning"
             typer.echo(safe_text(f"{problem.subject}: {label}: {problem.message}"))
         for path in result.removed:
-            typer.echo(safe_text(f"{path}: removed (orphan temp file)"))
+            what = "lock file nobody held" if path.endswith(".lock") else "orphan temp file"
+            typer.echo(safe_text(f"{path}: removed ({what})"))
         errors = sum(p.severity == "error" for p in result.problems)
         typer.echo(f"verified {result.runs} run(s), {result.events} event(s), "
                    f"{result.versions} version(s), {result.artifacts} artifact(s): "

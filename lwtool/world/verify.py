@@ -5,7 +5,9 @@ For each run: its event log's hash chain and head, its stored input, its Workflo
 against its id, every artifact its events name against its content hash. For the whole
 store (no run named): every version, every inline artifact, every artifact file (a
 regular file, named and placed by its own hash), and temp files that a killed writer
-left behind (orphans: safe to delete, reported as warnings; `clean=True` removes them).
+left behind (orphans: safe to delete, reported as warnings; `clean=True` removes them),
+and run lock files nobody holds (left by killed runs, and one for every run by lwtool
+before 2026-12-05: one warning for all; `clean=True` removes them as their holder would).
 A problem is "damaged" (error) or "unused" (warning); reading errors propagate as
 StoreUnavailable, since a store that cannot be read cannot be called damaged.
 """
@@ -20,8 +22,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwtool.world.base import ArtifactMissing, RunNotFound, StoreDamaged
+from lwtool.world.base import (
+    RUN_ID,
+    ArtifactMissing,
+    RunLocked,
+    RunNotFound,
+    StoreDamaged,
+    WorldError,
+)
 from lwtool.world.local import LocalWorld
+from lwtool.world.run_lock import hold_run_lock, holder_alive
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _TEMP = re.compile(r"\.(?:[0-9a-f]{64}|events\.db)\.(\d+)\.[0-9a-f]{8}\.tmp")
@@ -67,6 +77,7 @@ def verify(world: Any, run_id: str | None = None, clean: bool = False) -> Verifi
         _check_inline_artifacts(world, result, checked)
         if isinstance(world, LocalWorld):  # a PostgreSQL world keeps no files
             _check_files(world, result, checked, clean)
+            _check_locks(Path(world.data_dir) / "locks", result, clean)
     result.artifacts = sum(ref.startswith("artifact://") for ref in checked)
     result.versions = len(checked) - result.artifacts
     return result
@@ -185,6 +196,30 @@ def _orphan(path: Path, pid: int, result: Verification, clean: bool) -> None:
         return
     result.problems.append(Problem(str(path), "warning", f"an orphan temp file (its writer, "
                                    f"pid {pid}, is gone): safe to delete, or pass --clean"))
+
+
+def _check_locks(locks: Path, result: Verification, clean: bool) -> None:
+    """Lock files nobody holds: taken and let go (which removes them) with `clean`,
+    else counted in one warning. A held one is a run executing now: left alone."""
+    left = []
+    for path in sorted(locks.glob("*.lock")) if locks.is_dir() else []:
+        name = path.name.removesuffix(".lock")
+        if not RUN_ID.fullmatch(name):  # not a lock file of lwtool's
+            continue
+        if not clean:
+            if not holder_alive(locks, name):
+                left.append(path)
+            continue
+        try:
+            with hold_run_lock(locks, name):
+                pass
+        except (RunLocked, WorldError):  # held now, or not a file lwtool can lock
+            continue
+        result.removed.append(str(path))
+    if left:
+        result.problems.append(Problem(str(locks), "warning", (
+            f"{len(left)} lock file(s) nobody holds (left by killed runs, or by an "
+            "earlier lwtool, which kept one a run): safe to delete, or pass --clean")))
 
 
 def _alive(pid: int) -> bool:

@@ -122,6 +122,31 @@ def test_orphan_temp_files_warn_and_clean_removes_them(data: Path) -> None:
     assert "warning" not in _verify(data).stdout
 
 
+def test_lock_files_nobody_holds_warn_once_and_clean_removes_them(data: Path) -> None:
+    """Left by killed runs, and by lwtool before it removed a run's lock file when done:
+    one warning for all; --clean takes each and lets go (which removes it), and leaves
+    a held one (a run executing now) and a file that is not a lock of lwtool's."""
+    from lwtool.world.local import LocalWorld
+
+    locks = data / "locks"
+    left = [locks / "run_old1.lock", locks / "run_old2.lock"]
+    left[0].write_text("999999999")  # a killed holder's pid
+    left[1].write_text("")
+    stray = locks / "not a run.lock"
+    stray.write_text("")
+    result = _verify(data)
+    assert result.returncode == 0
+    assert f"{locks}: warning: 2 lock file(s) nobody holds" in result.stdout
+    with LocalWorld(data).lock_run("run_live"):
+        cleaned = _verify(data, "--clean")
+        assert cleaned.returncode == 0, cleaned.stderr
+        for path in left:
+            assert f"{path}: removed (lock file nobody held)" in cleaned.stdout
+            assert not path.exists()
+        assert (locks / "run_live.lock").exists() and stray.exists()
+        assert "lock file" not in _verify(data).stdout
+
+
 def test_usage_errors(data: Path, tmp_path: Path) -> None:
     unknown = _verify(data, "nope")
     assert unknown.returncode == 2
