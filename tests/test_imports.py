@@ -124,3 +124,27 @@ def test_the_observe_extra_is_what_the_cli_names() -> None:
     extra = {r.split("=")[0].split("-")[0].strip()
              for r in project["optional-dependencies"]["observe"]}
     assert extra | {"google"} == set(OBSERVE_EXTRA_MODULES) | {"jinja2"}
+
+
+RUN_PROBE = """
+import sys, runpy
+sys.argv = ['lwtool', *{args!r}]
+try:
+    runpy.run_module('lwtool', run_name='__main__')
+except SystemExit as exc:
+    print('EXIT', exc.code)
+print('LOADED', sorted(m for m in sys.modules if m in {modules!r}))
+"""
+
+
+def test_a_plain_lwir_run_does_not_load_the_agent_workspace(tmp_path: object) -> None:
+    """The workspace (bash, memory stores mounted, skills) belongs to a definition's
+    worker and to agent sessions: `lwtool run` of an LWIR file never imports it."""
+    modules = ["lwtool.harness.workspace", "lwtool.harness.bash", "lwtool.harness.skills"]
+    args = ["run", "examples/refine-loop.lwir.yaml", "--input",
+            "examples/inputs/refine-loop.json", "--tools", "examples/tools.py:tools",
+            "--data-dir", str(tmp_path), "--quiet"]
+    result = subprocess.run([sys.executable, "-c", RUN_PROBE.format(args=args, modules=modules)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "EXIT 0" in result.stdout or "EXIT None" in result.stdout, result.stderr
+    assert "LOADED []" in result.stdout, result.stdout

@@ -1,13 +1,12 @@
 """The worker role of a definition run: its system prompt (skills listed, then the
 definition's `worker.system`) and the manifest fields every step shares (skills hash,
-memory stores). Computed once per run and kept in the run's memo."""
+memory stores). Computed once per run and kept in the run's memo. A plain LWIR run has no worker
+role: the workspace (bash, stores, skills) is imported only for a definition's run."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lwtool.harness.skills import SkillError, skills_hash, skills_prompt
-from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 
 
@@ -18,6 +17,8 @@ def worker_system(run: Any) -> str:
     definition. Raises StepFailure when a skill cannot be read."""
     found = run.memo.get("worker_system")
     if found is None:
+        from lwtool.harness.skills import skills_prompt
+
         parts = [skills_prompt(worker_skills(run)), str(run.workspace.get("system") or "")]
         found = run.memo["worker_system"] = "\n\n".join(part for part in parts if part)
     return str(found)
@@ -29,6 +30,9 @@ def worker_skills(run: Any) -> list[Any]:
     if found is None:
         found = []
         if run.workspace.get("workflowId") is not None:
+            from lwtool.harness.skills import SkillError
+            from lwtool.harness.workspace import StepWorkspace
+
             try:
                 found = StepWorkspace.of_run(run, "").resolved_skills()[0]
             except SkillError as exc:
@@ -44,6 +48,9 @@ def worker_identity(run: Any, path: str) -> dict[str, Any]:
         return {}
     found = run.memo.get("worker_identity")
     if found is None:
+        from lwtool.harness.skills import skills_hash
+        from lwtool.harness.workspace import StepWorkspace
+
         found = run.memo["worker_identity"] = {
             "skills_hash": skills_hash(worker_skills(run)),
             "memory_store_ids": StepWorkspace.of_run(run, path).store_ids()}

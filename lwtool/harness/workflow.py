@@ -21,7 +21,6 @@ from lwtool.harness.contract import (
     HarnessResult,
     HarnessTask,
 )
-from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
@@ -78,6 +77,8 @@ class WorkflowHarness:
             if not (task.step.get("onFailure") or {}).get("fixer"):
                 raise
             if ctx.workspace is None:  # the runtime leaves it to the harness (the fixer's)
+                from lwtool.harness.workspace import StepWorkspace
+
                 ctx = dataclasses.replace(ctx, workspace=StepWorkspace.of_run(ctx.recorder,
                                                                               task.step_path))
             fixed = await self.run(FixStepTask(task.step, task.step_path, task.step_input,

@@ -22,7 +22,6 @@ from lwtool.harness.contract import ExecuteStepTask, HarnessContext
 from lwtool.harness.manifests import worker_manifest
 from lwtool.harness.worker import worker_identity, worker_system
 from lwtool.harness.workflow import DIRECT_KINDS, WorkflowHarness
-from lwtool.harness.workspace import StepWorkspace
 from lwtool.record.errors import StepFailure
 from lwtool.record.ids import hash_bytes, short_hash
 from lwtool.record.run_state import step_timeout
@@ -144,6 +143,7 @@ async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
     from lwtool.calls.models import resolve_slot
     from lwtool.harness.bash import BashOptions
     from lwtool.harness.peers import write_peer_outputs
+    from lwtool.harness.workspace import StepWorkspace
 
     await write_peer_outputs(run, path)
     workspace = StepWorkspace.of_run(run, path)
