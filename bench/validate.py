@@ -1,6 +1,7 @@
 """Validation speed: a generated 1,000-step LWIR file (YAML) end to end in-process
 (goal < 250 ms), `lwtool validate` on a small file from a cold process (goal < 300 ms),
-and `lwtool --help` from a cold process (start-up of the CLI itself). Then the figure
+`lwtool --help` from a cold process (start-up of the CLI itself) and `lwtool run` of a
+small example (a loop of tool.call steps, a new data dir each run). Then the figure
 of issue 32: cold `lwtool validate` of a small file against `python -c pass`, paired
 runs, as a ratio (goal <= 8x), with the modules' bytecode cached as an installed lwtool
 has it; and without (PYTHONDONTWRITEBYTECODE, which this workplace sets: every start
@@ -61,6 +62,9 @@ def main() -> None:
         print(f"lwtool validate small file, cold process wall time: {best_and_median(cold)}  "
               "(goal < 300 ms)")
         print(f"lwtool --help, cold process wall time: {best_and_median(_cold_runs(['--help']))}")
+        runs = [_cold_run(Path(tmp) / f"data-{n}") for n in range(16)][1:]  # 1st: warm-up
+        print(f"lwtool run examples/refine-loop.lwir.yaml (8 steps), cold process wall time: "
+              f"{best_and_median(runs)}")
         for label, env in (("bytecode cached", _with_bytecode()),
                            ("no bytecode", {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})):
             ratio, tool, bare = _paired(lwtool, env)
@@ -90,6 +94,17 @@ def _paired(command: list[str], env: dict[str, str]) -> tuple[float, float, floa
         bares.append(spans[1])
         ratios.append(spans[0] / spans[1])
     return (statistics.median(ratios), statistics.median(tools), statistics.median(bares))
+
+
+def _cold_run(data_dir: Path) -> float:
+    """Seconds of one `lwtool run` of the refine-loop example into a new data dir."""
+    example = ROOT / "examples"
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "lwtool", "run", str(example / "refine-loop.lwir.yaml"),
+                    "--input", str(example / "inputs" / "refine-loop.json"), "--tools",
+                    f"{example / 'tools.py'}:tools", "--data-dir", str(data_dir), "--quiet"],
+                   check=True, capture_output=True)
+    return time.perf_counter() - started
 
 
 def _cold_runs(args: list[str], runs: int = 30) -> list[float]:
