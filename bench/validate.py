@@ -63,8 +63,8 @@ def main() -> None:
               "(goal < 300 ms)")
         print(f"lwtool --help, cold process wall time: {best_and_median(_cold_runs(['--help']))}")
         runs = [_cold_run(Path(tmp) / f"data-{n}") for n in range(16)][1:]  # 1st: warm-up
-        print(f"lwtool run examples/refine-loop.lwir.yaml (8 steps), cold process wall time: "
-              f"{best_and_median(runs)}")
+        print("lwtool run examples/refine-loop.lwir.yaml (a loop of tool.call steps), cold "
+              f"process wall time: {best_and_median(runs)}")
         for label, env in (("bytecode cached", _with_bytecode()),
                            ("no bytecode", {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})):
             ratio, tool, bare = _paired(lwtool, env)
