@@ -1,7 +1,7 @@
 """The worker role of a definition run: its system prompt (skills listed, then the
 definition's `worker.system`) and the manifest fields every step shares (skills hash,
-memory stores). Computed once per run and kept in the run's memo. A plain LWIR run has no worker
-role: the workspace (bash, stores, skills) is imported only for a definition's run."""
+memory stores). Computed once per run and kept in the run's memo. A plain LWIR run has
+no worker role: the workspace (bash, stores, skills) is imported for a definition's."""
 
 from __future__ import annotations
 
