@@ -39,6 +39,16 @@ def test_a_killed_holders_file_is_taken_over_then_removed(tmp_path: Path) -> Non
     assert not lock.exists()
 
 
+def test_a_lock_file_removed_behind_lwtools_back_is_let_go_quietly(tmp_path: Path) -> None:
+    world = LocalWorld(tmp_path / "data")
+    lock = tmp_path / "data" / "locks" / "run_a.lock"
+    with world.lock_run("run_a"):
+        lock.unlink()  # someone cleaned the folder by hand
+    assert not lock.exists()
+    with world.lock_run("run_a"):  # and the run can be locked again
+        assert lock.exists()
+
+
 def test_a_held_lock_refuses_another_holder_and_keeps_its_file(tmp_path: Path) -> None:
     world = LocalWorld(tmp_path / "data")
     with world.lock_run("run_a"):
