@@ -31,7 +31,6 @@ from typing import Any
 from lwtool.coderun.deno import deno_binary
 from lwtool.coderun.policy import WALLED_DENO_DIR, CodePolicy
 from lwtool.coderun.source import import_map, module_urls, specifier
-from lwtool.sandbox.confine import die_with_parent
 
 ToolHandler = Callable[[int, str, Any], Awaitable[Any]]
 _OOM = re.compile(rb"out of memory|heap limit|Allocation failed", re.IGNORECASE)
@@ -121,6 +120,9 @@ class _Execution:
 
     async def _execute(self, argv: list[str], policy: CodePolicy, deno_dir: str,
                        entrypoint: str, step_input: Any) -> CodeOutcome:
+        # Imported when code runs: it loads ctypes (~3 ms of every `lwtool run`).
+        from lwtool.sandbox.confine import die_with_parent
+
         self.final = asyncio.get_running_loop().create_future()
         proc = self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
