@@ -54,8 +54,11 @@ def echo(args: Any) -> Any:
     return {"value": str(args.get("value"))}
 
 
-def chain(folder: Path, synchronous: str, steps: int = 200) -> float:
-    """Microseconds per step of the plain loop."""
+def chain(folder: Path, synchronous: str, steps: int = 200,
+          commits: list[float] | None = None) -> float:
+    """Microseconds per step of the plain loop; with `commits`, the seconds spent in
+    BEGIN and COMMIT are appended to it (as `bench/profile_step.py --split` splits a
+    step of lwtool's)."""
     db = sqlite3.connect(folder / f"floor-{synchronous}.db", isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
@@ -117,13 +120,19 @@ def chain(folder: Path, synchronous: str, steps: int = 200) -> float:
                 f"{head}\n{RUN}\n{seq}\n{len(type_)}:{type_}\n{at}\n{len(path)}:{path}\n"
                 f"{text}".encode()).hexdigest()
             rows.append((base + seq, RUN, seq, type_, path, text, now, head))
+        began = time.perf_counter()
         db.execute("BEGIN IMMEDIATE")
+        if commits is not None:
+            commits.append(time.perf_counter() - began)
         db.execute(PUT_INLINE, (ref, data))
         db.execute("UPDATE runs SET last_seq = ?, last_hash = ?, updated_at = ? WHERE "
                    "run_id = ? AND last_seq = ? AND last_hash = ?", (seq, head, now, RUN,
                                                                      *before))
         db.executemany(INSERT_KEYED, rows)
+        began = time.perf_counter()
         db.execute("COMMIT")
+        if commits is not None:
+            commits.append(time.perf_counter() - began)
         previous = output
     elapsed = time.perf_counter() - started
     db.close()
@@ -137,15 +146,19 @@ def main() -> None:
     parser.add_argument("--dir", default=str(HERE.parent))
     options = parser.parse_args()
     figures: dict[str, list[float]] = {"NORMAL": [], "FULL": []}
+    rests: dict[str, list[float]] = {"NORMAL": [], "FULL": []}
     with tempfile.TemporaryDirectory(dir=options.dir) as tmp:
         for round_ in range(options.reps):
             for synchronous in figures:
                 folder = Path(tmp) / f"{round_}-{synchronous}"
                 folder.mkdir()
-                figures[synchronous].append(chain(folder, synchronous, options.steps))
+                commits: list[float] = []
+                per_step = chain(folder, synchronous, options.steps, commits)
+                figures[synchronous].append(per_step)
+                rests[synchronous].append(per_step - sum(commits) / options.steps * 1e6)
     print("Python floor of a step (a plain loop doing a step's work, one commit): " + ", ".join(
-        f"synchronous={name} {statistics.median(values):.0f} us"
-        for name, values in figures.items()))
+        f"synchronous={name} {statistics.median(values):.0f} us (outside BEGIN and COMMIT "
+        f"{statistics.median(rests[name]):.0f} us)" for name, values in figures.items()))
 
 
 if __name__ == "__main__":
