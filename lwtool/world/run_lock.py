@@ -78,12 +78,17 @@ def holder_alive(locks: Path, run_id: str) -> bool:
                   .strip() or "0")
     except (OSError, ValueError, WorldError):
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (another user's live process counts)."""
     if pid <= 0:  # os.kill(0, ...) would ask about this process's group instead
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's live process
+    except PermissionError:
         return True
     return True

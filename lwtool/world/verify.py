@@ -31,7 +31,7 @@ from lwtool.world.base import (
     WorldError,
 )
 from lwtool.world.local import LocalWorld
-from lwtool.world.run_lock import hold_run_lock, holder_alive
+from lwtool.world.run_lock import hold_run_lock, holder_alive, pid_alive
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _TEMP = re.compile(r"\.(?:[0-9a-f]{64}|events\.db)\.(\d+)\.[0-9a-f]{8}\.tmp")
@@ -188,8 +188,8 @@ def _check_files(world: LocalWorld, result: Verification, checked: set[str],
 
 
 def _orphan(path: Path, pid: int, result: Verification, clean: bool) -> None:
-    if _alive(pid):
-        return  # a live process is writing it
+    if pid != os.getpid() and pid_alive(pid):
+        return  # a live process is writing it (not this one: verify writes none)
     if clean:
         path.unlink(missing_ok=True)
         result.removed.append(str(path))
@@ -220,16 +220,6 @@ def _check_locks(locks: Path, result: Verification, clean: bool) -> None:
         result.problems.append(Problem(str(locks), "warning", (
             f"{len(left)} lock file(s) nobody holds (left by killed runs, or by an "
             "earlier lwtool, which kept one a run): safe to delete, or pass --clean")))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
 
 
 __all__ = ["Problem", "RunNotFound", "Verification", "verify"]

@@ -5,6 +5,7 @@ temp files and `--clean`, JSON output, and the usage errors."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -120,6 +121,22 @@ def test_orphan_temp_files_warn_and_clean_removes_them(data: Path) -> None:
     assert cleaned.returncode == 0 and f"{orphan}: removed (orphan temp file)" in cleaned.stdout
     assert not orphan.exists()
     assert "warning" not in _verify(data).stdout
+
+
+def test_a_temp_file_of_a_live_writer_is_left_and_pid_0_is_nobody(data: Path) -> None:
+    """A live process (this test's) may still be writing its temp file: never an
+    orphan. Pid 0 names no writer (os.kill(0, 0) would answer for verify's own
+    process group): an orphan."""
+    folder = _file_artifact(data).parent
+    live = folder / f".{'b' * 64}.{os.getpid()}.0123abcd.tmp"
+    nobody = folder / f".{'c' * 64}.0.0123abcd.tmp"
+    live.write_bytes(b"being written")
+    nobody.write_bytes(b"half written")
+    result = _verify(data, "--clean")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{nobody}: removed (orphan temp file)" in result.stdout
+    assert live.exists() and str(live) not in result.stdout
+    assert not nobody.exists()
 
 
 def test_lock_files_nobody_holds_warn_once_and_clean_removes_them(data: Path) -> None:
