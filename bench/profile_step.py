@@ -32,44 +32,15 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from _generate import chain_lwir  # noqa: E402
+from _timed_world import TimedWorld  # noqa: E402
 
 from lwtool.runtime.interpreter import start_run  # noqa: E402
 from lwtool.tools import ToolRegistry  # noqa: E402
-from lwtool.world.local import LocalWorld, _Transaction  # noqa: E402
+from lwtool.world.local import LocalWorld  # noqa: E402
 
 
 async def echo(args: Any) -> Any:
     return {"value": str(args.get("value"))}
-
-
-class _TimedTransaction(_Transaction):
-    """A transaction whose BEGIN and COMMIT are timed into its world's `tx_seconds`."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> Any:
-        began = time.perf_counter()
-        try:
-            return super().__enter__()
-        finally:
-            self.world.tx_seconds += time.perf_counter() - began  # type: ignore[attr-defined]
-
-    def __exit__(self, *exc: Any) -> None:
-        began = time.perf_counter()
-        try:
-            super().__exit__(*exc)
-            if self.world.idle_s:  # type: ignore[attr-defined]
-                time.sleep(self.world.idle_s)  # type: ignore[attr-defined]
-        finally:
-            self.world.tx_seconds += time.perf_counter() - began  # type: ignore[attr-defined]
-
-
-class _TimedWorld(LocalWorld):
-    tx_seconds = 0.0
-    idle_s = 0.0
-
-    def _tx(self, durable: bool = True) -> _Transaction:
-        return _TimedTransaction(self, durable)
 
 
 IDLE_US = 200  # about a FULL commit on the VMs measured
@@ -84,7 +55,7 @@ def split(steps: int, reps: int, folder: str, registry: ToolRegistry) -> None:
         for round_ in range(reps + 1):  # the first round warms up, uncounted
             for variant in VARIANTS:
                 mode = variant.partition("+")[0]
-                world = _TimedWorld(Path(tmp) / f"{mode}-{round_}", durability=mode)
+                world = TimedWorld(Path(tmp) / f"{mode}-{round_}", durability=mode)
                 world.idle_s = IDLE_US / 1e6 if variant.endswith("+idle") else 0.0
                 asyncio.run(start_run(world, chain_lwir(1, uses="tool.call"), {"seed": "x"},
                                       registry, {}))

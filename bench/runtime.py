@@ -11,7 +11,9 @@
    for 5., against the step floor of 1. (issue 32: strict <= 1.3x the floor at FULL,
    process <= 2.5x at NORMAL); beside it the Python floor of a step
    (bench/python_floor.py: the same work as one plain loop, no lwtool code), and what
-   the 1-step run took (the part of a run paid once);
+   the 1-step run took (the part of a run paid once); and, for both, the time of a step
+   outside the world's BEGIN and COMMIT (on a VM whose idle vCPU halts, the work after
+   a strict commit's wait runs slower than the same work in process mode);
 3. 100 parallel branches of a 20 ms async tool with maxConcurrency 10 (the world's
    defaults): goal <= 1.08x the ideal 200 ms; beside it the same fan-out in raw
    asyncio with one raw SQLite commit a branch (what timers and the loop cost alone);
@@ -58,6 +60,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from _generate import chain_lwir  # noqa: E402
+from _timed_world import TimedWorld  # noqa: E402
 from python_floor import chain as python_floor  # noqa: E402
 from store_layout import KEYED, per_commit  # noqa: E402
 
@@ -128,26 +131,32 @@ def spaced_step_rows(folder: Path) -> float:
                       SPACED_GAP_US)[0]
 
 
-def chain_run(folder: Path, durability: str, steps: int) -> float:
-    """Seconds of one chain run of `steps` steps in a new world, start to RunCompleted."""
+def chain_run(folder: Path, durability: str, steps: int) -> tuple[float, float]:
+    """Seconds of one chain run of `steps` steps in a new world, start to RunCompleted,
+    and the seconds of it spent in the world's BEGINs and COMMITs."""
     lwir = chain_lwir(steps, uses="tool.call")
-    world = LocalWorld(folder / f"chain-{durability}-{steps}", durability=durability)
+    world = TimedWorld(folder / f"chain-{durability}-{steps}", durability=durability)
     started = time.perf_counter()
     result = asyncio.run(start_run(world, lwir, {"seed": "x"}, tools(), {}))
     elapsed = time.perf_counter() - started
     world.close()
     assert result["status"] == "completed"
-    return elapsed
+    return elapsed, world.tx_seconds
 
 
-def chain_step(folder: Path, durability: str, steps: int = 200) -> tuple[float, float]:
+FLOOR_STEPS = 200  # the Python floor's chain
+
+
+def chain_step(folder: Path, durability: str, steps: int = 200) -> tuple[float, float, float]:
     """Microseconds per step of a chain, as the CLI figure takes them: (time of a
     `steps`-step run - time of a 1-step run) / (steps - 1), so what a run costs once
     (its start, RunStarted and RunCompleted, its threads) is not spread over its steps
-    (the Python floor's loop has none of it either); and that 1-step run in ms."""
-    one = chain_run(folder, durability, 1)
-    many = chain_run(folder, durability, steps)
-    return (many - one) / (steps - 1) * 1e6, one * 1e3
+    (the Python floor's loop has none of it either); the same for the time outside
+    BEGIN and COMMIT; and that 1-step run in ms."""
+    one, one_tx = chain_run(folder, durability, 1)
+    many, many_tx = chain_run(folder, durability, steps)
+    return ((many - one) / (steps - 1) * 1e6,
+            ((many - many_tx) - (one - one_tx)) / (steps - 1) * 1e6, one * 1e3)
 
 
 FAN_OUT = {
@@ -337,10 +346,14 @@ def main() -> None:
                 keep(f"rows-{mode}", step_rows(folder, synchronous))
                 if mode == "strict":
                     keep("rows-spaced", spaced_step_rows(folder))
-                per_step, one_step_run = chain_step(folder, mode)
+                per_step, rest, one_step_run = chain_step(folder, mode)
                 keep(f"chain-{mode}", per_step)
+                keep(f"rest-{mode}", rest)
                 keep(f"run-{mode}", one_step_run)
-                keep(f"python-{mode}", python_floor(folder, synchronous))
+                commits: list[float] = []
+                floor_step = python_floor(folder, synchronous, FLOOR_STEPS, commits)
+                keep(f"python-{mode}", floor_step)
+                keep(f"python-rest-{mode}", floor_step - sum(commits) / FLOOR_STEPS * 1e6)
                 for loop in LOOPS:
                     keep(f"fan-{mode}-{loop}", fan_out(folder, mode, loop))
                     keep(f"rawfan-{mode}-{loop}", raw_fan_out(folder, synchronous, loop))
@@ -370,6 +383,12 @@ def main() -> None:
         f"{mode} {med[f'python-{mode}']:.0f} us = {med[f'python-{mode}'] / rows[mode]:.2f}x "
         f"the step floor (lwtool {med[f'chain-{mode}'] / med[f'python-{mode}']:.2f}x it)"
         for mode in MODES))
+    print("outside BEGIN and COMMIT, per step: " + "; ".join(
+        f"lwtool {mode} {med[f'rest-{mode}']:.0f} us, Python floor {mode} "
+        f"{med[f'python-rest-{mode}']:.0f} us" for mode in MODES) + " (strict mode's "
+        f"rest {med['rest-strict'] / med['rest-process']:.2f}x process mode's, the Python "
+        f"floor's {med['python-rest-strict'] / med['python-rest-process']:.2f}x: on a VM "
+        "whose idle vCPU halts, the work after each fsync's wait runs slower)")
     for loop in LOOPS:
         print(f"100 branches x 20 ms tool, maxConcurrency 10, {LOOPS[loop]}: strict "
               f"{med[f'fan-strict-{loop}']:.0f} ms = {med[f'fan-strict-{loop}'] / 200:.3f}x "
