@@ -120,7 +120,7 @@ class _Execution:
 
     async def _execute(self, argv: list[str], policy: CodePolicy, deno_dir: str,
                        entrypoint: str, step_input: Any) -> CodeOutcome:
-        # Imported when code runs: it loads ctypes (~3 ms of every `lwtool run`).
+        # Imported when code runs: it loads ctypes, which a run without code never needs.
         from lwtool.sandbox.confine import die_with_parent
 
         self.final = asyncio.get_running_loop().create_future()
