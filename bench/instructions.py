@@ -4,9 +4,11 @@ the machine's weather, for judging changes of a few microseconds.
 A chain of trivial tool.call steps runs in this process (the world on /dev/shm when it
 exists); per step = (instructions of a HI-step run - those of a LO-step run) / (HI - LO),
 so start-up, imports and the warm-up run cancel out. `PYTHONHASHSEED=0` keeps two runs of
-one tree equal to the instruction. Caveat: under valgrind OpenSSL's SHA-256 runs without
-its CPU instructions (SHA-NI), so hashing weighs about ten times its real share: judge a
-change to hashing with `timeit` instead. `--tree DIR` measures another checkout (a git
+one tree equal to the instruction, and the run's wall-clock timers are set too far off to
+fire (under valgrind they would fire as often as the machine's load made them).
+Caveat: under valgrind OpenSSL's SHA-256 runs without its CPU instructions (SHA-NI), so
+hashing weighs about ten times its real share: judge a change to hashing with `timeit`
+instead. `--tree DIR` measures another checkout (a git
 worktree of a base commit, say) with this interpreter, for an A/B.
 
 Run: .venv/bin/python bench/instructions.py [--mode process|strict] [--tree DIR ...]
@@ -35,9 +37,15 @@ def child(tree: str, steps: int, mode: str) -> None:
     sys.path[:0] = [tree, str(HERE)]
     from _generate import chain_lwir
 
+    from lwtool.record import run_state
     from lwtool.runtime.interpreter import start_run
     from lwtool.tools import ToolRegistry
     from lwtool.world.local import LocalWorld
+
+    # Under valgrind a step takes milliseconds: the wall-clock timers (a chain lets the
+    # loop run every TURN_S; evidence is committed alone after NOTE_DELAY) would fire as
+    # often as the machine's load makes them, and the count would move with it.
+    run_state.TURN_S = run_state.NOTE_DELAY = 1e9
 
     async def echo(args: Any) -> Any:
         return {"value": str(args.get("value"))}
