@@ -139,10 +139,11 @@ print('LOADED', sorted(m for m in sys.modules if m in {modules!r}))
 
 def test_a_plain_lwir_run_does_not_load_the_agent_workspace(tmp_path: object) -> None:
     """The workspace (bash, memory stores mounted, skills) belongs to a definition's
-    worker and to agent sessions: `lwtool run` of an LWIR file never imports it, nor
-    the code.run sandbox's process confinement (ctypes) when no step runs code."""
+    worker and to agent sessions: `lwtool run` of an LWIR file never imports it (its
+    scratch is removed through lwtool.harness.scratch), nor the code.run sandbox's
+    process confinement (ctypes) when no step runs code."""
     modules = ["lwtool.harness.workspace", "lwtool.harness.bash", "lwtool.harness.skills",
-               "lwtool.sandbox.confine", "ctypes"]
+               "lwtool.harness.stores", "lwtool.sandbox.confine", "ctypes"]
     args = ["run", "examples/refine-loop.lwir.yaml", "--input",
             "examples/inputs/refine-loop.json", "--tools", "examples/tools.py:tools",
             "--data-dir", str(tmp_path), "--quiet"]

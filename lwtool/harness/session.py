@@ -30,9 +30,9 @@ from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.agent import AgentResult, run_agent
 from lwtool.harness.bash import BashUnavailable
 from lwtool.harness.manifests import drift
+from lwtool.harness.scratch import scratch_remover
 from lwtool.harness.session_spec import HARNESS_ID, SESSION_PATH, TASKS, SessionSpec
 from lwtool.harness.skills import SkillError
-from lwtool.harness.stores import scratch_remover
 from lwtool.harness.workspace import Workspace, session_workspace
 from lwtool.record.budget import Budget
 from lwtool.record.errors import (

@@ -11,9 +11,9 @@ Layout (the spec's):
     <dataDir>/runs/<pipelineId>/scratch/ and .../sub-runs/<runId>/...   under a pipeline
 
 Memory persists across runs; a run's scratch is removed when the run ends
-(`ScratchLayout.remove`). Mount points: /mnt/memory/{workflow,pipeline,org},
-/mnt/memory/available-workflows/<id>, /mnt/memory/peer-workflows/<id>,
-/mnt/scratch/{own,from-orchestrator,from-planner,peer-steps}.
+(lwtool.harness.scratch, which every run uses). Mount points:
+/mnt/memory/{workflow,pipeline,org}, /mnt/memory/available-workflows/<id>,
+/mnt/memory/peer-workflows/<id>, /mnt/scratch/{own,from-orchestrator,from-planner,peer-steps}.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import quote
 
+from lwtool.harness.scratch import remove_scratch, run_dir
 from lwtool.world.base import check_run_id
 
 Access = Literal["rw", "ro", "none"]
@@ -122,10 +122,7 @@ class ScratchLayout:
 
     @property
     def run_dir(self) -> Path:
-        runs = self.data_dir / "runs"
-        if self.pipeline_id is None:
-            return runs / check_run_id(self.run_id)
-        return runs / check_run_id(self.pipeline_id) / "sub-runs" / check_run_id(self.run_id)
+        return run_dir(self.data_dir, self.run_id, self.pipeline_id)
 
     def run_scratch(self) -> Path:
         """The planner's (or a standalone session's) own scratch."""
@@ -144,20 +141,7 @@ class ScratchLayout:
 
     def remove(self) -> None:
         """Scratch is ephemeral: gone when the run ends (memory stays)."""
-        shutil.rmtree(self.run_dir, ignore_errors=True)
-
-
-def scratch_remover(world: Any, *run_ids: str | None,
-                    pipeline: str | None = None) -> list[Callable[[], None]]:
-    """What removes these runs' scratch when a run ends (a RunState's `on_end`): a
-    workflow run's own, and the planner session's it was planned by (kept until then,
-    its workers read it at /mnt/scratch/from-planner); under `pipeline` for the runs
-    of a pipeline run. None for a world without a data dir."""
-    data_dir = getattr(world, "data_dir", None)
-    if data_dir is None:
-        return []
-    return [ScratchLayout(Path(data_dir), run_id, pipeline).remove
-            for run_id in run_ids if run_id]
+        remove_scratch(self.data_dir, self.run_id, self.pipeline_id)
 
 
 def step_folder(step_path: str) -> str:

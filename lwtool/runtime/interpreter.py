@@ -16,7 +16,7 @@ from lwtool.calls.models import check_slots
 from lwtool.canonical.digest import sha256_of_bytes
 from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
-from lwtool.harness.stores import scratch_remover
+from lwtool.harness.scratch import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.record.budget import run_budget
 from lwtool.record.errors import (
