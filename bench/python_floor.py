@@ -4,8 +4,9 @@ no scheduler, no classes, no checks beyond the output schema), against the local
 world's own tables: evaluate the input (a dictionary lookup), hash it, build and hash
 the worker manifest and the step's configuration, call the tool, check its output
 with the compiled schema, serialize the output and hash it (its artifact), make the
-six events of the spec's vocabulary, serialize each and chain its hash, and commit
-the artifact row, the six event rows and the run head in one transaction.
+six events of the spec's vocabulary, serialize each, pack them in one row and chain
+its hash, and commit the artifact row, that row and the run head in one transaction
+(as the local world writes a step's commit since packed rows).
 
 bench/runtime.py prints it beside lwtool's figures: lwtool's overhead over this loop is
 what its scheduler, harness and recorder cost; this loop's distance to the raw rows
@@ -111,15 +112,15 @@ def chain(folder: Path, synchronous: str, steps: int = 200,
         ]
         now = time.time()
         at = repr(now)
-        rows = []
         before = (seq, head)
-        for type_, payload in events:
-            seq += 1
-            text = orjson.dumps(payload).decode()
-            head = "v2:" + hashlib.sha256(
-                f"{head}\n{RUN}\n{seq}\n{len(type_)}:{type_}\n{at}\n{len(path)}:{path}\n"
-                f"{text}".encode()).hexdigest()
-            rows.append((base + seq, RUN, seq, type_, path, text, now, head))
+        first = seq + 1
+        seq += len(events)
+        text = "[" + ",".join(f'["{type_}","{path}",{orjson.dumps(payload).decode()}]'
+                              for type_, payload in events) + "]"
+        types = " ".join(type_ for type_, _ in events)
+        head = "v3:" + hashlib.sha256(f"{head}\n{RUN}\n{first}\n{len(types)}:{types}\n{at}\n"
+                                      f"-\n{text}".encode()).hexdigest()
+        rows = [(base + first, RUN, first, types, None, text, now, head)]
         began = time.perf_counter()
         db.execute("BEGIN IMMEDIATE")
         if commits is not None:

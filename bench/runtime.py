@@ -3,9 +3,11 @@
 1. raw SQLite WAL insert+commit per commit, synchronous=FULL (an fsync: what survives
    power loss) and NORMAL (survives a killed process), on this disk; and the rows one
    step boundary writes (six events, the output's artifact, the run head) in raw
-   SQLite, no lwtool code: the floor under a step with the spec's event vocabulary;
-   beside it the FULL floor with 60 us of CPU work before each commit (on some VMs an
-   fsync right after the last one is much cheaper than one after any pause);
+   SQLite, no lwtool code: the floor under a step with the spec's event vocabulary
+   (a row an event, as issue 32 defines it; beside it the same events in one row, as
+   the local world writes them since packed rows); beside it the FULL floor with 60 us
+   of CPU work before each commit (on some VMs an fsync right after the last one is
+   much cheaper than one after any pause);
 2. a 200-step chain of trivial tool.call steps run in this process, per-step time in
    each durability mode = (time of the 200-step run - time of a 1-step run) / 199, as
    for 5., against the step floor of 1. (issue 32: strict <= 1.3x the floor at FULL,
@@ -62,7 +64,7 @@ sys.path.insert(0, str(HERE))
 from _generate import chain_lwir  # noqa: E402
 from _timed_world import TimedWorld  # noqa: E402
 from python_floor import chain as python_floor  # noqa: E402
-from store_layout import KEYED, per_commit  # noqa: E402
+from store_layout import KEYED, PACKED, per_commit  # noqa: E402
 
 from lwtool.runtime import event_loop  # noqa: E402
 from lwtool.runtime.interpreter import resume_run, start_run  # noqa: E402
@@ -113,11 +115,12 @@ def raw_commit(folder: Path, synchronous: str, n: int = 400) -> float:
     return elapsed / n * 1e6
 
 
-def step_rows(folder: Path, synchronous: str) -> float:
+def step_rows(folder: Path, synchronous: str, layout: str = KEYED) -> float:
     """Microseconds per commit of one step boundary's rows, raw (bench/store_layout),
     with the WAL checkpointed as lwtool does at that level (a small WAL, written over
-    in place, makes FULL commits cheaper: the floor keeps that too)."""
-    return per_commit(folder, KEYED, synchronous, 300, WAL_CHECKPOINT_PAGES[synchronous])[0]
+    in place, makes FULL commits cheaper: the floor keeps that too). KEYED, a row an
+    event, is issue 32's step floor; PACKED is what the local world writes now."""
+    return per_commit(folder, layout, synchronous, 300, WAL_CHECKPOINT_PAGES[synchronous])[0]
 
 
 SPACED_GAP_US = 60  # about a process-mode step's own work here, between two commits
@@ -343,6 +346,7 @@ def main() -> None:
                 synchronous = "FULL" if mode == "strict" else "NORMAL"
                 keep(f"raw-{mode}", raw_commit(folder, synchronous))
                 keep(f"rows-{mode}", step_rows(folder, synchronous))
+                keep(f"packed-{mode}", step_rows(folder, synchronous, PACKED))
                 if mode == "strict":
                     keep("rows-spaced", spaced_step_rows(folder))
                 per_step, rest, one_step_run = chain_step(folder, mode)
@@ -369,6 +373,11 @@ def main() -> None:
     print(f"one step boundary's rows, raw SQLite: FULL {med['rows-strict']:.0f} us = "
           f"{med['rows-strict'] / full:.2f}x raw FULL, NORMAL {med['rows-process']:.0f} us = "
           f"{med['rows-process'] / normal:.2f}x raw NORMAL (the floor of a step)")
+    print(f"the same rows with the six events in one row, as lwtool writes them since "
+          f"packed rows: FULL {med['packed-strict']:.0f} us, NORMAL "
+          f"{med['packed-process']:.0f} us (lwtool's chain against it: " + ", ".join(
+              f"{mode} {med[f'chain-{mode}'] / med[f'packed-{mode}']:.2f}x" for mode in MODES)
+          + ")")
     print(f"the same FULL commit after {SPACED_GAP_US} us of other work (a spin, not "
           f"counted): {med['rows-spaced']:.0f} us = {med['rows-spaced'] / med['rows-strict']:.2f}x"
           f" the back-to-back floor; a strict chain step against it: "

@@ -1,11 +1,12 @@
 """What the event store's row layout costs, in raw SQLite (no lwtool code): one commit
-per step boundary of a trivial step, as the local world writes it (six event rows of
-the sizes a tool.call step's events have, the inline output's artifact row, the run
-head) in the layout stores are made with now (events keyed run_no * 2**32 + seq, the
-rowid) and in format 2's ((run_id, seq) WITHOUT ROWID, which rebalanced its B-tree on
-nearly every append); the keyed rows without the artifact row; and the six events
-packed in one row. Each in synchronous FULL (strict) and NORMAL (process), with the WAL
-frames (pages) a commit writes.
+per step boundary of a trivial step (six events of the sizes a tool.call step's events
+have, the inline output's artifact row, the run head), with a row an event keyed
+run_no * 2**32 + seq (the rowid; issue 32's step floor) and in format 2's
+((run_id, seq) WITHOUT ROWID, which rebalanced its B-tree on nearly every append); the
+keyed rows without the artifact row; and the six events packed in one row, without and
+with the artifact row (the last: what the local world writes since packed rows). Each
+in synchronous FULL (strict) and NORMAL (process), with the WAL frames (pages) a commit
+writes.
 
 Run: .venv/bin/python bench/store_layout.py [--commits N] [--rounds N] [--dir DIR]
 """
@@ -24,7 +25,8 @@ from pathlib import Path
 
 KEYED = "keyed rows + artifact row"
 UNKEYED = "(run_id, seq) rows + artifact row"  # format 2
-LAYOUTS = (KEYED, UNKEYED, "keyed rows", "one row")
+PACKED = "one row + artifact row"  # what the local world writes since packed rows
+LAYOUTS = (KEYED, UNKEYED, "keyed rows", "one row", PACKED)
 # A tool.call step's six events: StepAttemptStarted, harness.session.started,
 # harness.execute_step.started / .succeeded, harness.session.completed, StepCompleted.
 SIZES = (170, 754, 144, 119, 122, 345)
@@ -69,7 +71,7 @@ def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
         if gap_us:
             spun += spin(gap_us)
         db.execute("BEGIN IMMEDIATE")
-        if layout == "one row":  # keyed, the six payloads in one JSON array
+        if layout.startswith("one row"):  # keyed, the six payloads in one JSON array
             db.execute(INSERT[True], (seq + 1, RUN, seq + 1,
                                       json.dumps(["x" * size for size in SIZES]), HASH))
         else:

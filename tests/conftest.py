@@ -61,8 +61,11 @@ def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None,
 
 def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
     """Edit a data dir's event store behind lwtool's back, as a careless user would.
-    `rechain` names a run whose hash chain is then recomputed (an edit that keeps the
-    chain intact); None leaves the chain as the edit left it."""
+    The statements address events by seq: the store's packed rows (the events of one
+    commit in a row) are written out first as one row an event, as stores before packed
+    rows held them, their chain recomputed (`unpack_rows`). `rechain` names a run whose
+    hash chain is then recomputed (an edit that keeps the chain intact); None leaves
+    the chain as the edit left it."""
     import sqlite3
 
     from lwtool.world.local_store import chain_run
@@ -70,6 +73,7 @@ def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
     conn = sqlite3.connect(data_dir / "events" / "events.db", isolation_level=None)
     try:
         conn.execute("BEGIN")
+        unpack_rows(conn)
         for statement in statements:
             conn.execute(statement)
         if rechain is not None:
@@ -77,6 +81,35 @@ def edit_store(data_dir: Path, *statements: str, rechain: str | None) -> None:
         conn.execute("COMMIT")
     finally:
         conn.close()
+
+
+def unpack_rows(conn: Any) -> None:
+    """Rewrite every packed row of the store as one row an event (the layout before
+    packed rows; the id keyed as the run's number and the event's seq where the store
+    has ids) and chain the runs that had any again, as lwtool before packed rows did."""
+    from lwtool.canonical.compact import dumps_text
+    from lwtool.world.chain import PACKED
+    from lwtool.world.local_events import KEY_SPAN, events_of
+    from lwtool.world.local_store import chain_run, event_columns
+
+    keyed = "id" in event_columns(conn)
+    for run_id, run_no in conn.execute(
+            f"SELECT run_id, {'run_no' if keyed else 'NULL'} FROM runs").fetchall():
+        rows = conn.execute("SELECT seq, type, step_path, payload, at, hash FROM events "
+                            "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        if not any(str(row[5]).startswith(PACKED) for row in rows):
+            continue
+        conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+        for event in events_of(run_id, rows):
+            row = (run_id, event.seq, event.type, event.step_path,
+                   dumps_text(event.payload), event.at, None)
+            if keyed:
+                conn.execute("INSERT INTO events (id, run_id, seq, type, step_path, payload, "
+                             "at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (run_no * KEY_SPAN + event.seq, *row))
+            else:
+                conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        chain_run(conn, run_id)
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ Each event's hash covers the previous event's hash and the event exactly as stor
 (run id, seq, type, step path, timestamp, payload text), so an edited, inserted,
 reordered or deleted event breaks every hash after it; the run row keeps the head
 (last seq and hash), so a cut-off tail shows too. The first event chains from "".
-A chain is evidence against accidents and careless edits, not a signature: someone who
-rewrites the whole log can recompute it.
+The local world keeps the events of one commit in one row: that row's hash covers
+them all, the same way (`packed_hash`). A chain is evidence against accidents and
+careless edits, not a signature: someone who rewrites the whole log can recompute it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Iterable
 from typing import Any
 
 GENESIS = ""
-FORM = "v2:"  # hashes written now; 64 bare hex digits are the first form's
+FORM = "v2:"  # an event's own row; 64 bare hex digits are the first form's
+PACKED = "v3:"  # a row holding the events of one commit (lwtool.world.local_events)
 
 
 def event_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
@@ -35,9 +37,22 @@ def chained_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | 
                  at_text: str, payload_text: str) -> str:
     """`event_hash` with the time already written (`repr(at)`: the events of one commit
     share it): one string, one SHA-256."""
+    return FORM + _digest(prev, run_id, seq, type_, step_path, at_text, payload_text)
+
+
+def packed_hash(prev: str, run_id: str, seq: int, types: str, at_text: str,
+                payload_text: str) -> str:
+    """`v3:` + the SHA-256 of a packed row (the events of one commit, from `seq` on;
+    `types` their types, space-separated), its fields as `chained_hash` writes them
+    with no step path."""
+    return PACKED + _digest(prev, run_id, seq, types, None, at_text, payload_text)
+
+
+def _digest(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
+            at_text: str, payload_text: str) -> str:
     path = "-" if step_path is None else f"{len(step_path)}:{step_path}"
     material = f"{prev}\n{run_id}\n{seq}\n{len(type_)}:{type_}\n{at_text}\n{path}\n{payload_text}"
-    return FORM + hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _first_form_hash(prev: str, run_id: str, seq: int, type_: str, step_path: str | None,
@@ -50,12 +65,21 @@ def _first_form_hash(prev: str, run_id: str, seq: int, type_: str, step_path: st
 def chain_break(run_id: str, rows: Iterable[tuple[int, str, str | None, str, float, Any]],
                 head_seq: int, head_hash: str) -> str | None:
     """What is wrong with a run's chain, or None when it is intact. `rows` are
-    (seq, type, step path, payload text, at, hash) in seq order; the head is the run
-    row's last seq and hash."""
+    (seq, type, step path, payload text, at, hash) in seq order, an event's own or a
+    packed row (the events of one commit: seq its first, type theirs, space-separated);
+    the head is the run row's last seq and hash."""
     prev, expected_seq = GENESIS, 1
     for seq, type_, step_path, payload_text, at, stored in rows:
         if seq != expected_seq:
             return f"event {expected_seq} is missing (the next stored event is {seq})"
+        if str(stored).startswith(PACKED):
+            if not isinstance(payload_text, str) or stored != packed_hash(
+                    prev, run_id, seq, type_, repr(at), payload_text) or step_path is not None:
+                last = seq + type_.count(" ")
+                return (f"events {seq}-{last} ({type_.replace(' ', ', ')}) do not match "
+                        "their hash (edited or reordered)")
+            prev, expected_seq = stored, seq + type_.count(" ") + 1
+            continue
         form = event_hash if str(stored).startswith(FORM) else _first_form_hash
         if stored != form(prev, run_id, seq, type_, step_path, at, payload_text):
             return f"event {seq} ({type_}) does not match its hash (edited or reordered)"

@@ -15,7 +15,8 @@ A run in `process` durability commits everything without the fsync (WAL with
 synchronous=NORMAL: a killed process loses nothing, power loss may lose the last
 commits, and the log is never corrupted either way).
 
-Events are keyed by their run's number and seq (see KEY_SPAN; older stores keep their
+The events of one commit share a row (local_events.packed; a single event has its
+own), keyed by their run's number and first seq (see KEY_SPAN; older stores keep their
 (run_id, seq) key). Artifacts up to 256 KiB live in the database, written in the same
 transaction as (and before) the events that name them; larger ones are files written
 to a temp name, fsynced and renamed before the referring event is appended.
@@ -67,9 +68,10 @@ from lwtool.world.local_events import (
     KEY_SPAN,
     MAX_SEQ,
     MISTYPED,
-    chained,
+    events_of,
+    holding,
     next_run_no,
-    payload,
+    packed,
     run_record,
 )
 from lwtool.world.local_store import (
@@ -280,13 +282,14 @@ class LocalWorld(InspectorViews):
 
     def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
                 status: str | None, now: float) -> tuple[list[Event], tuple[int, str]]:
-        """Chain and insert `events`; move the run's head (and status). The head this
+        """Chain and insert `events` (one packed row; local_events.packed); move the run's
+        head (and status). The head this
         world committed last is taken on trust, but only moved if the stored one still
         matches it (one UPDATE; else it is read and the events chained again)."""
         head = self._heads.get(run_id)
         insert = INSERT_KEYED if self._keyed else INSERT
         if head is not None:
-            out, rows, new_head = chained(run_id, head, events, now, self._bases.get(run_id))
+            out, rows, new_head = packed(run_id, head, events, now, self._bases.get(run_id))
             if self._move_head(db, run_id, head, new_head, status, now):
                 db.executemany(insert, rows)
                 return out, new_head
@@ -299,7 +302,7 @@ class LocalWorld(InspectorViews):
             if type(row[2]) is not int or not 0 < row[2] < KEY_SPAN:
                 raise StoreDamaged(f"run {run_id}: its run number is damaged ({row[2]!r})")
             self._bases[run_id] = row[2] * KEY_SPAN
-        out, rows, new_head = chained(run_id, head, events, now, self._bases.get(run_id))
+        out, rows, new_head = packed(run_id, head, events, now, self._bases.get(run_id))
         self._move_head(db, run_id, head, new_head, status, now)
         db.executemany(insert, rows)
         return out, new_head
@@ -345,15 +348,15 @@ class LocalWorld(InspectorViews):
         """A run's events in commit order (only those of `types`, when given). The whole
         log is verified against its hash chain first: replay never trusts an edited one."""
         if types:
-            marks = ",".join("?" * len(types))
+            condition, args = holding(types)
             rows = self._read(f"SELECT {EVENT_COLUMNS} {self._events_of_run()[0]} = ? "
-                              f"AND e.type IN ({marks}) ORDER BY e.seq", (run_id, *types))
+                              f"AND {condition} ORDER BY e.seq", (run_id, *args))
             checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         else:
             rows = self._chained_rows(run_id)
         try:
-            return [Event(r[0], run_id, r[1], payload(r[3], r[5]), r[2], r[4]) for r in rows]
-        except ValueError as exc:
+            return events_of(run_id, rows, types or None)
+        except (ValueError, TypeError) as exc:
             raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
     def _events_of_run(self) -> tuple[str, str]:

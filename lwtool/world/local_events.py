@@ -1,7 +1,9 @@
-"""How the local world keeps events: keyed by their run's number and seq, each one's
-payload serialized once and its hash chained on the one before. Reading a payload or a
-run row back is the same in the PostgreSQL world, which uses `payload` and
-`run_record` too."""
+"""How the local world keeps events: the events of one commit in one row (`packed`),
+keyed by their run's number and first seq, each payload serialized once and the row's
+hash chained on the one before; a commit of one event, and every event of a store
+written before packed rows, in a row of its own (`chained`, which the PostgreSQL world
+writes too). Reading rows back as events (`events_of`), a payload or a run row is the
+same in both worlds."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from lwtool.canonical.compact import dumps_text, loads, loads_marked
+from lwtool.canonical.compact import STDLIB_MARK, dumps_text, loads, loads_marked
 from lwtool.world.base import (
     Event,
     NewEvent,
@@ -18,7 +20,7 @@ from lwtool.world.base import (
     StoreUnavailable,
     WorldError,
 )
-from lwtool.world.chain import FORM, chained_hash
+from lwtool.world.chain import FORM, PACKED, chained_hash, packed_hash
 
 # Stores made from format 3 on key each event by its run's number and its seq (run_no *
 # 2**32 + seq, the table's rowid): a run's events are one key range, appended in
@@ -47,6 +49,68 @@ def chained(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now:
         rows.append((run_id, seq, type_, path, text, now, prev) if base is None else
                     (base + seq, run_id, seq, type_, path, text, now, prev))
     return out, rows, (seq, prev)
+
+
+def packed(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: float,
+           base: int | None) -> tuple[list[Event], list[tuple[Any, ...]], tuple[int, str]]:
+    """As `chained`, with the events of the commit in one row: seq its first event's,
+    type their types (space-separated, so that SQL can pick the rows that hold a type),
+    no step path, the payload a JSON array of [type, step path, payload] and the hash
+    `packed_hash`. One row instead of six makes a step's commit a fifth cheaper. A
+    single event keeps a row of its own."""
+    if len(events) < 2 or any(" " in event.type for event in events):
+        return chained(run_id, head, events, now, base)
+    seq, prev = head
+    if seq + len(events) > MAX_SEQ:
+        raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
+    first, out, parts, exact = seq + 1, [], [], False
+    for event in events:
+        seq += 1
+        type_, payload_, path = event.type, event.payload, event.step_path
+        text = dumps_text(payload_)
+        exact = exact or text.startswith(STDLIB_MARK)
+        parts.append(f"[{dumps_text(type_)},{dumps_text(path)},{text}]")
+        out.append(Event(seq, run_id, type_, payload_, path, now))
+    # What orjson could not write (an integer beyond 64 bits) is read back through json.
+    text = ("[" if not exact else STDLIB_MARK + "[") + ",".join(parts) + "]"
+    types = " ".join(event.type for event in events)
+    prev = packed_hash(prev, run_id, first, types, repr(now), text)
+    row = (run_id, first, types, None, text, now, prev)
+    return out, [row if base is None else (base + first, *row)], (seq, prev)
+
+
+def events_of(run_id: str, rows: Sequence[Sequence[Any]],
+              types: Sequence[str] | None = None) -> list[Event]:
+    """Stored rows (EVENT_COLUMNS) as events, a packed row's each; only those of
+    `types` when given. ValueError for a row that does not read back."""
+    out: list[Event] = []
+    for seq, type_, path, text, at, stored in rows:
+        if not isinstance(stored, str) or not stored.startswith(PACKED):
+            if types is None or type_ in types:
+                out.append(Event(seq, run_id, type_, payload(text, stored), path, at))
+            continue
+        items = loads_marked(text)
+        kinds = type_.split(" ")
+        if not isinstance(items, list) or len(items) != len(kinds):
+            raise ValueError(f"the row of events {seq}- does not hold {len(kinds)} events")
+        for offset, (item, kind) in enumerate(zip(items, kinds, strict=True)):
+            if not (isinstance(item, list) and len(item) == 3 and item[0] == kind
+                    and (item[1] is None or isinstance(item[1], str))
+                    and isinstance(item[2], dict)):
+                raise ValueError(f"event {seq + offset} in its row is not [type, step path, "
+                                 "payload]")
+            if types is None or kind in types:
+                out.append(Event(seq + offset, run_id, kind, item[2], item[1], at))
+    return out
+
+
+def holding(types: Sequence[str]) -> tuple[str, list[str]]:
+    """A condition (and its arguments) picking the rows that hold an event of `types`:
+    an event's own row of one of them, or a packed row listing one."""
+    marks = ",".join("?" * len(types))
+    listed = " OR ".join("instr(' ' || e.type || ' ', ?) > 0" for _ in types)
+    return (f"(e.type IN ({marks}) OR (e.hash LIKE '{PACKED}%' AND ({listed})))",
+            [*types, *(f" {t} " for t in types)])
 
 
 EVENT_COLUMNS = "e.seq, e.type, e.step_path, e.payload, e.at, e.hash"

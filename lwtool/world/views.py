@@ -13,10 +13,15 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from lwtool.canonical.compact import dumps_text
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import RunRecord, StoreDamaged
+from lwtool.world.chain import PACKED
 from lwtool.world.files import open_regular
+from lwtool.world.local_events import EVENT_COLUMNS, events_of, holding
 from lwtool.world.rows import checked
+
+REPLY = "harness.model.responded"
 
 _LIST_COLUMNS = "run_id, version_id, status, created_at, updated_at"
 
@@ -59,12 +64,21 @@ class InspectorViews:
             return {}
         marks = ",".join("?" * len(run_ids))
         source, run = self._events_of_run()
-        rows = self._read(f"SELECT {run}, e.payload {source} "
-                          f"IN ({marks}) AND e.type = 'harness.model.responded'",
-                          tuple(run_ids))
+        condition, args = holding([REPLY])
+        rows = self._read(f"SELECT {run}, {EVENT_COLUMNS} {source} IN ({marks}) AND "
+                          f"{condition} ORDER BY e.seq", (*run_ids, *args))
         out: dict[str, list[str]] = {}
-        for run_id, payload in rows:
-            out.setdefault(str(run_id), []).append(str(payload))
+        for run_id, *row in rows:
+            if str(row[5] or "").startswith(PACKED):  # a commit's events: each reply's own
+                try:
+                    replies = events_of(str(run_id), [row], [REPLY])
+                except (ValueError, TypeError) as exc:
+                    raise StoreDamaged(f"run {run_id}: an event payload is damaged "
+                                       f"({exc})") from None
+                texts = [dumps_text(e.payload) for e in replies]
+            else:
+                texts = [str(row[3])]
+            out.setdefault(str(run_id), []).extend(texts)
         return out
 
     def run_head(self, run_id: str) -> tuple[int, str] | None:

@@ -1,6 +1,7 @@
-"""The event table's layouts: stores made now key each event by its run's number and
-its seq (one key range a run, appended in order); stores made before keep their
-(run_id, seq) layout and are read and written as they are."""
+"""The event table's layouts: stores made now key each row (the events of one commit)
+by its run's number and its first event's seq (one key range a run, appended in
+order); stores made before keep their (run_id, seq) layout and are read and written
+as they are."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.world.base import NewEvent, StoreDamaged, StoreUnavailable, WorldError
 from lwtool.world.local import LocalWorld
-from lwtool.world.local_events import KEY_SPAN, MAX_SEQ, chained
+from lwtool.world.local_events import KEY_SPAN, MAX_SEQ, chained, packed
 
 VERSION = workflow_version_id({"kind": "Workflow"})
 REPLY = "harness.model.responded"
@@ -66,7 +67,8 @@ def test_a_new_store_keys_each_run_as_one_range(tmp_path: Path) -> None:
     for run_id, run_no in numbers.items():
         keys = [k - run_no * KEY_SPAN for (k,) in db.execute(
             "SELECT id FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
-        assert keys == list(range(1, 60))
+        # A row a commit, keyed by its first event's seq: RunStarted alone, then pairs.
+        assert keys == [1, *range(2, 60, 2)]
     assert db.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
@@ -80,7 +82,7 @@ def test_a_format_2_store_is_used_as_it_is(tmp_path: Path) -> None:
     _check_two_runs(data)
     db = sqlite3.connect(data / "events" / "events.db")
     assert "id" not in {r[1] for r in db.execute("PRAGMA table_info(events)")}
-    assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 2 * 59
+    assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 2 * 30  # a commit's
     assert LocalWorld(data, read_only=True).events("run_a")[-1].seq == 59
 
 
@@ -123,6 +125,12 @@ def test_a_run_cannot_outgrow_its_key_range() -> None:
                  KEY_SPAN)
     _, rows, head = chained("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {})], 1.0, KEY_SPAN)
     assert head[0] == MAX_SEQ and rows[0][0] == KEY_SPAN + MAX_SEQ
+    with pytest.raises(WorldError, match="would exceed 4,294,967,295 events"):
+        packed("run_a", (MAX_SEQ - 1, ""), [NewEvent("A", {}), NewEvent("B", {})], 1.0,
+               KEY_SPAN)
+    _, rows, head = packed("run_a", (MAX_SEQ - 2, ""), [NewEvent("A", {}), NewEvent("B", {})],
+                           1.0, KEY_SPAN)
+    assert head[0] == MAX_SEQ and rows[0][0] == KEY_SPAN + MAX_SEQ - 1 and len(rows) == 1
 
 
 def test_a_store_out_of_run_numbers_refuses_a_new_run(tmp_path: Path) -> None:
