@@ -56,8 +56,8 @@ def packed(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: 
     """As `chained`, with the events of the commit in one row: seq its first event's,
     type their types (space-separated, so that SQL can pick the rows that hold a type),
     no step path, the payload a JSON array of [type, step path, payload] and the hash
-    `packed_hash`. One row instead of six makes a step's commit a fifth cheaper. A
-    single event keeps a row of its own."""
+    `packed_hash`. One row instead of six: a step's commit inserts, hashes and reads
+    back one (docs/durability.md). A single event keeps a row of its own."""
     if len(events) < 2 or any(" " in event.type for event in events):
         return chained(run_id, head, events, now, base)
     seq, prev = head
