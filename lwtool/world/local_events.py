@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from lwtool.canonical.compact import STDLIB_MARK, dumps_text, loads, loads_marked
+from lwtool.canonical.compact import dumps_text, loads, loads_marked
 from lwtool.world.base import (
     Event,
     NewEvent,
@@ -63,16 +63,13 @@ def packed(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: 
     seq, prev = head
     if seq + len(events) > MAX_SEQ:
         raise WorldError(f"run {run_id} would exceed {MAX_SEQ:,} events")
-    first, out, parts, exact = seq + 1, [], [], False
+    first, out = seq + 1, []
     for event in events:
         seq += 1
-        type_, payload_, path = event.type, event.payload, event.step_path
-        text = dumps_text(payload_)
-        exact = exact or text.startswith(STDLIB_MARK)
-        parts.append(f"[{dumps_text(type_)},{dumps_text(path)},{text}]")
-        out.append(Event(seq, run_id, type_, payload_, path, now))
-    # What orjson could not write (an integer beyond 64 bits) is read back through json.
-    text = ("[" if not exact else STDLIB_MARK + "[") + ",".join(parts) + "]"
+        out.append(Event(seq, run_id, event.type, event.payload, event.step_path, now))
+    # One serialization for the row (what orjson cannot write, an integer beyond 64
+    # bits, dumps_text writes through json, marked: read back the same way).
+    text = dumps_text([[event.type, event.step_path, event.payload] for event in events])
     types = " ".join(event.type for event in events)
     prev = packed_hash(prev, run_id, first, types, repr(now), text)
     row = (run_id, first, types, None, text, now, prev)
