@@ -283,9 +283,9 @@ class LocalWorld(InspectorViews):
     def _insert(self, db: sqlite3.Connection, run_id: str, events: Sequence[NewEvent],
                 status: str | None, now: float) -> tuple[list[Event], tuple[int, str]]:
         """Chain and insert `events` (one packed row; local_events.packed); move the run's
-        head (and status). The head this
-        world committed last is taken on trust, but only moved if the stored one still
-        matches it (one UPDATE; else it is read and the events chained again)."""
+        head (and status). The head this world committed last is taken on trust, but
+        only moved if the stored one still matches it (one UPDATE; else it is read and
+        the events chained again)."""
         head = self._heads.get(run_id)
         insert = INSERT_KEYED if self._keyed else INSERT
         if head is not None:
