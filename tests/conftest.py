@@ -89,7 +89,7 @@ def unpack_rows(conn: Any) -> None:
     has ids) and chain the runs that had any again, as lwtool before packed rows did."""
     from lwtool.canonical.compact import dumps_text
     from lwtool.world.chain import PACKED
-    from lwtool.world.local_events import KEY_SPAN, events_of
+    from lwtool.world.local_events import INSERT, INSERT_KEYED, KEY_SPAN, events_of
     from lwtool.world.local_store import chain_run, event_columns
 
     keyed = "id" in event_columns(conn)
@@ -104,11 +104,9 @@ def unpack_rows(conn: Any) -> None:
             row = (run_id, event.seq, event.type, event.step_path,
                    dumps_text(event.payload), event.at, None)
             if keyed:
-                conn.execute("INSERT INTO events (id, run_id, seq, type, step_path, payload, "
-                             "at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                             (run_no * KEY_SPAN + event.seq, *row))
+                conn.execute(INSERT_KEYED, (run_no * KEY_SPAN + event.seq, *row))
             else:
-                conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+                conn.execute(INSERT, row)
         chain_run(conn, run_id)
 
 

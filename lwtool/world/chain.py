@@ -73,12 +73,12 @@ def chain_break(run_id: str, rows: Iterable[tuple[int, str, str | None, str, flo
         if seq != expected_seq:
             return f"event {expected_seq} is missing (the next stored event is {seq})"
         if str(stored).startswith(PACKED):
-            if not isinstance(payload_text, str) or stored != packed_hash(
-                    prev, run_id, seq, type_, repr(at), payload_text) or step_path is not None:
-                last = seq + type_.count(" ")
+            last = seq + type_.count(" ")
+            if step_path is not None or not isinstance(payload_text, str) or stored != \
+                    packed_hash(prev, run_id, seq, type_, repr(at), payload_text):
                 return (f"events {seq}-{last} ({type_.replace(' ', ', ')}) do not match "
                         "their hash (edited or reordered)")
-            prev, expected_seq = stored, seq + type_.count(" ") + 1
+            prev, expected_seq = stored, last + 1
             continue
         form = event_hash if str(stored).startswith(FORM) else _first_form_hash
         if stored != form(prev, run_id, seq, type_, step_path, at, payload_text):

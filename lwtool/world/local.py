@@ -68,10 +68,10 @@ from lwtool.world.local_events import (
     KEY_SPAN,
     MAX_SEQ,
     MISTYPED,
-    events_of,
     holding,
     next_run_no,
     packed,
+    read_events,
     run_record,
 )
 from lwtool.world.local_store import (
@@ -354,10 +354,7 @@ class LocalWorld(InspectorViews):
             checked(rows, rows_shape.CHAINED_EVENT, f"run {run_id}: an event")
         else:
             rows = self._chained_rows(run_id)
-        try:
-            return events_of(run_id, rows, types or None)
-        except (ValueError, TypeError) as exc:
-            raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
+        return read_events(run_id, rows, types or None)
 
     def _events_of_run(self) -> tuple[str, str]:
         """(`FROM ... WHERE <run id column>`, that column): the events `e` of the runs

@@ -8,7 +8,7 @@ same in both worlds."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads, loads_marked
@@ -77,7 +77,7 @@ def packed(run_id: str, head: tuple[int, str], events: Sequence[NewEvent], now: 
 
 
 def events_of(run_id: str, rows: Sequence[Sequence[Any]],
-              types: Sequence[str] | None = None) -> list[Event]:
+              types: Collection[str] | None = None) -> list[Event]:
     """Stored rows (EVENT_COLUMNS) as events, a packed row's each; only those of
     `types` when given. ValueError for a row that does not read back."""
     out: list[Event] = []
@@ -99,6 +99,15 @@ def events_of(run_id: str, rows: Sequence[Sequence[Any]],
             if types is None or kind in types:
                 out.append(Event(seq + offset, run_id, kind, item[2], item[1], at))
     return out
+
+
+def read_events(run_id: str, rows: Sequence[Sequence[Any]],
+                types: Collection[str] | None = None) -> list[Event]:
+    """`events_of`, a row that does not read back being StoreDamaged naming the run."""
+    try:
+        return events_of(run_id, rows, types)
+    except (ValueError, TypeError) as exc:
+        raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
 
 def holding(types: Sequence[str]) -> tuple[str, list[str]]:

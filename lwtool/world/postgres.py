@@ -47,7 +47,7 @@ from lwtool.world.base import (
 )
 from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
-from lwtool.world.local_events import chained, payload, run_record
+from lwtool.world.local_events import chained, read_events, run_record
 
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -258,12 +258,7 @@ class PostgresWorld:
         broken = chain_break(run_id, rows, int(head[0]), str(head[1]))
         if broken:
             raise StoreDamaged(f"run {run_id}: the event log is damaged: {broken}")
-        wanted = set(types) if types else None
-        try:
-            return [Event(r[0], run_id, r[1], payload(r[3], r[5]), r[2], r[4]) for r in rows
-                    if wanted is None or r[1] in wanted]
-        except ValueError as exc:
-            raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
+        return read_events(run_id, rows, set(types) if types else None)
 
     # -- artifacts --------------------------------------------------------------------
 

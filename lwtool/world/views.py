@@ -18,7 +18,7 @@ from lwtool.world import rows as rows_shape
 from lwtool.world.base import RunRecord, StoreDamaged
 from lwtool.world.chain import PACKED
 from lwtool.world.files import open_regular
-from lwtool.world.local_events import EVENT_COLUMNS, events_of, holding
+from lwtool.world.local_events import EVENT_COLUMNS, holding, read_events
 from lwtool.world.rows import checked
 
 REPLY = "harness.model.responded"
@@ -70,12 +70,8 @@ class InspectorViews:
         out: dict[str, list[str]] = {}
         for run_id, *row in rows:
             if str(row[5] or "").startswith(PACKED):  # a commit's events: each reply's own
-                try:
-                    replies = events_of(str(run_id), [row], [REPLY])
-                except (ValueError, TypeError) as exc:
-                    raise StoreDamaged(f"run {run_id}: an event payload is damaged "
-                                       f"({exc})") from None
-                texts = [dumps_text(e.payload) for e in replies]
+                texts = [dumps_text(e.payload)
+                         for e in read_events(str(run_id), [row], [REPLY])]
             else:
                 texts = [str(row[3])]
             out.setdefault(str(run_id), []).extend(texts)
