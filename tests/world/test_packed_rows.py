@@ -79,6 +79,20 @@ def test_a_type_filter_matches_whole_types_only(tmp_path: Path) -> None:
     assert [e.seq for e in world.events("run_a", [])] == [1, 2, 3, 4]  # no filter
 
 
+def test_a_commit_with_a_type_holding_a_space_keeps_a_row_an_event(tmp_path: Path) -> None:
+    """The type column lists a packed row's types space-separated: a type with a space
+    in it cannot be listed, so its commit is written a row an event."""
+    world = LocalWorld(tmp_path / "data")
+    world.register_version(VERSION, {"kind": "Workflow"})
+    world.create_run("run_a", VERSION, {}, {}, [NewEvent("RunStarted", {})])
+    world.append("run_a", [NewEvent("Odd Type", {"n": 1}), NewEvent("Step", {"n": 2})])
+    assert [(r[0], r[1]) for r in _rows(tmp_path / "data")] == [
+        (1, "RunStarted"), (2, "Odd Type"), (3, "Step")]
+    assert [e.payload for e in world.events("run_a", ["Odd Type"])] == [{"n": 1}]
+    assert [e.type for e in LocalWorld(tmp_path / "data").events("run_a")] == [
+        "RunStarted", "Odd Type", "Step"]
+
+
 def test_a_run_written_a_row_an_event_goes_on_in_packed_rows(tmp_path: Path) -> None:
     """A store written before packed rows (one row an event, chained as such): read,
     verified and appended to as it is; the log then holds both kinds of rows."""
@@ -108,6 +122,10 @@ PACKED_EDITS = {
     "a row's types edited": (
         "UPDATE events SET type = 'StepAttemptStarted harness.model.responded' WHERE seq = 2",
         "events 2-3 (StepAttemptStarted, harness.model.responded) do not match"),
+    "a step path given to a row": (
+        "UPDATE events SET step_path = 'a' WHERE seq = 2",
+        "events 2-4 (StepAttemptStarted, harness.model.responded, StepCompleted) do not "
+        "match their hash"),
     "a row deleted": ("DELETE FROM events WHERE seq = 2",
                       "event 2 is missing (the next stored event is 5)"),
     "the last row cut off": ("DELETE FROM events WHERE seq = 5",
