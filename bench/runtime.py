@@ -4,8 +4,9 @@
    power loss) and NORMAL (survives a killed process), on this disk; and the rows one
    step boundary writes (six events, the output's artifact, the run head) in raw
    SQLite, no lwtool code: the floor under a step with the spec's event vocabulary
-   (a row an event, as issue 32 defines it; beside it the same events in one row, as
-   the local world writes them since packed rows); beside it the FULL floor with 60 us
+   (a row an event in SQLite's default 4 KB pages, as issue 32 defines it; beside it
+   the same events in one row and 1 KB pages, as the local world writes them since
+   packed rows and small pages); beside it the FULL floor with 60 us
    of CPU work before each commit (on some VMs an fsync right after the last one is
    much cheaper than one after any pause);
 2. a 200-step chain of trivial tool.call steps run in this process, per-step time in
@@ -64,7 +65,7 @@ sys.path.insert(0, str(HERE))
 from _generate import chain_lwir  # noqa: E402
 from _timed_world import TimedWorld  # noqa: E402
 from python_floor import chain as python_floor  # noqa: E402
-from store_layout import KEYED, PACKED, per_commit  # noqa: E402
+from store_layout import KEYED, PACKED, SMALL_PAGE, per_commit  # noqa: E402
 
 from lwtool.runtime import event_loop  # noqa: E402
 from lwtool.runtime.interpreter import resume_run, start_run  # noqa: E402
@@ -115,12 +116,15 @@ def raw_commit(folder: Path, synchronous: str, n: int = 400) -> float:
     return elapsed / n * 1e6
 
 
-def step_rows(folder: Path, synchronous: str, layout: str = KEYED) -> float:
+def step_rows(folder: Path, synchronous: str, layout: str = KEYED,
+              page_size: int = 4096) -> float:
     """Microseconds per commit of one step boundary's rows, raw (bench/store_layout),
     with the WAL checkpointed as lwtool does at that level (a small WAL, written over
     in place, makes FULL commits cheaper: the floor keeps that too). KEYED, a row an
-    event, is issue 32's step floor; PACKED is what the local world writes now."""
-    return per_commit(folder, layout, synchronous, 300, WAL_CHECKPOINT_PAGES[synchronous])[0]
+    event, in 4 KB pages is issue 32's step floor; PACKED in SMALL_PAGE pages is what
+    the local world writes now."""
+    return per_commit(folder, layout, synchronous, 300, WAL_CHECKPOINT_PAGES[synchronous],
+                      page_size=page_size)[0]
 
 
 SPACED_GAP_US = 60  # about a process-mode step's own work here, between two commits
@@ -135,30 +139,35 @@ def spaced_step_rows(folder: Path) -> float:
                       SPACED_GAP_US)[0]
 
 
-def chain_run(folder: Path, durability: str, steps: int) -> tuple[float, float]:
+def chain_run(folder: Path, durability: str, steps: int) -> tuple[float, float, float]:
     """Seconds of one chain run of `steps` steps in a new world, start to RunCompleted,
-    and the seconds of it spent in the world's BEGINs and COMMITs (timing them adds two
-    perf_counter calls to each, well under a microsecond a step)."""
+    the seconds of it spent in the world's BEGINs and COMMITs (timing them adds two
+    perf_counter calls to each, well under a microsecond a step), and the seconds of
+    closing the world after it."""
     lwir = chain_lwir(steps, uses="tool.call")
     world = TimedWorld(folder / f"chain-{durability}-{steps}", durability=durability)
     started = time.perf_counter()
     result = asyncio.run(start_run(world, lwir, {"seed": "x"}, tools(), {}))
     elapsed = time.perf_counter() - started
     world.close()
+    closed = time.perf_counter() - started - elapsed
     assert result["status"] == "completed"
-    return elapsed, world.tx_seconds
+    return elapsed, world.tx_seconds, closed
 
 
-def chain_step(folder: Path, durability: str, steps: int = 200) -> tuple[float, float, float]:
+def chain_step(folder: Path, durability: str, steps: int = 200
+               ) -> tuple[float, float, float, float]:
     """Microseconds per step of a chain, as the CLI figure takes them: (time of a
     `steps`-step run - time of a 1-step run) / (steps - 1), so what a run costs once
     (its start, RunStarted and RunCompleted, its threads) is not spread over its steps
     (the Python floor's loop has none of it either); the same for the time outside
-    BEGIN and COMMIT; and that 1-step run in ms."""
-    one, one_tx = chain_run(folder, durability, 1)
-    many, many_tx = chain_run(folder, durability, steps)
+    BEGIN and COMMIT; that 1-step run in ms; and per step, the same way, closing the
+    world after the run."""
+    one, one_tx, one_close = chain_run(folder, durability, 1)
+    many, many_tx, many_close = chain_run(folder, durability, steps)
     return ((many - one) / (steps - 1) * 1e6,
-            ((many - many_tx) - (one - one_tx)) / (steps - 1) * 1e6, one * 1e3)
+            ((many - many_tx) - (one - one_tx)) / (steps - 1) * 1e6, one * 1e3,
+            (many_close - one_close) / (steps - 1) * 1e6)
 
 
 FAN_OUT = {
@@ -346,11 +355,12 @@ def main() -> None:
                 synchronous = "FULL" if mode == "strict" else "NORMAL"
                 keep(f"raw-{mode}", raw_commit(folder, synchronous))
                 keep(f"rows-{mode}", step_rows(folder, synchronous))
-                keep(f"packed-{mode}", step_rows(folder, synchronous, PACKED))
+                keep(f"packed-{mode}", step_rows(folder, synchronous, PACKED, SMALL_PAGE))
                 if mode == "strict":
                     keep("rows-spaced", spaced_step_rows(folder))
-                per_step, rest, one_step_run = chain_step(folder, mode)
+                per_step, rest, one_step_run, closing = chain_step(folder, mode)
                 keep(f"chain-{mode}", per_step)
+                keep(f"close-{mode}", closing)
                 keep(f"rest-{mode}", rest)
                 keep(f"run-{mode}", one_step_run)
                 commits: list[float] = []
@@ -373,8 +383,8 @@ def main() -> None:
     print(f"one step boundary's rows, raw SQLite: FULL {med['rows-strict']:.0f} us = "
           f"{med['rows-strict'] / full:.2f}x raw FULL, NORMAL {med['rows-process']:.0f} us = "
           f"{med['rows-process'] / normal:.2f}x raw NORMAL (the floor of a step)")
-    print(f"the same rows with the six events in one row, as lwtool writes them since "
-          f"packed rows: FULL {med['packed-strict']:.0f} us, NORMAL "
+    print(f"the same rows with the six events in one row, in {SMALL_PAGE // 1024} KB pages, as "
+          f"lwtool writes them: FULL {med['packed-strict']:.0f} us, NORMAL "
           f"{med['packed-process']:.0f} us (lwtool's chain against it: " + ", ".join(
               f"{mode} {med[f'chain-{mode}'] / med[f'packed-{mode}']:.2f}x" for mode in MODES)
           + ")")
@@ -397,6 +407,9 @@ def main() -> None:
         f"rest {med['rest-strict'] / med['rest-process']:.2f}x process mode's, the Python "
         f"floor's {med['python-rest-strict'] / med['python-rest-process']:.2f}x: on a VM "
         "whose idle vCPU halts, the work after each fsync's wait runs slower)")
+    print("closing the world after the chain (its last WAL checkpoint), per step: " + "; ".join(
+        f"{mode} {med[f'close-{mode}']:.1f} us" for mode in MODES) + " (`lwtool run` "
+        "pays it; the chain figure above does not)")
     for loop in LOOPS:
         print(f"100 branches x 20 ms tool, maxConcurrency 10, {LOOPS[loop]}: strict "
               f"{med[f'fan-strict-{loop}']:.0f} ms = {med[f'fan-strict-{loop}'] / 200:.3f}x "

@@ -6,7 +6,8 @@ run_no * 2**32 + seq (the rowid; issue 32's step floor) and in format 2's
 keyed rows without the artifact row; and the six events packed in one row, without and
 with the artifact row (the last: what the local world writes since packed rows). Each
 in synchronous FULL (strict) and NORMAL (process), with the WAL frames (pages) a commit
-writes.
+writes; all in SQLite's default 4 KB pages, and the last layout again in the 1 KB pages
+the local world makes new stores with (lwtool.world.local_store.PAGE_SIZE).
 
 Run: .venv/bin/python bench/store_layout.py [--commits N] [--rounds N] [--dir DIR]
 """
@@ -49,17 +50,21 @@ INSERT = {
     False: "INSERT INTO events VALUES (?, ?, 'StepCompleted', 's', ?, 1.5, ?)",
 }
 HASH = "v2:" + "a" * 64
+DEFAULT_PAGE = 4096  # SQLite's default page size: issue 32's floor
+SMALL_PAGE = 1024  # lwtool.world.local_store.PAGE_SIZE (not imported: no lwtool code here)
 
 
 def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
-               checkpoint: int = 0, gap_us: float = 0) -> tuple[float, float]:
+               checkpoint: int = 0, gap_us: float = 0,
+               page_size: int = DEFAULT_PAGE) -> tuple[float, float]:
     """(microseconds per step-boundary commit, WAL frames per commit). `checkpoint`:
     WAL pages between checkpoints (0: none, so the frames can be counted; nan then).
     `gap_us`: CPU work (a spin) before each transaction, as a step's own work comes
     between its commits; not counted in the figure."""
     keyed = layout != UNKEYED
-    path = folder / f"{layout.replace(' ', '-')}-{synchronous}-{gap_us:g}.db"
+    path = folder / f"{layout.replace(' ', '-')}-{synchronous}-{gap_us:g}-{page_size}.db"
     db = sqlite3.connect(path, isolation_level=None)
+    db.execute(f"PRAGMA page_size={page_size}")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(f"PRAGMA wal_autocheckpoint={checkpoint}")  # 0: frames from the WAL's size
@@ -85,7 +90,7 @@ def per_commit(folder: Path, layout: str, synchronous: str, commits: int,
                    "WHERE run_id = ?", (seq, RUN))
         db.execute("COMMIT")
     elapsed = time.perf_counter() - started - spun
-    frames = os.path.getsize(f"{path}-wal") / (4096 + 24) / commits if not checkpoint \
+    frames = os.path.getsize(f"{path}-wal") / (page_size + 24) / commits if not checkpoint \
         else float("nan")
     db.close()
     return elapsed / commits * 1e6, frames
@@ -120,6 +125,14 @@ def main() -> None:
                 micros = statistics.median(r[0] for r in rounds)
                 frames = statistics.median(r[1] for r in rounds)
                 figures.append(f"{layout} {micros:.0f} us ({frames:.1f} pages)")
+            rounds = []
+            for round_ in range(args.rounds):
+                folder = Path(scratch) / f"{round_}"
+                rounds.append(per_commit(folder, PACKED, synchronous, args.commits,
+                                         page_size=SMALL_PAGE))
+            figures.append(f"{PACKED} in {SMALL_PAGE // 1024} KB pages "
+                           f"{statistics.median(r[0] for r in rounds):.0f} us "
+                           f"({statistics.median(r[1] for r in rounds):.1f} pages)")
             print(f"synchronous={synchronous}: " + "; ".join(figures))
 
 

@@ -23,6 +23,13 @@ LAYOUT = ("events", "artifacts", "locks", "outer-loops", "memory", "runs", "skil
 # (each one syncs) cost less: 4,000 pages, whose rewritten pages (a run's head, index
 # pages) are copied once per checkpoint.
 WAL_CHECKPOINT_PAGES = {"FULL": 128, "NORMAL": 4000}
+# The page size of a new store (existing stores keep theirs; SQLite reads any). A commit
+# rewrites whole pages into the WAL (a step's: the events' leaf, the artifact's, the run
+# head's), and every WAL byte is synced once, by a strict commit or later by a
+# checkpoint or the close: 1 KB pages write ~8 KB of WAL a step where 4 KB pages wrote
+# ~17 KB (bench/store_layout.py). Inline artifacts of 100-256 KB take ~2x as long to
+# write and read in 1 KB pages; a step's own rows are smaller than a 4 KB page.
+PAGE_SIZE = 1024
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (
@@ -77,6 +84,7 @@ def make_layout(data_dir: Path, db_path: Path) -> None:
     try:
         db = sqlite3.connect(temp, isolation_level=None)
         try:
+            db.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before the first table
             db.executescript(SCHEMA)
             db.execute("PRAGMA user_version = 3")
             # WAL is written into the file's header: openers never switch the

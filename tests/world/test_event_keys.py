@@ -14,6 +14,7 @@ from lwtool.canonical.digest import workflow_version_id
 from lwtool.world.base import NewEvent, StoreDamaged, StoreUnavailable, WorldError
 from lwtool.world.local import LocalWorld
 from lwtool.world.local_events import KEY_SPAN, MAX_SEQ, chained, packed
+from lwtool.world.local_store import PAGE_SIZE
 
 VERSION = workflow_version_id({"kind": "Workflow"})
 REPLY = "harness.model.responded"
@@ -161,6 +162,26 @@ def test_the_wal_is_checkpointed_by_synchronous_level(tmp_path: Path, durable: b
     for n in range(100):
         world.append("r", [NewEvent("StepCompleted", {"text": "x" * 3000}, f"s{n}")],
                      durable=durable)
-    pages = (tmp_path / "data" / "events" / "events.db-wal").stat().st_size // (4096 + 24)
+    frame = PAGE_SIZE + 24  # a WAL frame: a page and its header
+    pages = (tmp_path / "data" / "events" / "events.db-wal").stat().st_size // frame
     assert most <= pages <= least, pages
     world.close()
+
+
+def test_a_new_store_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    """New stores are made with PAGE_SIZE pages (a commit rewrites whole pages into the
+    WAL); a store made with SQLite's default 4 KB pages is used as it is."""
+    new = LocalWorld(tmp_path / "new")
+    new.close()
+    db = sqlite3.connect(tmp_path / "new" / "events" / "events.db")
+    assert db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    old = tmp_path / "old"
+    (old / "events").mkdir(parents=True)
+    db = sqlite3.connect(old / "events" / "events.db")
+    db.executescript(FORMAT_2)
+    assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    db.close()
+    _interleave(LocalWorld(old), LocalWorld(old))
+    _check_two_runs(old)
+    db = sqlite3.connect(old / "events" / "events.db")
+    assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
