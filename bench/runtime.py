@@ -16,7 +16,11 @@
    (bench/python_floor.py: the same work as one plain loop, no lwtool code), and what
    the 1-step run took (the part of a run paid once); and, for both, the time of a step
    outside the world's BEGIN and COMMIT (on a VM whose idle vCPU halts, the work after
-   a strict commit's wait runs slower than the same work in process mode);
+   a strict commit's wait runs slower than the same work in process mode); and what
+   closing the world after the run adds a step (its last WAL checkpoint: in process
+   mode the sync of every page the run wrote). Neither 2. nor 5. includes it: `lwtool
+   run` ends without closing the store and leaves its WAL to the next checkpoint (a
+   later run's, every 4,000 pages) or to the last process that closes it;
 3. 100 parallel branches of a 20 ms async tool with maxConcurrency 10 (the world's
    defaults): goal <= 1.08x the ideal 200 ms; beside it the same fan-out in raw
    asyncio with one raw SQLite commit a branch (what timers and the loop cost alone);
@@ -408,8 +412,8 @@ def main() -> None:
         f"floor's {med['python-rest-strict'] / med['python-rest-process']:.2f}x: on a VM "
         "whose idle vCPU halts, the work after each fsync's wait runs slower)")
     print("closing the world after the chain (its last WAL checkpoint), per step: " + "; ".join(
-        f"{mode} {med[f'close-{mode}']:.1f} us" for mode in MODES) + " (`lwtool run` "
-        "pays it; the chain figure above does not)")
+        f"{mode} {med[f'close-{mode}']:.1f} us" for mode in MODES) + " (paid by a later "
+        "checkpoint or the store's last close; not in the chain figures)")
     for loop in LOOPS:
         print(f"100 branches x 20 ms tool, maxConcurrency 10, {LOOPS[loop]}: strict "
               f"{med[f'fan-strict-{loop}']:.0f} ms = {med[f'fan-strict-{loop}'] / 200:.3f}x "
