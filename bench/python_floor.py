@@ -6,7 +6,7 @@ the worker manifest and the step's configuration, call the tool, check its outpu
 with the compiled schema, serialize the output and hash it (its artifact), make the
 six events of the spec's vocabulary, serialize each, pack them in one row and chain
 its hash, and commit the artifact row, that row and the run head in one transaction
-(as the local world writes a step's commit since packed rows).
+(as the local world writes a step's commit since packed rows), in its 1 KB pages.
 
 bench/runtime.py prints it beside lwtool's figures: lwtool's overhead over this loop is
 what its scheduler, harness and recorder cost; this loop's distance to the raw rows
@@ -38,7 +38,7 @@ from _generate import chain_lwir  # noqa: E402
 
 from lwtool.world.local_artifacts import PUT_INLINE  # noqa: E402
 from lwtool.world.local_events import INSERT_KEYED  # noqa: E402
-from lwtool.world.local_store import SCHEMA, WAL_CHECKPOINT_PAGES  # noqa: E402
+from lwtool.world.local_store import PAGE_SIZE, SCHEMA, WAL_CHECKPOINT_PAGES  # noqa: E402
 
 SORTED = orjson.OPT_SORT_KEYS
 RUN = "run_019ae5c0b1d2f00d1234"
@@ -61,6 +61,7 @@ def chain(folder: Path, synchronous: str, steps: int = 200,
     BEGIN and COMMIT are appended to it (as `bench/profile_step.py --split` splits a
     step of lwtool's)."""
     db = sqlite3.connect(folder / f"floor-{synchronous}.db", isolation_level=None)
+    db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # the local world's
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES[synchronous]}")

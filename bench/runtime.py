@@ -69,7 +69,7 @@ sys.path.insert(0, str(HERE))
 from _generate import chain_lwir  # noqa: E402
 from _timed_world import TimedWorld  # noqa: E402
 from python_floor import chain as python_floor  # noqa: E402
-from store_layout import KEYED, PACKED, SMALL_PAGE, per_commit  # noqa: E402
+from store_layout import DEFAULT_PAGE, KEYED, PACKED, SMALL_PAGE, per_commit  # noqa: E402
 
 from lwtool.runtime import event_loop  # noqa: E402
 from lwtool.runtime.interpreter import resume_run, start_run  # noqa: E402
@@ -121,7 +121,7 @@ def raw_commit(folder: Path, synchronous: str, n: int = 400) -> float:
 
 
 def step_rows(folder: Path, synchronous: str, layout: str = KEYED,
-              page_size: int = 4096) -> float:
+              page_size: int = DEFAULT_PAGE) -> float:
     """Microseconds per commit of one step boundary's rows, raw (bench/store_layout),
     with the WAL checkpointed as lwtool does at that level (a small WAL, written over
     in place, makes FULL commits cheaper: the floor keeps that too). KEYED, a row an
