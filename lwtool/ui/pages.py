@@ -56,7 +56,7 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
     for record in records:
         usage = empty_totals()
         for payload in replies.get(record.run_id, []):
-            add_usage(usage, *reply_usage(json.loads(payload)))
+            add_usage(usage, *reply_usage(payload))
         calls = usage["pricedCalls"] + usage["unpricedCalls"]
         shown = ("interrupted" if record.run_id in stopped else record.status) \
             if record.run_id in looked_at else shown_status(world, record.run_id, record.status)

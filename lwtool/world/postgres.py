@@ -395,14 +395,16 @@ class PostgresWorld:
         return {str(s): int(n) for s, n in
                 self._read("SELECT status, count(*) FROM lwtool.runs GROUP BY status")}
 
-    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         if not run_ids:
             return {}
-        out: dict[str, list[str]] = {}
-        for run_id, text in self._read(
-                "SELECT run_id, payload FROM lwtool.events WHERE run_id = ANY(%s) AND "
-                "type = 'harness.model.responded'", (list(run_ids),)):
-            out.setdefault(str(run_id), []).append(str(text))
+        out: dict[str, list[dict[str, Any]]] = {}
+        for run_id, *row in self._read(
+                "SELECT run_id, seq, type, step_path, payload, at, hash FROM lwtool.events "
+                "WHERE run_id = ANY(%s) AND type = 'harness.model.responded' ORDER BY seq",
+                (list(run_ids),)):
+            replies = read_events(str(run_id), [row])
+            out.setdefault(str(run_id), []).extend(e.payload for e in replies)
         return out
 
     def executing(self, run_id: str) -> bool:

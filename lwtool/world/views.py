@@ -13,10 +13,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from lwtool.canonical.compact import dumps_text
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import RunRecord, StoreDamaged
-from lwtool.world.chain import PACKED
 from lwtool.world.files import open_regular
 from lwtool.world.local_events import EVENT_COLUMNS, holding, read_events
 from lwtool.world.rows import checked
@@ -58,8 +56,9 @@ class InspectorViews:
         return {str(status): int(n) for status, n in
                 self._read("SELECT status, count(*) FROM runs GROUP BY status")}
 
-    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
-        """run id -> the payload text of each of its harness.model.responded events."""
+    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """run id -> the payload of each of its harness.model.responded events, read
+        once (a packed row's replies out of their row)."""
         if not run_ids:
             return {}
         marks = ",".join("?" * len(run_ids))
@@ -67,14 +66,10 @@ class InspectorViews:
         condition, args = holding([REPLY])
         rows = self._read(f"SELECT {run}, {EVENT_COLUMNS} {source} IN ({marks}) AND "
                           f"{condition} ORDER BY e.seq", (*run_ids, *args))
-        out: dict[str, list[str]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
         for run_id, *row in rows:
-            if str(row[5] or "").startswith(PACKED):  # a commit's events: each reply's own
-                texts = [dumps_text(e.payload)
-                         for e in read_events(str(run_id), [row], [REPLY])]
-            else:
-                texts = [str(row[3])]
-            out.setdefault(str(run_id), []).extend(texts)
+            out.setdefault(str(run_id), []).extend(
+                e.payload for e in read_events(str(run_id), [row], [REPLY]))
         return out
 
     def run_head(self, run_id: str) -> tuple[int, str] | None:

@@ -224,3 +224,25 @@ def test_artifacts_of_any_size_round_trip_with_their_events(postgres_url: str,
     assert [chunks[ref] for ref in refs] == [1, 1, 1, 3]
     assert [e.step_path for e in world.events("r")] == [None, "a", "b"]
     world.close()
+
+
+def test_model_replies_are_read_back_as_payloads(postgres_url: str, tmp_path: Path) -> None:
+    """What the inspector's run list sums: each harness.model.responded payload of the
+    runs asked for, decoded once, in commit order (an integer beyond 64 bits exact)."""
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.base import NewEvent
+
+    big = 2**70 + 1
+    version = workflow_version_id({"kind": "Workflow"})
+    world = PostgresWorld(postgres_url, tmp_path)
+    world.register_version(version, {"kind": "Workflow"})
+    world.create_run("run_replies", version, {}, {}, [NewEvent("RunStarted", {})])
+    world.append("run_replies", [
+        NewEvent("harness.model.responded", {"usage": {"inputTokens": 3}, "big": big}, "a"),
+        NewEvent("StepCompleted", {}, "a"),
+        NewEvent("harness.model.responded", {"usage": {"inputTokens": 4}}, "b")])
+    replies = world.model_replies(["run_replies", "run_none"])
+    assert replies == {"run_replies": [{"usage": {"inputTokens": 3}, "big": big},
+                                       {"usage": {"inputTokens": 4}}]}
+    assert world.model_replies([]) == {}
+    world.close()
