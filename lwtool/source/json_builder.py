@@ -13,6 +13,8 @@ from lwtool.source.finding import Finding
 from lwtool.source.position import Pos, Span
 from lwtool.source.source_map import Entry, SourceMap
 
+_CONTAINERS = frozenset((dict, list))
+
 
 def deeper_than(value: Any, limit: int, text: str) -> bool:
     """Whether containers nest more than `limit` deep (cheap when the text cannot).
@@ -23,14 +25,13 @@ def deeper_than(value: Any, limit: int, text: str) -> bool:
     while level:
         if depth > limit:
             return True
-        below = []
-        for node in level:
-            for child in node.values() if type(node) is dict else node:
-                kind = type(child)
-                if kind is dict or kind is list:
-                    below.append(child)
-        level, depth = below, depth + 1
+        # One comprehension a level (no append calls): the containers one level down.
+        level = [child for node in level
+                 for child in (node.values() if type(node) is dict else node)
+                 if type(child) in _CONTAINERS]
+        depth += 1
     return False
+
 
 
 _WS = re.compile(r"[ \t\n\r]*")

@@ -251,22 +251,28 @@ def _add_template_sites(sites: list[TemplateSite], info: StepInfo, name: str,
                         skip: str | None) -> None:
     """A site for every string holding `{{` in the step's `name` value (not under its
     top-level key `skip`); a pointer is written only for those. One loop, no generator
-    a value: every step has two such values to look through."""
-    todo: list[tuple[Any, _Link]] = [(info.step[name], None)]
+    a value: every step has two such values to look through; only containers are
+    pushed (most scalars hold no template)."""
+    top = info.step[name]
+    if not isinstance(top, (dict, list)):
+        if isinstance(top, str) and has_template(top):
+            sites.append(_site(f"{info.pointer}/{name}", top, info))
+        return
+    todo: list[tuple[Any, _Link]] = [(top, None)]
     while todo:
         current, link = todo.pop()
-        if isinstance(current, str):
-            if has_template(current):
-                parts: list[str | int] = []
-                while link is not None:
-                    link, key = link
-                    parts.append(key)
-                sites.append(_site(f"{info.pointer}/{name}{jp.from_parts(reversed(parts))}",
-                                   current, info))
-        elif isinstance(current, dict):
-            for key, item in current.items():
-                if not (link is None and key == skip):
-                    todo.append((item, (link, key)))
-        elif isinstance(current, list):
-            for index, item in enumerate(current):
-                todo.append((item, (link, index)))
+        items = current.items() if isinstance(current, dict) else enumerate(current)
+        for key, item in items:
+            if link is None and key == skip:
+                continue
+            if isinstance(item, str):
+                if has_template(item):
+                    parts: list[str | int] = [key]
+                    up = link
+                    while up is not None:
+                        up, part = up
+                        parts.append(part)
+                    sites.append(_site(f"{info.pointer}/{name}"
+                                       f"{jp.from_parts(reversed(parts))}", item, info))
+            elif isinstance(item, (dict, list)):
+                todo.append((item, (link, key)))
