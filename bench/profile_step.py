@@ -7,8 +7,9 @@ Prints the functions with the most own time and the most cumulative time, per st
 and prints per step the time inside the world's BEGIN and COMMIT (the fsync in strict
 mode) and the rest (lwtool's Python with the SQL statements between them); then process
 mode again with the thread asleep for IDLE_US after each COMMIT, as it waits for the
-fsync in strict mode (no disk). On a VM whose idle vCPU halts, the rest takes longer
-after a wait: that is the disk's price too, not only the commit's.
+fsync in strict mode (no disk). On the VMs measured the rest takes longer after a wait
+(whether the idle vCPU halts or polls): that is the disk's price too, not only the
+commit's.
 
 Run: .venv/bin/python bench/profile_step.py [--steps N] [--durability strict|process]
      [--top N] [--split [--reps N]]

@@ -15,8 +15,9 @@
    process <= 2.5x at NORMAL); beside it the Python floor of a step
    (bench/python_floor.py: the same work as one plain loop, no lwtool code), and what
    the 1-step run took (the part of a run paid once); and, for both, the time of a step
-   outside the world's BEGIN and COMMIT (on a VM whose idle vCPU halts, the work after
-   a strict commit's wait runs slower than the same work in process mode); and what
+   outside the world's BEGIN and COMMIT (on the VMs measured, the work after a strict
+   commit's wait runs slower than the same work in process mode, whether the idle vCPU
+   halts or polls: docs/performance.md, twelfth pass); and what
    closing the world after the run adds a step (its last WAL checkpoint: in process
    mode the sync of every page the run wrote). Neither 2. nor 5. includes it: `lwtool
    run` ends without closing the store and leaves its WAL to the next checkpoint (a
@@ -409,8 +410,8 @@ def main() -> None:
         f"lwtool {mode} {med[f'rest-{mode}']:.0f} us, Python floor {mode} "
         f"{med[f'python-rest-{mode}']:.0f} us" for mode in MODES) + " (strict mode's "
         f"rest {med['rest-strict'] / med['rest-process']:.2f}x process mode's, the Python "
-        f"floor's {med['python-rest-strict'] / med['python-rest-process']:.2f}x: on a VM "
-        "whose idle vCPU halts, the work after each fsync's wait runs slower)")
+        f"floor's {med['python-rest-strict'] / med['python-rest-process']:.2f}x: the work "
+        "after each fsync's wait runs slower)")
     print("closing the world after the chain (its last WAL checkpoint), per step: " + "; ".join(
         f"{mode} {med[f'close-{mode}']:.1f} us" for mode in MODES) + " (paid by a later "
         "checkpoint or the store's last close; not in the chain figures)")
