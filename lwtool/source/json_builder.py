@@ -33,7 +33,6 @@ def deeper_than(value: Any, limit: int, text: str) -> bool:
     return False
 
 
-
 _WS = re.compile(r"[ \t\n\r]*")
 
 
