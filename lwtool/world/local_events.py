@@ -110,6 +110,18 @@ def read_events(run_id: str, rows: Sequence[Sequence[Any]],
         raise StoreDamaged(f"run {run_id}: an event payload is damaged ({exc})") from None
 
 
+def payloads_by_run(rows: Sequence[Sequence[Any]], types: Collection[str] | None = None
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """Rows of (run id, *EVENT_COLUMNS), in commit order, as run id -> the payloads of
+    its events (only those of `types` when given; a packed row's each), each decoded
+    once; StoreDamaged as `read_events`."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run_id, *row in rows:
+        out.setdefault(str(run_id), []).extend(
+            event.payload for event in read_events(str(run_id), [row], types))
+    return out
+
+
 def holding(types: Sequence[str]) -> tuple[str, list[str]]:
     """A condition (and its arguments) picking the rows that hold an event of `types`:
     an event's own row of one of them, or a packed row listing one."""

@@ -47,7 +47,7 @@ from lwtool.world.base import (
 )
 from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
-from lwtool.world.local_events import chained, read_events, run_record
+from lwtool.world.local_events import chained, payloads_by_run, read_events, run_record
 
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
@@ -398,14 +398,10 @@ class PostgresWorld:
     def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         if not run_ids:
             return {}
-        out: dict[str, list[dict[str, Any]]] = {}
-        for run_id, *row in self._read(
-                "SELECT run_id, seq, type, step_path, payload, at, hash FROM lwtool.events "
-                "WHERE run_id = ANY(%s) AND type = 'harness.model.responded' ORDER BY seq",
-                (list(run_ids),)):
-            replies = read_events(str(run_id), [row])
-            out.setdefault(str(run_id), []).extend(e.payload for e in replies)
-        return out
+        return payloads_by_run(self._read(
+            "SELECT run_id, seq, type, step_path, payload, at, hash FROM lwtool.events "
+            "WHERE run_id = ANY(%s) AND type = 'harness.model.responded' ORDER BY seq",
+            (list(run_ids),)))
 
     def executing(self, run_id: str) -> bool:
         """Whether a live session holds the run's advisory lock (the server drops it when

@@ -16,7 +16,7 @@ from typing import Any
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import RunRecord, StoreDamaged
 from lwtool.world.files import open_regular
-from lwtool.world.local_events import EVENT_COLUMNS, holding, read_events
+from lwtool.world.local_events import EVENT_COLUMNS, holding, payloads_by_run
 from lwtool.world.rows import checked
 
 REPLY = "harness.model.responded"
@@ -66,11 +66,7 @@ class InspectorViews:
         condition, args = holding([REPLY])
         rows = self._read(f"SELECT {run}, {EVENT_COLUMNS} {source} IN ({marks}) AND "
                           f"{condition} ORDER BY e.seq", (*run_ids, *args))
-        out: dict[str, list[dict[str, Any]]] = {}
-        for run_id, *row in rows:
-            out.setdefault(str(run_id), []).extend(
-                e.payload for e in read_events(str(run_id), [row], [REPLY]))
-        return out
+        return payloads_by_run(rows, [REPLY])
 
     def run_head(self, run_id: str) -> tuple[int, str] | None:
         """(last committed seq, status) of a run, or None: what a live view polls."""
