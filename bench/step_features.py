@@ -1,6 +1,7 @@
-"""What each guarantee of a step costs: a tool.call chain in this process, run as lwtool
-runs it and with one piece switched off at a time, alternating within each round; then
-with all of them off, and as one fused loop that keeps only a step's work.
+"""What each guarantee and each layer of a step costs: a tool.call chain in this process,
+run as lwtool runs it and with one piece switched off at a time, alternating within each
+round; then with all of them off; as one fused loop that keeps only a step's work; and as
+that loop with one of lwtool's layers put back at a time.
 
 The pieces (each switched off by replacing one function for the measurement only):
 
@@ -22,6 +23,11 @@ events (checked: the same types in the same order), so it is the floor of lwtool
 layering, not a way to run. The Python floor (bench/python_floor.py) is the same work
 written out by hand with no lwtool code.
 
+"fused + LAYER" puts one layer back on the fused loop (LAYERS), from the bottom up: the
+tool.call step kind; the evidence note and the run's record; the whole attempt
+(dispatch._attempt, which holds both and the guarantees it keeps); run_step. Each
+prints what it costs over the fused loop; lwtool adds the scheduler to the last.
+
 Run: .venv/bin/python bench/step_features.py [--steps N] [--reps N]
      [--durability process|strict] [--dir DIR]
 """
@@ -36,7 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +62,7 @@ from lwtool.record.ids import hash_bytes, short_hash  # noqa: E402
 from lwtool.runtime import dispatch as dispatch_module  # noqa: E402
 from lwtool.runtime import scope as scope_module  # noqa: E402
 from lwtool.runtime.interpreter import start_run  # noqa: E402
+from lwtool.steps import STEP_KINDS  # noqa: E402
 from lwtool.steps.inputs import step_input  # noqa: E402
 from lwtool.steps.outputs import check_output  # noqa: E402
 from lwtool.tools import ToolRegistry, own_copy  # noqa: E402
@@ -94,45 +101,89 @@ def _slotless(original: Callable[[Any], None]) -> Callable[[Any], None]:
     return post_init
 
 
-async def _fused(self: Any) -> None:
-    """Scope.execute for a chain of tool.call steps: a step's work and nothing else."""
-    run = self.run
-    world, run_id, durable = run.world, run.run_id, run.fsyncs
-    usage = dict.fromkeys(run_state_module.SESSION_USAGE, 0)
-    for sid in self.order:
-        step = self.steps[sid]
-        path, visit = self._start_visit(sid)
-        value = step_input(self, step, self.expression_scope(sid, path, visit, 1), path)
-        input_hash = "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
-        manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
-                                   run.config_hash(step), run.tools_hash)
-        name = step["with"]["tool"]
-        output = to_json(await run.tools.get(name).fn(own_copy(value)))
-        mode = step["output"]
-        check_output(output, mode, f"tool '{name}' output", run.config_hash(mode["schema"]))
-        envelope, inline = await run.envelope(output, "tool.call", mode, path)
-        output_hash = "sha256:" + envelope["outputRef"].removeprefix("artifact://sha256:")
-        committed = world.append(run_id, [
-            NewEvent("StepAttemptStarted", {"stepId": sid, "uses": "tool.call", "visit": visit,
-                                            "attempt": 1, "inputHash": input_hash,
-                                            "input": value}, path),
-            NewEvent("harness.session.started", {"runId": run_id, "role": "worker",
-                                                 "task": {"kind": "execute_step"},
-                                                 "manifest": manifest,
-                                                 "manifestHash": short_hash(manifest)}, path),
-            NewEvent("harness.execute_step.started", {"stepPath": path, "stepKind": "tool.call",
-                                                      "inputHash": input_hash,
-                                                      "toolName": name}, path),
-            NewEvent("harness.execute_step.succeeded", {"stepPath": path,
-                                                        "outputHash": output_hash,
-                                                        "durationMs": 0}, path),
-            NewEvent("harness.session.completed", {"runId": run_id, "usage": dict(usage)}, path),
-            NewEvent("StepCompleted", {"stepId": sid, "uses": "tool.call", "visit": visit,
-                                       "attempt": 1, "envelope": envelope}, path),
-        ], None, inline, durable)
-        self.done.add(sid)
-        self.outputs[sid].append(output)
-        self.last_step, self.last_seq = sid, committed[-1].seq
+LAYERS = {
+    "step kind": "the call and its output check through the tool.call step kind "
+                 "(its permission check, Tool.invoke and its guard)",
+    "note and record": "the attempt's first three events noted (RunState.note), the rest "
+                       "recorded with them (RunState.record)",
+    "attempt": "dispatch._attempt and RunState.record: both above, and the attempt's own "
+               "(manifest with identity, session check, deadline, envelope)",
+    "run_step": "dispatch.run_step: the attempt, and its journal lookups, step slot and "
+                "retry loop (lwtool adds the scheduler and the chain's turns to it)",
+}
+
+
+def _fused_loop(layer: str | None = None) -> Callable[[Any], Coroutine[Any, Any, None]]:
+    """Scope.execute for a chain of tool.call steps: a step's work and nothing else; with
+    `layer` (one of LAYERS), that layer of lwtool's put back."""
+    async def execute(self: Any) -> None:
+        run = self.run
+        world, run_id, durable = run.world, run.run_id, run.fsyncs
+        usage = dict.fromkeys(run_state_module.SESSION_USAGE, 0)
+        kind = STEP_KINDS["tool.call"]
+        for sid in self.order:
+            step = self.steps[sid]
+            path, visit = self._start_visit(sid)
+            if layer == "run_step":
+                result, seq = await dispatch_module.run_step(self, sid, path, visit)
+                self._completed(sid, result, seq)
+                continue
+            if layer == "attempt":
+                output, closing, inline = await dispatch_module._attempt(
+                    self, step, path, visit, 1, kind)
+                committed = await run.record(closing, artifacts=inline)
+                self._completed(sid, output, committed[-1].seq)
+                continue
+            expression_scope = self.expression_scope(sid, path, visit, 1)
+            value = step_input(self, step, expression_scope, path)
+            input_hash = "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
+            manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
+                                       run.config_hash(step), run.tools_hash)
+            name, mode = step["with"]["tool"], step["output"]
+            if layer == "step kind":
+                output, _ = await kind.execute(self, step, path, value, expression_scope)
+            else:
+                output = to_json(await run.tools.get(name).fn(own_copy(value)))
+                check_output(output, mode, f"tool '{name}' output",
+                             run.config_hash(mode["schema"]))
+            envelope, inline = await run.envelope(output, "tool.call", mode, path)
+            output_hash = "sha256:" + envelope["outputRef"].removeprefix("artifact://sha256:")
+            started = [
+                NewEvent("StepAttemptStarted", {"stepId": sid, "uses": "tool.call",
+                                                "visit": visit, "attempt": 1,
+                                                "inputHash": input_hash, "input": value},
+                         path),
+                NewEvent("harness.session.started", {"runId": run_id, "role": "worker",
+                                                     "task": {"kind": "execute_step"},
+                                                     "manifest": manifest,
+                                                     "manifestHash": short_hash(manifest)},
+                         path),
+                NewEvent("harness.execute_step.started", {"stepPath": path,
+                                                          "stepKind": "tool.call",
+                                                          "inputHash": input_hash,
+                                                          "toolName": name}, path),
+            ]
+            closing = [
+                NewEvent("harness.execute_step.succeeded", {"stepPath": path,
+                                                            "outputHash": output_hash,
+                                                            "durationMs": 0}, path),
+                NewEvent("harness.session.completed", {"runId": run_id, "usage": dict(usage)},
+                         path),
+                NewEvent("StepCompleted", {"stepId": sid, "uses": "tool.call", "visit": visit,
+                                           "attempt": 1, "envelope": envelope}, path),
+            ]
+            if layer == "note and record":
+                run.note(started)
+                committed = await run.record(closing, artifacts=inline)
+            else:
+                committed = world.append(run_id, started + closing, None, inline, durable)
+            self.done.add(sid)
+            self.outputs[sid].append(output)
+            self.last_step, self.last_seq = sid, committed[-1].seq
+    return execute
+
+
+_fused = _fused_loop()
 
 
 PIECES: dict[str, list[tuple[Any, str, Any]]] = {
@@ -145,7 +196,7 @@ PIECES: dict[str, list[tuple[Any, str, Any]]] = {
     "session checks": [(journal_module.Journal, "check_session", lambda *args: None),
                        (dispatch_module, "worker_identity", lambda run, path: {})],
 }
-VARIANTS = ["lwtool", *PIECES, "all of them", "fused"]
+VARIANTS = ["lwtool", *PIECES, "all of them", "fused", *(f"fused + {layer}" for layer in LAYERS)]
 
 
 @contextlib.contextmanager
@@ -153,6 +204,8 @@ def switched_off(variant: str) -> Iterator[None]:
     """The pieces of `variant` replaced while the block runs."""
     if variant == "fused":
         replaced = [(scope_module.Scope, "execute", _fused)]
+    elif variant.startswith("fused + "):
+        replaced = [(scope_module.Scope, "execute", _fused_loop(variant[len("fused + "):]))]
     elif variant == "all of them":
         replaced = [item for items in PIECES.values() for item in items]
     else:
@@ -207,13 +260,14 @@ def main() -> None:
                     raise SystemExit(f"{variant}: its run wrote other events than lwtool's")
                 if round_:
                     figures[variant].append((many - one) / (options.steps - 1) * 1e6)
-    base = statistics.median(figures["lwtool"])
+    base, fused = (statistics.median(figures[name]) for name in ("lwtool", "fused"))
     print(f"{options.steps}-step tool.call chain in this process, {options.durability} mode, "
           f"per step (medians of {options.reps} rounds):")
     for variant in VARIANTS:
         figure = statistics.median(figures[variant])
-        label = variant if variant in ("lwtool", "fused") else f"without {variant}"
-        saved = "" if variant == "lwtool" else f"  ({base - figure:+.1f} us saved)"
+        label = variant if variant.startswith(("lwtool", "fused")) else f"without {variant}"
+        saved = "" if variant == "lwtool" else f"  ({figure - fused:+.1f} us over fused)" \
+            if variant.startswith("fused + ") else f"  ({base - figure:+.1f} us saved)"
         print(f"  {label:<28} {figure:6.1f} us{saved}")
 
 

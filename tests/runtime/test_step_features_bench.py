@@ -45,7 +45,8 @@ def test_every_variant_writes_lwtool_s_events_and_lwtool_is_whole_after(
     assert "4-step tool.call chain in this process, process mode" in out
     for label in ("lwtool", "without deadline", "without tool guard", "without evidence timer",
                   "without step slots", "without turns", "without session checks",
-                  "without all of them", "fused"):
+                  "without all of them", "fused", "fused + step kind",
+                  "fused + note and record", "fused + attempt", "fused + run_step"):
         assert f"  {label} " in out
     assert (Scope.execute, Tool.invoke, RunState.note, RunState.__post_init__,
             RunState.turn_due, dispatch._deadlines, dispatch.worker_identity) == originals
