@@ -9,7 +9,10 @@ import json
 import re
 from typing import Any
 
-import orjson
+try:
+    import orjson
+except ImportError:  # a base install (validate, check, lsp): the standard library alone
+    orjson = None  # type: ignore[assignment]
 
 from lwtool.source.builder import MAX_DEPTH, Builder, LoadFailed, Offsets, fail, join
 from lwtool.source.finding import Finding
@@ -56,15 +59,15 @@ def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _fast_value(text: str) -> Any:
     """orjson's value of `text` (~4x faster than `json.loads` with a duplicate check),
-    or `_SLOW` where the standard library must read it: what orjson refuses (NaN, lone
-    surrogates, bad JSON: json.loads then says what), an integer of 19 digits or more
-    (orjson makes a float of one beyond 64 bits; json.loads keeps it exact) and a
-    duplicate key, which orjson keeps quietly. Each object member has
-    one colon outside strings and orjson writes every member's colon and no escaped
-    one, so with no `\\u003a` escape in the text (an escaped colon would count in the
-    value but not in the text), the text and the value written again hold as many
-    colons only when no member was lost to a duplicate key."""
-    if "\\u003a" in text or "\\u003A" in text \
+    or `_SLOW` where the standard library must read it: without orjson (a base
+    install); what orjson refuses (NaN, lone surrogates, bad JSON: json.loads then says
+    what); an integer of 19 digits or more (orjson makes a float of one beyond 64 bits,
+    json.loads keeps it exact); a duplicate key, which orjson keeps quietly. Each
+    object member has one colon outside strings, and orjson writes every member's colon
+    and no escaped one: with no `\\u003a` escape in the text (an escaped colon would
+    count in the value but not in the text), the text and the value written again hold
+    as many colons only when no member was lost to a duplicate key."""
+    if orjson is None or "\\u003a" in text or "\\u003A" in text \
             or _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(_DIGITS):
         return _SLOW
     try:

@@ -90,3 +90,15 @@ def test_a_value_orjson_reads_is_within_the_depth_limit(opening: str) -> None:
         fast = _fast_value(text)
         assert fast is _SLOW or not deeper_than(fast, MAX_DEPTH, text)
     assert _fast_value("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)) is _SLOW
+
+
+def test_without_orjson_the_standard_library_reads_every_file(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base install (validate, check, lsp) has no orjson: the same values, findings."""
+    from lwtool.source import json_builder
+
+    monkeypatch.setattr(json_builder, "orjson", None)
+    assert _fast_value('{"a": 1}') is _SLOW
+    document = load_text('{"a": [1, 2.5],\n "a": "x:y"}', "x.json")
+    assert document.value == {"a": "x:y"}
+    assert [f.code for f in document.findings] == ["parse.duplicate_key"]
