@@ -101,16 +101,13 @@ def _slotless(original: Callable[[Any], None]) -> Callable[[Any], None]:
     return post_init
 
 
-LAYERS = {
-    "step kind": "the call and its output check through the tool.call step kind "
-                 "(its permission check, Tool.invoke and its guard)",
-    "note and record": "the attempt's first three events noted (RunState.note), the rest "
-                       "recorded with them (RunState.record)",
-    "attempt": "dispatch._attempt and RunState.record: both above, and the attempt's own "
-               "(manifest with identity, session check, deadline, envelope)",
-    "run_step": "dispatch.run_step: the attempt, and its journal lookups, step slot and "
-                "retry loop (lwtool adds the scheduler and the chain's turns to it)",
-}
+# Put back one at a time, from the bottom up (their descriptions: the docstring above).
+LAYERS = (
+    "step kind",  # the call and its output check through the tool.call step kind
+    "note and record",  # the first three events noted, the rest recorded with them
+    "attempt",  # dispatch._attempt and RunState.record: both above and the attempt's own
+    "run_step",  # dispatch.run_step: the attempt, journal lookups, step slot, retry loop
+)
 
 
 def _fused_loop(layer: str | None = None) -> Callable[[Any], Coroutine[Any, Any, None]]:
