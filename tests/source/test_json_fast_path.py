@@ -48,6 +48,14 @@ def test_the_fast_path_reads_what_json_reads_or_hands_it_back(
     assert fast is _SLOW or _same(fast, json.loads(text))
 
 
+def test_a_plain_document_takes_the_fast_path() -> None:
+    """Colons in strings and keys, escapes, unicode, numbers up to 18 digits: orjson's."""
+    text = ('{"a:b": "x:y", "list": [1, -2.5e-3, null, true, "\\u00e9\\n"], '
+            '"n": 123456789012345678, "nested": {"k": {"k": "é"}}}')
+    fast = _fast_value(text)
+    assert fast is not _SLOW and _same(fast, json.loads(text))
+
+
 @given(st.dictionaries(st.text(alphabet="ab:", max_size=3), _SCALARS, min_size=1,
                        max_size=4), st.data())
 def test_a_duplicate_key_always_takes_the_standard_library_s_path(
