@@ -22,6 +22,12 @@ from typing import Any, NoReturn
 import orjson
 
 
+class Refused(Exception):
+    """A tool's refusal of a call it cannot make (an unknown id, an input that does not
+    fit): no failure of the tool's own, so its message, which the caller reads, is all
+    that is said (no class name, no location)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A Python callable (sync or async) that takes the step input as one argument.

@@ -22,7 +22,8 @@ from typing import Any, Literal, NoReturn
 from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import WaitingForInput
-from lwtool.tools import Tool
+from lwtool.record.ids import without_reserved
+from lwtool.tools import Refused, Tool
 from lwtool.world.base import INLINE_LIMIT, NewEvent
 
 Caller = Literal["model", "code"]
@@ -47,6 +48,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "resultRef" in recorded:
             return loads(await run.world.get_artifact(recorded["resultRef"]))
         return recorded.get("result")
+    args = without_reserved(args)  # a model or code never writes lwtool's own ids
     if tool.reserve is not None:
         args = tool.reserve(args, call_id)
     run.note([_started(path, call_id, caller, tool.name, args, turn)], defer=False)
@@ -57,8 +59,11 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the caller
         # decides what a failure means; a tool's own SystemExit must not end the process
-        where, trace = raised_at(exc, tool.fn)
-        message = f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
+        # The caller is a model (or code a model wrote): its message names the tool's
+        # file, never a local path; the traceback stays in the event for the user.
+        where, trace = raised_at(exc, tool.fn, paths=False)
+        message = f"tool '{tool.name}' refused the call: {exc}" if isinstance(exc, Refused) \
+            else f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message, "traceback": trace,
             "durationMs": _ms(started)}, path)])
@@ -89,7 +94,7 @@ async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: s
     message = str(recorded["error"]) if recorded is not None and "error" in recorded else \
         f"refused: {problem}"
     if recorded is None:
-        logged = args if isinstance(args, (dict, list, str)) else None
+        logged = without_reserved(args) if isinstance(args, (dict, list, str)) else None
         await run.record([_started(path, call_id, caller, name, logged, turn),
                           NewEvent("harness.tool_call.failed", {
                               "callId": call_id, "error": message, "durationMs": 0}, path)])
@@ -113,10 +118,11 @@ def _ms(started: float) -> int:
 TRACE_LIMIT = 8 * 1024  # characters of a failed call's traceback kept in its event
 
 
-def raised_at(exc: BaseException, fn: Any) -> tuple[str, str]:
+def raised_at(exc: BaseException, fn: Any, paths: bool = True) -> tuple[str, str]:
     """Where a tool raised, for its message (` (at tools.py:12 in fetch)`: the last
-    frame in the tool's own file, else the innermost), and the traceback's text (its
-    last TRACE_LIMIT characters) for the failure event."""
+    frame in the tool's own file, else the innermost; the file relative to the working
+    directory when inside it, else its whole path, or without `paths` its name alone),
+    and the traceback's text (its last TRACE_LIMIT characters) for the failure event."""
     import inspect
     import traceback
 
@@ -129,7 +135,7 @@ def raised_at(exc: BaseException, fn: Any) -> tuple[str, str]:
                   frames[-1] if frames else None)
     where = ""
     if chosen is not None:
-        name = chosen.filename
+        name = chosen.filename if paths else os.path.basename(chosen.filename)
         try:
             name = os.path.relpath(name) if not os.path.relpath(name).startswith("..") \
                 else name

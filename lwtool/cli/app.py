@@ -31,6 +31,7 @@ from lwtool.cli import (
     verify,
     worker,
 )
+from lwtool.cli.render import say
 from lwtool.cli.signals import Terminated
 
 app = typer.Typer(
@@ -92,13 +93,13 @@ def main() -> None:
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top in RUN_EXTRA_MODULES:
-            sys.stderr.write(f"lwtool: this command runs workflows and needs lwtool's "
-                             f"runtime, which is not installed (no module {exc.name!r}): "
-                             "pip install 'lwtool[run]'\n")
+            say(f"this command runs workflows and needs lwtool's "
+                f"runtime, which is not installed (no module {exc.name!r}): "
+                "pip install 'lwtool[run]'")
         elif top in OBSERVE_EXTRA_MODULES:
-            sys.stderr.write(f"lwtool: this command needs lwtool's observability extra, "
-                             f"which is not installed (no module {exc.name!r}): "
-                             "pip install 'lwtool[observe]'\n")
+            say(f"this command needs lwtool's observability extra, "
+                f"which is not installed (no module {exc.name!r}): "
+                "pip install 'lwtool[observe]'")
         else:
             raise
         code = exit_codes.USAGE
@@ -118,7 +119,7 @@ OBSERVE_EXTRA_MODULES = frozenset({"opentelemetry", "google", "starlette", "uvic
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
     terminated = isinstance(exc, Terminated)
-    sys.stderr.write(f"lwtool: {'terminated' if terminated else 'interrupted'}\n")
+    say(f"{'terminated' if terminated else 'interrupted'}")
     return 143 if terminated else 130
 
 

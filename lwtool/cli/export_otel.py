@@ -8,9 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.inspect import read_run
-from lwtool.cli.options import WorldOption
+from lwtool.cli.options import WorldOption, finite
+from lwtool.cli.render import say
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, open_world, say, use_world
+from lwtool.cli.runtime_options import fail, open_world, use_world
 
 
 def export_otel(
@@ -22,8 +23,9 @@ def export_otel(
     file: Annotated[Path | None, typer.Option(
         "--file", help="Write OTLP JSON (an ExportTraceServiceRequest) here instead.")
                     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait "
-                                           "for the collector.")] = 10.0,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.1, callback=finite,
+        help="Seconds to wait for the collector.")] = 10.0,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
 ) -> None:

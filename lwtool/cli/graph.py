@@ -12,7 +12,7 @@ from lwtool.cli import exit_codes
 from lwtool.cli.canon import compiled_or_exit
 from lwtool.cli.inspect import run_events
 from lwtool.cli.options import GraphFormat, WorldOption
-from lwtool.cli.render import error
+from lwtool.cli.render import error, say
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import use_world
 
@@ -44,8 +44,8 @@ def graph(
                     if e.type == "RunStarted"), None)
         version = compiled.digest()
         if ran != version:
-            sys.stderr.write(f"lwtool: warning: run {run} ran {ran}, not {path} "
-                             f"({version}); statuses are matched by step path\n")
+            say(f"warning: run {run} ran {ran}, not {path} "
+                f"({version}); statuses are matched by step path")
         built = workflow_graph.with_run(built, events)
     render = workflow_graph.mermaid if format is GraphFormat.mermaid else workflow_graph.dot
     sys.stdout.write(render(built))

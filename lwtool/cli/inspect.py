@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.options import WorldOption
-from lwtool.cli.render import safe_text
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, use_world
+from lwtool.observe.terminal import safe_text
 
 
 def stamp(at: float) -> str:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated
 
 import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.render import error
 
 
 class Format(StrEnum):
@@ -35,3 +39,13 @@ OfflineOption = Annotated[bool, typer.Option(
     "--offline", help="Map every model slot (the planner's included) to lwtool's offline "
     "model: deterministic, schema-valid answers, no network, no key; as a planner it "
     "drafts a one-step workflow from the definition. --models entries still win.")]
+
+
+def finite(param: typer.CallbackParam, value: float | None) -> float | None:
+    """The callback of every float option: NaN and infinities are refused in one line
+    (exit 2). Click takes `nan` and `inf` as floats, and a NaN passes any `min` (every
+    comparison with it is false): `--max-cost-usd nan` would be no budget at all."""
+    if value is not None and not math.isfinite(value):
+        error(f"{param.opts[0]} takes a finite number, not {value}")
+        raise typer.Exit(exit_codes.USAGE)
+    return value

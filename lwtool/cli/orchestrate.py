@@ -13,7 +13,7 @@ import typer
 
 from lwtool.cli import exit_codes
 from lwtool.cli.options import OfflineOption, WorldOption
-from lwtool.cli.render import FileReport, render_text
+from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.run import (
     AsJson,
     DataDir,
@@ -33,9 +33,9 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
-    say,
     use_world,
 )
+from lwtool.observe.terminal import safe_text
 
 
 def orchestrate(
@@ -105,7 +105,7 @@ def orchestrate(
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
         return
-    typer.echo(result["output"])
+    typer.echo(safe_text(str(result["output"]), lines=True))  # a model's text
     done = sum(1 for s in result["subRuns"] if s["status"] == "completed")
-    sys.stderr.write(f"lwtool: pipeline run {run_id} completed ({done} of "
-                     f"{len(result['subRuns'])} sub-runs completed)\n")
+    say(f"pipeline run {run_id} completed ({done} of "
+        f"{len(result['subRuns'])} sub-runs completed)")

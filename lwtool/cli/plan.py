@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.options import OfflineOption, WorldOption
+from lwtool.cli.render import say
 from lwtool.cli.run import (
     AsJson,
     DataDir,
@@ -28,7 +29,6 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
-    say,
     use_world,
 )
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from lwtool.observe.terminal import safe_text
 from lwtool.source.finding import Finding, Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -29,7 +29,8 @@ class FileReport:
 
 def render_text(reports: Sequence[FileReport]) -> str:
     """A line a finding, ending with where its rule is explained."""
-    lines = [f"{f.as_text()} [lwtool explain {f.code}]" for r in reports for f in r.findings]
+    lines = [safe_text(f"{f.as_text()} [lwtool explain {f.code}]")
+             for r in reports for f in r.findings]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -113,17 +114,12 @@ def render(reports: Sequence[FileReport], fmt: str) -> str:
     return {"text": render_text, "json": render_json, "sarif": render_sarif}[fmt](reports)
 
 
-# C0 and C1 controls (and DEL): run data (item keys, tool messages) could otherwise move
-# the cursor, recolour or clear a terminal. Tab and newline inside a message are escaped
-# too, so an error stays one line.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+def say(message: str, lead: str = "lwtool: ") -> None:
+    """One line on stderr, `lead` first (stdout is the command's result): a progress
+    line, or one clear sentence for an error. Its control characters are escaped: a
+    message carries text from runs, models and files."""
+    sys.stderr.write(f"{lead}{safe_text(message)}\n")
+    sys.stderr.flush()
 
 
-def safe_text(text: str) -> str:
-    """`text` with control characters shown as escapes (`\x1b`, `\n`)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def error(message: str) -> None:
-    """One clear sentence on stderr (control characters escaped)."""
-    sys.stderr.write(f"lwtool: {safe_text(message)}\n")
+error = say

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.options import OfflineOption, WorldOption
+from lwtool.cli.render import say
 from lwtool.cli.run import (
     AsJson,
     CodeTimeout,
@@ -184,24 +185,24 @@ def respond(
     finally:
         world.close()
     still = f"; still waiting at {', '.join(done['open'])}" if done["open"] else ""
-    sys.stderr.write(f"lwtool: answered {step_path} of run {run_id}{still}\n")
+    say(f"answered {step_path} of run {run_id}{still}")
     if done["executing"]:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))
-        sys.stderr.write(f"lwtool: run {run_id} is executing: it goes on with the answer "
-                         "itself\n")
+        say(f"run {run_id} is executing: it goes on with the answer "
+            "itself")
         return
     if not resume:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))
         if done.get("queued"):
-            sys.stderr.write(f"lwtool: run {run_id} queued again; `lwtool worker` processes "
-                             "go on with it\n")
+            say(f"run {run_id} queued again; `lwtool worker` processes "
+                "go on with it")
         elif enqueue:
-            sys.stderr.write(f"lwtool: run {run_id} was not waiting in the queue (it was "
-                             "not started with --enqueue, or a worker holds it)\n")
+            say(f"run {run_id} was not waiting in the queue (it was "
+                "not started with --enqueue, or a worker holds it)")
         else:
-            sys.stderr.write(f"lwtool: go on with `lwtool replay {run_id}`\n")
+            say(f"go on with `lwtool replay {run_id}`")
         return
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, None)

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import Durability, OfflineOption, WorldOption
-from lwtool.cli.render import FileReport, render_text
+from lwtool.cli.options import Durability, OfflineOption, WorldOption, finite
+from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.runtime_options import (
     fail,
     load_callable,
@@ -24,7 +24,6 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
-    say,
     use_world,
     with_code_timeout,
 )
@@ -40,7 +39,8 @@ MaxTokens = Annotated[int | None, typer.Option(
     "--max-tokens", min=1, help="Budget: no model call starts once the run's calls used "
     "this many tokens (input + output); the run fails with budget_exceeded.")]
 MaxCost = Annotated[float | None, typer.Option(
-    "--max-cost-usd", min=0.0, help="Budget: no model call starts once the run's calls "
+    "--max-cost-usd", min=0.0, callback=finite,
+    help="Budget: no model call starts once the run's calls "
     "cost this much (litellm prices; a reply without a price stops further calls).")]
 
 
@@ -53,10 +53,12 @@ Harness = Annotated[str | None, typer.Option("--harness", help="MODULE:ATTR: the
                                              "harness (a class or instance; default: the "
                                              "workflow harness).")]
 StepTimeout = Annotated[float | None, typer.Option(
-    "--step-timeout", min=0.001, help="Seconds one step attempt may take (default 300; "
+    "--step-timeout", min=0.001, callback=finite,
+    help="Seconds one step attempt may take (default 300; "
     "replay: the run's own).")]
 CodeTimeout = Annotated[float | None, typer.Option(
-    "--code-timeout", min=0.001, help="Seconds a code.run execution may take (default 30; "
+    "--code-timeout", min=0.001, callback=finite,
+    help="Seconds a code.run execution may take (default 30; "
     "a step's sandbox.timeoutMs wins).")]
 DurabilityOption = Annotated[Durability | None, typer.Option(
     "--durability", envvar="LWTOOL_DURABILITY",
@@ -320,7 +322,7 @@ def drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: boo
         typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
     else:
         typer.echo(json.dumps(result["output"], indent=2, ensure_ascii=False, allow_nan=False))
-        sys.stderr.write(f"lwtool: run {result['runId']} completed\n")
+        say(f"run {result['runId']} completed")
 
 
 def say_waiting(run_id: str, requests: list[dict[str, Any]], then: str) -> None:
@@ -330,12 +332,11 @@ def say_waiting(run_id: str, requests: list[dict[str, Any]], then: str) -> None:
     for request in requests:
         path, asker = request.get("stepPath"), request.get("runId") or run_id
         schema = json.dumps(request.get("schema"), ensure_ascii=False, separators=(",", ":"))
-        sys.stderr.write(f"lwtool: run {asker} waits for input at {path}: "
-                         f"{request.get('prompt')}\n  answer (JSON or YAML matching "
-                         f"{schema}): lwtool respond {asker} {path} --input FILE"
-                         f"{'' if asker != run_id else ' --resume'}\n")
+        say(f"run {asker} waits for input at {path}: {request.get('prompt')}")
+        say(f"answer (JSON or YAML matching {schema}): lwtool respond {asker} {path} --input "
+            f"FILE{'' if asker != run_id else ' --resume'}", lead="  ")
     if any(r.get("runId", run_id) != run_id for r in requests):
-        sys.stderr.write(f"lwtool: then {then}\n")
+        say(f"then {then}")
 
 
 def freeze_what_is_loaded() -> None:
@@ -373,7 +374,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         if as_json:  # the run is not failed: it stopped where it was, resumable
             typer.echo(json.dumps({"runId": run_id, "status": "interrupted",
                                    "causeCode": "cancelled", "resume": resume}))
-        sys.stderr.write(f"lwtool: run {run_id or '-'} {what}; {resume}\n")
+        say(f"run {run_id or '-'} {what}; {resume}")
         raise typer.Exit(143 if terminated else 130) from None
     except RunWaitingError as waiting:
         if as_json:

@@ -16,9 +16,9 @@ import typer
 
 from lwtool.cli.inspect import stamp
 from lwtool.cli.options import WorldOption
-from lwtool.cli.render import safe_text
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
+from lwtool.observe.terminal import safe_text
 
 DEFAULT_DATA_DIR = Path(".little-workflow")
 

@@ -18,12 +18,6 @@ def fail(message: str, code: int = exit_codes.USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
-def say(message: str) -> None:
-    """A progress line on stderr (stdout is the command's result)."""
-    sys.stderr.write(f"lwtool: {message}\n")
-    sys.stderr.flush()
-
-
 def read_json_or_yaml(source: str, what: str) -> Any:
     """A JSON or YAML value from a file, or from stdin when `source` is '-'."""
     from lwtool.source.loader import MAX_FILE_BYTES, LoadFailed, load_bytes, load_path

@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 
 from lwtool.cli.options import WorldOption
+from lwtool.cli.render import say
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import (
     fail,
     has_store,
     open_world,
     postgres_url,
-    say,
     use_world,
 )
 

@@ -10,9 +10,9 @@ import typer
 
 from lwtool.cli import exit_codes
 from lwtool.cli.options import WorldOption
-from lwtool.cli.render import safe_text
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import fail, open_world, use_world
+from lwtool.observe.terminal import safe_text
 
 VerifyJson = Annotated[bool, typer.Option(
     "--json", help="One JSON document: ok, runs, events, versions, artifacts (counts "

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from lwtool.cli.options import WorldOption
+from lwtool.cli.options import WorldOption, finite
+from lwtool.cli.render import say
 from lwtool.cli.run import DataDir, Models, Tools, freeze_what_is_loaded
 from lwtool.cli.runtime_options import (
     fail,
@@ -16,7 +17,6 @@ from lwtool.cli.runtime_options import (
     load_tool_registry,
     open_world,
     postgres_url,
-    say,
     use_world,
 )
 
@@ -29,7 +29,8 @@ def worker(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Runs this "
                                              "worker executes at once.")] = 4,
     lease_seconds: Annotated[float, typer.Option(
-        "--lease-seconds", min=1.0, help="How long a claim holds without a heartbeat: "
+        "--lease-seconds", min=1.0, callback=finite,
+        help="How long a claim holds without a heartbeat: "
         "a worker that dies leaves its runs to others after this.")] = 30.0,
     drain: Annotated[bool, typer.Option("--drain", help="End once no run is queued or "
                                         "being executed anywhere.")] = False,

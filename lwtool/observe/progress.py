@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TextIO
 
+from lwtool.observe.terminal import safe_text
 from lwtool.observe.timeline import Timeline, top_step_ids
 from lwtool.world.base import WorldError
 
@@ -80,7 +81,7 @@ class Progress:
         self._fold()
         out: list[str] = []
         for timeline in reversed(list(self._timelines.values())):
-            out.extend(self._run_lines(timeline))
+            out.extend(safe_text(line) for line in self._run_lines(timeline))
         return out or [f"starting · {time.monotonic() - self._began:.1f}s"]
 
     def _run_lines(self, timeline: Timeline) -> list[str]:

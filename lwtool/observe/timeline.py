@@ -34,7 +34,7 @@ class Call:
     model_id: str = ""
     request_model: str = ""  # the litellm model string the call asked for
     seq: int = 0  # of its first event
-    sub_run: str = ""  # the sub-run an orchestrator's call reserved (args.subRunId)
+    sub_run: str = ""  # the sub-run an orchestrator's call reserved (record.ids)
 
 
 @dataclass
@@ -242,7 +242,7 @@ class Timeline:
             call = Call(call_id, "tool" if tool else "model",
                         str(payload.get("toolName", "")), event.at,
                         caller=str(payload.get("caller", "")), seq=event.seq,
-                        sub_run=reserved_ids(payload.get("args")).get("subRunId", ""))
+                        sub_run=reserved_ids(self.run_id, payload).get("subRunId", ""))
             self.calls[call_id] = call
             owner = self._open.get(path)
             if owner is not None:

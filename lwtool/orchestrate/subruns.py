@@ -6,7 +6,7 @@
   planned (content-addressed: an identical LWIR is one WorkflowVersion anyway).
 - `run_workflow(workflowVersionId, input) -> {runId, outputRef, outputPath,
   outputSummary, status}`: a sub-run (its own event log and per-step memoization)
-  under the id the call reserved in its `harness.tool_call.started` (`args.subRunId`);
+  under the id the call reserved in its `harness.tool_call.started` (`args.$lwtool`);
   the model gets compact metadata, the full output is at `outputPath` (the
   orchestrator's scratch, `/mnt/scratch/own/outputs/<subRunId>.json`) and `outputRef`.
 - `start_workflow(workflowId, input) -> {workflowVersionId, runId, output, status}`:
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.orchestrate.pipeline import Available, Pipeline
-from lwtool.record.ids import RESERVED, reserved_ids
-from lwtool.tools import Tool, ToolRegistry
+from lwtool.record.ids import PLANNER, RESERVED, SUB_RUN, reservation, reserved_ids
+from lwtool.tools import Refused, Tool, ToolRegistry
 from lwtool.world.base import RunNotFound, World
 
 SUMMARY_CHARS = 200
@@ -49,7 +49,7 @@ def tool_name(workflow_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", workflow_id)[:64]
 
 
-class CallRefused(Exception):
+class CallRefused(Refused):
     """A call the orchestrator got wrong; its message is what the model reads."""
 
 
@@ -78,14 +78,14 @@ class SubRuns:
         return ToolRegistry({tool.name: tool for tool in (
             Tool(PLAN, self.plan_workflow, "Plan one workflow of the pipeline "
                  "for a representative input; returns a workflowVersionId to run many "
-                 "times with run_workflow.", PLAN_SCHEMA, reserve=self._reserve_plan),
+                 "times with run_workflow.", PLAN_SCHEMA, reserve=self._reserving(PLANNER)),
             Tool(RUN, self.run_workflow, "Run a planned workflowVersionId on an "
                  "input as a sub-run; returns its runId, status, a short outputSummary and "
                  "outputPath (the whole output, readable with bash).", RUN_SCHEMA,
-                 reserve=self._reserve_run),
+                 reserve=self._reserving(SUB_RUN)),
             Tool(START, self.start_workflow, "Plan and run one workflow on one "
                  "input (for batches: plan_workflow once, then run_workflow many times).",
-                 PLAN_SCHEMA, reserve=self._reserve_both))})
+                 PLAN_SCHEMA, reserve=self._reserving(PLANNER, SUB_RUN)))})
 
     def workflow_tools(self) -> ToolRegistry:
         """Each workflow as a tool of its own (create_harness): named by its id, its
@@ -99,11 +99,11 @@ class SubRuns:
                 tool_name(workflow.id), functools.partial(self.call_workflow, workflow),
                 str(workflow.definition.get("description") or f"Run {workflow.id}."),
                 schema if isinstance(schema, dict) else {"type": "object"},
-                reserve=self._reserve_typed)
+                reserve=self._reserving(PLANNER, SUB_RUN))
         return registry
 
     async def call_workflow(self, workflow: Available, args: dict[str, Any]) -> dict[str, Any]:
-        ids = args.get(RESERVED) or {}
+        ids = args[RESERVED]
         value = {k: v for k, v in args.items() if k != RESERVED}
         key = (workflow.id, "")  # planned once per session, for the first call's input
         version_id = self.plans.get(key)
@@ -111,7 +111,7 @@ class SubRuns:
             version_id = await self._plan(workflow, value, str(ids["plannerRunId"]))
             self.plans[key] = version_id
         result = await self._run(workflow, version_id, self.versions[version_id][1], value,
-                                 str(ids["subRunId"]), str(ids.get("callId", "")))
+                                 ids["subRunId"], ids["callId"])
         return {"runId": result["runId"], "status": result["status"],
                 "output": result.get("output"),
                 **({"error": result["error"]} if "error" in result else {})}
@@ -120,7 +120,8 @@ class SubRuns:
 
     async def plan_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
         workflow = self._workflow(args.get("workflowId"))
-        version_id = await self._plan(workflow, args.get("input"), str(args["plannerRunId"]))
+        version_id = await self._plan(workflow, args.get("input"),
+                                      args[RESERVED]["plannerRunId"])
         return {"workflowVersionId": version_id,
                 "summary": f"{workflow.id} planned as {version_id}"}
 
@@ -131,49 +132,33 @@ class SubRuns:
             raise CallRefused(f"unknown workflowVersionId {version_id!r}: plan it in this "
                               "pipeline run first (plan_workflow)")
         workflow = self._workflow(known[0])
+        ids = args[RESERVED]
         result = await self._run(workflow, str(version_id), known[1], args.get("input"),
-                                 str(args["subRunId"]), str(args.get("callId", "")))
+                                 ids["subRunId"], ids["callId"])
         return {key: result.get(key) for key in
                 ("runId", "outputRef", "outputPath", "outputSummary", "status",
                  *(("error",) if "error" in result else ()))}
 
     async def start_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
         workflow = self._workflow(args.get("workflowId"))
-        planner_run = str(args["plannerRunId"])
-        version_id = await self._plan(workflow, args.get("input"), planner_run)
+        ids = args[RESERVED]
+        version_id = await self._plan(workflow, args.get("input"), ids["plannerRunId"])
         result = await self._run(workflow, version_id, self.versions[version_id][1],
-                                 args.get("input"), str(args["subRunId"]),
-                                 str(args.get("callId", "")))
+                                 args.get("input"), ids["subRunId"], ids["callId"])
         return {"workflowVersionId": version_id, "runId": result["runId"],
                 "output": result.get("output"), "status": result["status"],
                 **({"error": result["error"]} if "error" in result else {})}
 
     # -- reservations: ids from the call id, logged in harness.tool_call.started ----------
 
-    def _ids(self, call_id: str) -> str:
-        return call_id.rpartition("#")[2]  # `<turn>.<n>` of a model's call
-
-    def _reserve_plan(self, args: Any, call_id: str) -> Any:
-        if not isinstance(args, dict):
-            return args
-        return {**args, "plannerRunId": f"{self.run_id}.plan.{self._ids(call_id)}"}
-
-    def _reserve_run(self, args: Any, call_id: str) -> Any:
-        if not isinstance(args, dict):
-            return args
-        return {**args, "subRunId": f"{self.run_id}.sub.{self._ids(call_id)}",
-                "callId": call_id}
-
-    def _reserve_both(self, args: Any, call_id: str) -> Any:
-        return self._reserve_run(self._reserve_plan(args, call_id), call_id)
-
-    def _reserve_typed(self, args: Any, call_id: str) -> Any:
-        if not isinstance(args, dict):
-            return args
-        suffix = self._ids(call_id)
-        return {**args, RESERVED: {"plannerRunId": f"{self.run_id}.plan.{suffix}",
-                                   "subRunId": f"{self.run_id}.sub.{suffix}",
-                                   "callId": call_id}}
+    def _reserving(self, *kinds: str) -> Callable[[Any, str], Any]:
+        """A tool's `reserve`: the call's ids of `kinds` under RESERVED (what the caller
+        wrote there was taken away before the call: lwtool's ids are lwtool's)."""
+        def reserve(args: Any, call_id: str) -> Any:
+            if not isinstance(args, dict):
+                return args
+            return {**args, RESERVED: reservation(self.run_id, call_id, *kinds)}
+        return reserve
 
     # -- planning and running -------------------------------------------------------------
 
@@ -311,8 +296,8 @@ class SubRuns:
                 continue
             args = call.get("args") or {}
             version_id = str(result["workflowVersionId"])
-            self.versions[version_id] = (str(args.get("workflowId")),
-                                         str(args.get("plannerRunId")))
+            planner_run = reserved_ids(self.run_id, call).get("plannerRunId", "")
+            self.versions[version_id] = (str(args.get("workflowId")), planner_run)
             self.plans[(str(args.get("workflowId")), short_hash(args.get("input")))] = version_id
 
 
@@ -329,7 +314,7 @@ def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
     for event in events:
         payload = event.payload
         call_id = str(payload.get("callId"))
-        sub_run = reserved_ids(payload.get("args")).get("subRunId")
+        sub_run = reserved_ids(run_id, payload).get("subRunId")
         if event.type == "harness.tool_call.started" and sub_run is not None:
             rows[call_id] = {"runId": sub_run, "callId": call_id, "status": "running"}
         elif call_id in rows and event.type == "harness.tool_call.succeeded":

@@ -17,6 +17,7 @@ back every committed reply before each new call; a run alone counts its own repl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,12 @@ class Budget:
         tokens, cost = value.get("maxTokens"), value.get("maxCostUsd")
         if tokens is None and cost is None:
             return None
+        for name, limit in (("maxTokens", tokens), ("maxCostUsd", cost)):
+            # NaN passes every comparison: a NaN budget would hold nothing back
+            if limit is not None and (isinstance(limit, bool) or not isinstance(
+                    limit, (int, float)) or not math.isfinite(limit) or limit < 0):
+                raise ValueError(f"budget {name} must be a finite number of at least 0, "
+                                 f"not {limit!r}")
         return cls(int(tokens) if tokens is not None else None,
                    float(cost) if cost is not None else None)
 

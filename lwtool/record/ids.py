@@ -65,16 +65,45 @@ def short_hash(value: Any) -> str:
     return "sha256:" + hashlib.sha256(hash_bytes(value)).hexdigest()
 
 
-RESERVED = "$lwtool"  # where a typed workflow tool's call logs the ids it reserved
+RESERVED = "$lwtool"  # where a tool call logs the run ids lwtool reserved for it
+# Before reservations moved under RESERVED, the orchestrator's own tools logged them at
+# the top of their arguments; such logs are read there too (the ids still checked).
+_TOP_LEVEL_BEFORE = frozenset({"plan_workflow", "run_workflow", "start_workflow"})
 
 
-def reserved_ids(args: Any) -> dict[str, str]:
-    """The run ids a tool call reserved in its logged arguments (`subRunId`,
-    `plannerRunId`): at the top for the orchestrator's tools, under RESERVED for a
-    workflow offered as a tool of its own."""
+PLANNER, SUB_RUN = "plannerRunId", "subRunId"
+
+
+def reservation(run_id: str, call_id: str, *kinds: str) -> dict[str, str]:
+    """The ids (`kinds` of PLANNER, SUB_RUN) lwtool reserves for the tool call `call_id`
+    of run `run_id`, and the call id: derived from the call id (`<step>#<turn>.<n>`), so
+    a call re-dispatched after a kill reserves the same ones, and a reader can tell
+    lwtool's ids from anything else in the arguments."""
+    suffix = call_id.rpartition("#")[2]
+    derived = {PLANNER: f"{run_id}.plan.{suffix}", SUB_RUN: f"{run_id}.sub.{suffix}"}
+    return {**{kind: derived[kind] for kind in kinds}, "callId": call_id}
+
+
+def without_reserved(args: Any) -> Any:
+    """`args` as a model or code wrote them, less RESERVED: lwtool's key is lwtool's
+    alone, whoever writes the arguments."""
+    if isinstance(args, dict) and RESERVED in args:
+        return {key: value for key, value in args.items() if key != RESERVED}
+    return args
+
+
+def reserved_ids(run_id: str, started: Any) -> dict[str, str]:
+    """The run ids (`subRunId`, `plannerRunId`) that the tool call of run `run_id` whose
+    `harness.tool_call.started` payload is `started` reserved. An id counts only where
+    it is the one lwtool derives for that call: whatever else the arguments carry (a
+    model writes them) names no run of lwtool's."""
+    if not isinstance(started, dict) or not isinstance(started.get("callId"), str):
+        return {}
+    args = started.get("args")
     if not isinstance(args, dict):
         return {}
-    nested = args.get(RESERVED)
-    found = {**args, **nested} if isinstance(nested, dict) else args
-    return {key: found[key] for key in ("subRunId", "plannerRunId")
-            if isinstance(found.get(key), str)}
+    logged = args.get(RESERVED)
+    if not isinstance(logged, dict):
+        logged = args if started.get("toolName") in _TOP_LEVEL_BEFORE else {}
+    derived = reservation(run_id, started["callId"], SUB_RUN, PLANNER)
+    return {key: derived[key] for key in (SUB_RUN, PLANNER) if logged.get(key) == derived[key]}

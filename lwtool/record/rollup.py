@@ -55,7 +55,7 @@ def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
     """A pipeline run, the planner sessions and sub-runs its calls reserved, in order."""
     runs = [("orchestrator", run_id)]
     for event in world.events(run_id, [_TOOL_STARTED]):
-        ids = reserved_ids(event.payload.get("args"))
+        ids = reserved_ids(run_id, event.payload)
         for key, role in (("plannerRunId", "planner"), ("subRunId", "worker")):
             found = ids.get(key)
             if isinstance(found, str) and (role, found) not in runs \

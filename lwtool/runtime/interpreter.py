@@ -8,6 +8,7 @@ does."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,7 +19,7 @@ from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.scratch import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
-from lwtool.record.budget import run_budget
+from lwtool.record.budget import Budget, run_budget
 from lwtool.record.errors import (
     CapabilityDriftError,
     RunFailedError,
@@ -138,6 +139,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                                 branches=branches, budget=budget)
     capabilities = _capabilities(lwir, tools, models, harness)
     timeout = _checked_timeout(step_timeout)
+    Budget.of(budget)  # a budget it refuses (NaN, negative) is refused before anything runs
     with world.lock_run(run_id):
         options = {"models": models, "stepTimeoutS": timeout, "durability": durability,
                    **({"workspace": workspace} if workspace else {}),
@@ -190,8 +192,9 @@ def _outer_loop_result(world: World, loop_id: str, version_id: str) -> dict[str,
 
 def _checked_timeout(step_timeout: float | None) -> float:
     timeout = DEFAULT_STEP_TIMEOUT if step_timeout is None else float(step_timeout)
-    if not timeout > 0:
-        raise ValueError(f"the step timeout must be more than 0 seconds, not {step_timeout}")
+    if not 0 < timeout < math.inf:  # NaN fails both
+        raise ValueError(f"the step timeout must be a finite number of seconds more than 0, "
+                         f"not {step_timeout}")
     return timeout
 
 

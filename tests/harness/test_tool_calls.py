@@ -73,8 +73,9 @@ def test_a_failed_call_records_its_error_and_replays_it(tmp_path: Path) -> None:
         asyncio.run(call_tool(state, "s", tools.tools["broken"], {}, "model", "s#0.0", turn=0))
     state.close()
     failed = state.world.events("run_calls", ["harness.tool_call.failed"])[0].payload
+    # a model reads the error: the tool's file by name, no local path (round 4, item 7)
     assert failed["error"] == ("tool 'broken' raised ValueError: no such record (at "
-                               "tests/harness/test_tool_calls.py:69 in broken)")
+                               "test_tool_calls.py:69 in broken)")
     assert failed["traceback"].rstrip().endswith("ValueError: no such record")
     started = state.world.events("run_calls", ["harness.tool_call.started"])[0].payload
     assert started["turn"] == 0 and started["caller"] == "model"

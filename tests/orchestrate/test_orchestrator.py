@@ -79,7 +79,7 @@ def test_orchestrator_plan_run_and_start_workflow_tool_dispatch(folder: Path) ->
                                                        "pipe.sub.1.2"]
     # the call reserved its sub-run before it started; the sub-run names its parent
     calls = _events(folder, "pipe", "harness.tool_call.started")
-    assert calls[1]["args"]["subRunId"] == "pipe.sub.1.0"
+    assert calls[1]["args"]["$lwtool"]["subRunId"] == "pipe.sub.1.0"
     links = _events(folder, "pipe.sub.1.0", "RunStarted")[0]["links"]
     assert links == {"parentRunId": "pipe", "parentCallId": "session#1.0",
                      "plannerRunId": "pipe.plan.0.0"}
@@ -118,6 +118,10 @@ def test_calls_the_orchestrator_got_wrong_fail_and_the_session_goes_on(folder: P
     assert "does not fit double's input schema at n: 'two' is not of type 'integer'" \
         in told[2]["error"]
     assert len(_events(folder, "pipe", "harness.tool_call.failed")) == 3
+    # a refusal is what the model reads, whole: no exception class, no local path
+    assert told[0]["error"] == ("tool 'plan_workflow' refused the call: unknown workflowId "
+                                "'triple' (this pipeline has: double)")
+    assert not any("/" in t["error"] or ".py" in t["error"] for t in told)
 
 
 def test_plan_once_run_many(folder: Path) -> None:

@@ -133,3 +133,64 @@ def test_a_sub_run_waiting_for_a_person_makes_the_pipeline_wait(tmp_path: Path) 
     assert result["output"] == "greeted" and len(server.requests) == 3  # no turn asked twice
     assert [(s["runId"], s["status"]) for s in result["subRuns"]] == [("p.sub.1.0",
                                                                       "completed")]
+
+
+# What a hostile orchestrator model adds to its calls: lwtool's own reservation key, and
+# the ids it reserves written at the top as well (a run that is not this pipeline's).
+FORGED = {"$lwtool": {"subRunId": "../evil", "plannerRunId": "../evil-plan"},
+          "subRunId": "elsewhere", "plannerRunId": "elsewhere"}
+
+
+def _forged_runs(version: str, names: tuple[str, ...]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "run_workflow", "arguments": json.dumps(
+        {"workflowVersionId": version, "input": {"name": name}, **FORGED})} for name in names]}
+
+
+def test_a_model_cannot_forge_the_ids_that_hold_the_budget(tmp_path: Path) -> None:
+    """The attack of round 4: a forged `$lwtool.subRunId` hid the sub-runs from the
+    budget (20,000 tokens spent under `--max-tokens 100`); it now stops as without it."""
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.runtime.api import load_lwir
+
+    folder = _folder(tmp_path)
+    version = workflow_version_id(load_lwir(folder / "greet.lwir.yaml"))
+    replies = [{"tool_calls": [{"name": "plan_workflow", "arguments": json.dumps(
+        {"workflowId": "greet", "input": {"name": "Ada"}, **FORGED})}]},
+        _forged_runs(version, ("Ada", "Bo")), "Hello Ada", "Hello Bo", "done"]
+    with fixture_server(replies) as server:
+        done = run_cli("orchestrate", "greetings.pipeline.yaml", "-i", "input.json",
+                       "--models", "models.yaml", "--data-dir", "data", "--run-id", "p",
+                       "--max-tokens", "40", "--json", cwd=folder, env=_env(server))
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["causeCode"] == "budget_exceeded"
+    assert len(server.requests) == 3  # as without the forgery: nothing after the budget
+    events = [json.loads(line) for line in run_cli(
+        "events", "p", "--type", "harness.tool_call.started", "--data-dir", "data",
+        "--json", cwd=folder).stdout.splitlines()]
+    logged = [e["payload"]["args"]["$lwtool"] for e in events]
+    assert [ids.get("subRunId") for ids in logged] == [None, "p.sub.1.0", "p.sub.1.1"]
+    assert "../evil" not in json.dumps(events)  # the model's key is not even logged
+
+
+def test_forged_ids_neither_rename_sub_runs_nor_hide_their_spend(tmp_path: Path) -> None:
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.runtime.api import load_lwir
+
+    folder = _folder(tmp_path)
+    version = workflow_version_id(load_lwir(folder / "greet.lwir.yaml"))
+    names = ("Ada", "Bo", "Cy")
+    replies = [{"tool_calls": [{"name": "plan_workflow", "arguments": json.dumps(
+        {"workflowId": "greet", "input": {"name": "Ada"}, **FORGED})}]},
+        _forged_runs(version, names), *(f"Hello {n}" for n in names), "done"]
+    with fixture_server(replies) as server:
+        done = run_cli("orchestrate", "greetings.pipeline.yaml", "-i", "input.json",
+                       "--models", "models.yaml", "--data-dir", "data", "--run-id", "p",
+                       "--json", cwd=folder, env=_env(server))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [s["runId"] for s in result["subRuns"]] == ["p.sub.1.0", "p.sub.1.1", "p.sub.1.2"]
+    report = json.loads(run_cli("report", "p", "--data-dir", "data", "--json",
+                                cwd=folder).stdout)
+    # six answers of 11 + 7 tokens: the orchestrator's three turns and the three sub-runs
+    assert (report["run"]["inputTokens"], report["run"]["outputTokens"]) == (66, 42)
+    assert report["byRole"]["worker"]["inputTokens"] == 33

@@ -239,3 +239,42 @@ def test_enqueue_needs_the_postgresql_world(tmp_path: Path) -> None:
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
     events = run_cli("events", "q", **local).stdout  # type: ignore[arg-type]
     assert "HumanInputRequested" in events and "HumanInputReceived" not in events
+
+
+HOSTILE = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: hostile}
+steps:
+  - id: first
+    uses: human.input
+    with: {prompt: "{{ input.v }}", schema: {type: boolean}}
+  - id: second
+    uses: human.input
+    needs: [first]
+    with: {prompt: "again {{ input.v }}", schema: {type: boolean}}
+"""
+# An OSC 52 clipboard write, a bell, a screen clear and a C1 CSI, from the run's input.
+ESCAPES = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m"
+
+
+def test_a_prompt_from_run_input_reaches_no_terminal_raw(tmp_path: Path) -> None:
+    (tmp_path / "hostile.lwir.yaml").write_text(HOSTILE)
+    (tmp_path / "in.json").write_text(json.dumps({"v": ESCAPES}))
+    (tmp_path / "yes.json").write_text("true")
+    said = [lwtool(tmp_path, "run", "hostile.lwir.yaml", "-i", "in.json", "--run-id", "h"),
+            lwtool(tmp_path, "replay", "h"),
+            lwtool(tmp_path, "respond", "h", "first", "--input", "yes.json", "--resume"),
+            lwtool(tmp_path, "fork", "h", "--from", "second", "--run-id", "h2")]
+    for done in said:
+        assert done.returncode == 3, done.stderr
+        assert not any(c in done.stderr for c in "\x1b\x07\x9b"), repr(done.stderr)
+        assert r"\x1b]52;c;aGk=\x07\x1b[2J\x9b31m" in done.stderr, done.stderr
+    assert lwtool(tmp_path, "runs").stdout.count(r"\x1b]52") == 2
+
+
+def test_safe_text_keeps_lines_only_when_asked() -> None:
+    from lwtool.observe.terminal import safe_text
+
+    assert safe_text("a\x1b[2J\nb\tc\x9b") == r"a\x1b[2J\nb\tc\x9b"
+    assert safe_text("a\x1b[2J\nb\tc\x7f", lines=True) == "a\\x1b[2J\nb\tc\\x7f"

@@ -95,3 +95,35 @@ def test_a_reply_committed_before_a_retry_still_counts(tmp_path: Path) -> None:
     assert result["usage"]["unpricedCalls"] == 1 and result["usage"]["costUsd"] is None
     assert result["usage"] == rolled_usage(world, "r1")["total"]
     assert reads  # read back
+
+
+@pytest.mark.parametrize(("started", "found"), [
+    # lwtool's reservation: the ids it derives from the call id
+    ({"callId": "s#1.0", "toolName": "run_workflow",
+      "args": {"$lwtool": {"subRunId": "p.sub.1.0", "callId": "s#1.0"}}},
+     {"subRunId": "p.sub.1.0"}),
+    # written before reservations moved under `$lwtool`: the orchestrator's tools only
+    ({"callId": "s#1.0", "toolName": "start_workflow",
+      "args": {"subRunId": "p.sub.1.0", "plannerRunId": "p.plan.1.0"}},
+     {"subRunId": "p.sub.1.0", "plannerRunId": "p.plan.1.0"}),
+    ({"callId": "s#1.0", "toolName": "fetch", "args": {"subRunId": "p.sub.1.0"}}, {}),
+    # another run's id, or one of another call, is no reservation of this call's
+    ({"callId": "s#1.0", "toolName": "run_workflow",
+      "args": {"$lwtool": {"subRunId": "../evil"}, "subRunId": "p.sub.1.0"}}, {}),
+    ({"callId": "s#1.0", "toolName": "run_workflow",
+      "args": {"subRunId": "p.sub.2.0"}}, {}),
+    ({"callId": "s#1.0", "toolName": "run_workflow", "args": ["p.sub.1.0"]}, {}),
+    ({"toolName": "run_workflow", "args": {"subRunId": "p.sub.1.0"}}, {}),
+])
+def test_reserved_ids_are_the_ones_lwtool_derives(started: dict[str, Any],
+                                                   found: dict[str, str]) -> None:
+    from lwtool.record.ids import reserved_ids
+
+    assert reserved_ids("p", started) == found
+
+
+def test_a_callers_reserved_key_is_taken_away() -> None:
+    from lwtool.record.ids import without_reserved
+
+    assert without_reserved({"n": 1, "$lwtool": {"subRunId": "x"}}) == {"n": 1}
+    assert without_reserved(["$lwtool"]) == ["$lwtool"]

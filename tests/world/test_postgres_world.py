@@ -121,6 +121,25 @@ def test_an_unreachable_server_is_one_line_naming_it(tmp_path: Path) -> None:
     assert "Connection refused" in lines[0] and not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize(("url", "said"), [
+    ("postgresql://u:pa%zzss@127.0.0.1:1/db", "the PostgreSQL URL for 127.0.0.1:1/db is not "
+     'valid: invalid percent-encoded token: "***" (a `%` in a URL starts an escape: write '
+     "`%25` for `%` itself)"),
+    ("postgresql://u@127.0.0.1:1/db?password=pa%zzss", "the PostgreSQL URL for "
+     '127.0.0.1:1/db is not valid: invalid percent-encoded token: "***" (a `%` in a URL '
+     "starts an escape: write `%25` for `%` itself)"),
+    ("postgresql://u:pass@[::1/db", "the PostgreSQL URL is not valid: Invalid IPv6 URL"),
+    ("postgresql://u:pass@127.0.0.1:99999/db", "the PostgreSQL URL is not valid: Port out "
+     "of range 0-65535"),
+])
+def test_a_bad_url_is_one_line_without_its_password(tmp_path: Path, url: str,
+                                                     said: str) -> None:
+    done = run_cli("runs", "--data-dir", str(tmp_path / "data"), "--world", url)
+    assert done.returncode == 2
+    assert done.stderr == f"lwtool: {said}\n"
+    assert "pa%zzss" not in done.stderr and "pass" not in done.stderr
+
+
 def test_lwtool_ui_serves_a_postgres_world(postgres_url: str, tmp_path: Path) -> None:
     import signal
     import urllib.request
