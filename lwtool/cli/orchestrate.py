@@ -58,14 +58,14 @@ def orchestrate(
     """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs
     (--max-tokens/--max-cost-usd: one budget for the session, its planners and sub-runs)."""
     use_world(world_url)
+    from lwtool.orchestrate.api import check_pipeline_run_id
     from lwtool.orchestrate.api import orchestrate as run_pipeline
     from lwtool.orchestrate.pipeline import load_pipeline
     from lwtool.record.ids import new_run_id
     from lwtool.runtime.api import WorkflowInvalid
-    from lwtool.world.base import check_run_id
 
     try:
-        check_run_id(run_id or "x")
+        check_pipeline_run_id(run_id or "x")
     except ValueError as exc:
         raise fail(str(exc)) from None
     try:

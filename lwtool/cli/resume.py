@@ -90,7 +90,7 @@ def retry(
 
 def fork(
     run_id: Annotated[str, typer.Argument(help="The run to fork.")],
-    step: Annotated[str, typer.Option("--from", help="The top-level step to run again "
+    step: Annotated[str, typer.Option("--from", help="The top-level step (its id) to run again "
                                       "(with everything downstream of it).")],
     input: Annotated[str | None, typer.Option("--input", "-i", help="A new run input (a "
                                               "JSON/YAML file, or -); default: the "

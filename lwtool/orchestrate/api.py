@@ -18,9 +18,14 @@ from typing import Any
 from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
 from lwtool.source.skill_source import located
 from lwtool.tools import ToolRegistry
-from lwtool.world.base import World
+from lwtool.world.base import MAX_RUN_ID, World, check_run_id
 
 DEPRECATION = "LWF_DEP_ORCHESTRATOR"
+MAX_TURNS = 50  # the orchestrator session's
+# The longest id lwtool derives from a pipeline run's: a planner session's for a call of
+# the session's last turn (`<run>.plan.<turn>.<n>`, record.ids.reservation), with room
+# for 10,000 calls in that turn.
+LONGEST_SUFFIX = f".plan.{MAX_TURNS - 1}.9999"
 ORCHESTRATOR_SYSTEM = (
     "You orchestrate a pipeline of workflows. Plan a workflow once with plan_workflow "
     "(for a representative input), then run the planned workflowVersionId with "
@@ -47,6 +52,19 @@ def tool_clash(tools: ToolRegistry, own: Sequence[str]) -> str | None:
         return None
     return (f"the orchestrator's own tools (the workflows') cannot be replaced: rename "
             f"{', '.join(clash)}")
+
+
+def check_pipeline_run_id(run_id: str) -> str:
+    """`run_id` if it can name a pipeline run: a run id (world.base.check_run_id) that
+    leaves room for the ids derived from it; ValueError otherwise, before anything runs
+    (too long, every sub-run would fail while the pipeline completed)."""
+    check_run_id(run_id)
+    longest = MAX_RUN_ID - len(LONGEST_SUFFIX)
+    if len(run_id) > longest:
+        raise ValueError(f"run id {run_id[:16]}… is too long for a pipeline run "
+                         f"({len(run_id)} characters): its sub-runs' and planner sessions' "
+                         f"ids add up to {len(LONGEST_SUFFIX)} more; use at most {longest}")
+    return run_id
 
 
 async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None = None,
@@ -77,7 +95,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     from lwtool.world.local import local_world
 
     world = world or local_world()
-    run_id = run_id or new_run_id()
+    run_id = check_pipeline_run_id(run_id or new_run_id())
     registry = ToolRegistry.of(tools)
     model_map = dict(models or {})
     say = progress or (lambda _: None)
@@ -110,7 +128,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         "orchestrator", model, prompt,
         "\n\n".join(p for p in ((() if typed else (ORCHESTRATOR_SYSTEM,))
                                  + (pipeline.system,)) if p),
-        max_turns=50, skills=tuple(located(s, pipeline.base) for s in pipeline.skills),
+        max_turns=MAX_TURNS, skills=tuple(located(s, pipeline.base) for s in pipeline.skills),
         bash=bash, pipeline=pipeline.key,
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),

@@ -13,7 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lwtool.orchestrate.pipeline import DEFAULT_MAX_CONCURRENT_SUB_RUNS, Available, Pipeline
+from lwtool.orchestrate.pipeline import (
+    DEFAULT_MAX_CONCURRENT_SUB_RUNS,
+    DEFAULT_MAX_SUB_RUNS,
+    Available,
+    Pipeline,
+)
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import World
 
@@ -76,11 +81,12 @@ def create_harness(*, workflows: Sequence[Any], model: Any, system: str = "",
                    tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                    max_concurrent_sub_runs: int = DEFAULT_MAX_CONCURRENT_SUB_RUNS,
                    skills: Sequence[str] = (), name: str = "harness",
-                   base: Path | None = None) -> HarnessAgent:
+                   base: Path | None = None,
+                   max_sub_runs: int = DEFAULT_MAX_SUB_RUNS) -> HarnessAgent:
     """An agent on `model` (a litellm model string or a ScriptedModel) with `system`,
     offered each of `workflows` (definitions or `as_harness_workflow` tools) as a tool
     of its own, and `tools` (its own, besides the workflows)."""
     offered = tuple(as_harness_workflow(w, base).workflow for w in workflows)
     pipeline = Pipeline(name, offered, model, system, tuple(skills), max_concurrent_sub_runs,
-                        base=base or Path.cwd())
+                        base=base or Path.cwd(), max_sub_runs=max_sub_runs)
     return HarnessAgent(pipeline, ToolRegistry.of(tools) if tools is not None else None)

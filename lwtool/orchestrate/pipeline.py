@@ -1,5 +1,5 @@
 """A pipeline: the workflow definitions an orchestrator may plan and run, and its own
-settings (model, system prompt, skills, maxConcurrentSubRuns). Read from a `kind:
+settings (model, system prompt, skills, maxConcurrentSubRuns, maxSubRuns). Read from a `kind:
 Pipeline` file (definition paths relative to it) or given from Python (definitions as
 files, dicts or what `define_workflow` returns)."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MAX_CONCURRENT_SUB_RUNS = 10
+DEFAULT_MAX_SUB_RUNS = 100  # sub-runs one pipeline run may start in all
 PIPELINE_KIND = "Pipeline"
 
 
@@ -43,11 +44,13 @@ class Pipeline:
     max_concurrent_sub_runs: int = DEFAULT_MAX_CONCURRENT_SUB_RUNS
     description: str = ""
     base: Path = field(default_factory=Path.cwd)  # where relative skill paths are read
+    max_sub_runs: int = DEFAULT_MAX_SUB_RUNS
 
     def __post_init__(self) -> None:
-        if self.max_concurrent_sub_runs < 1:
-            raise ValueError("maxConcurrentSubRuns must be at least 1, not "
-                             f"{self.max_concurrent_sub_runs}")
+        for name, value in (("maxConcurrentSubRuns", self.max_concurrent_sub_runs),
+                            ("maxSubRuns", self.max_sub_runs)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
         ids = [w.id for w in self.workflows]
         duplicate = next((i for i in ids if ids.count(i) > 1), None)
         if duplicate is not None:
@@ -79,7 +82,7 @@ def available(definition: Any, base: Path | None = None) -> Available:
 def pipeline_of(workflows: Sequence[Any], orchestrator: Mapping[str, Any],
                 pipeline_id: str = "pipeline", base: Path | None = None) -> Pipeline:
     """The Python surface's pipeline: `workflows` and `orchestrator` settings
-    ({model, system, skills, maxConcurrentSubRuns})."""
+    ({model, system, skills, maxConcurrentSubRuns, maxSubRuns})."""
     if "model" not in orchestrator:
         raise ValueError("orchestrator needs a model")
     return Pipeline(pipeline_id, tuple(available(w, base) for w in workflows),
@@ -87,7 +90,8 @@ def pipeline_of(workflows: Sequence[Any], orchestrator: Mapping[str, Any],
                     tuple(orchestrator.get("skills") or ()),
                     int(orchestrator.get("maxConcurrentSubRuns",
                                          DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
-                    base=base or Path.cwd())
+                    base=base or Path.cwd(),
+                    max_sub_runs=int(orchestrator.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)))
 
 
 def load_pipeline(path: str | Path) -> Pipeline:
@@ -114,4 +118,5 @@ def load_pipeline(path: str | Path) -> Pipeline:
                     settings["model"], str(settings.get("system") or ""),
                     tuple(str(s) for s in settings.get("skills") or ()),
                     int(settings.get("maxConcurrentSubRuns", DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
-                    str(value.get("description") or ""), folder)
+                    str(value.get("description") or ""), folder,
+                    int(settings.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)))

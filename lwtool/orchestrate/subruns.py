@@ -12,11 +12,12 @@
 - `start_workflow(workflowId, input) -> {workflowVersionId, runId, output, status}`:
   plan, then run.
 
-Sub-runs run concurrently (a model turn's calls are dispatched together) and at most
-`maxConcurrentSubRuns` at once. Ids derive from the call id, so a call re-dispatched
-after a kill reserves the same ones: its planner session and its sub-run resume from
-their own logs. An unknown workflow or version, or an input its definition's input
-schema refuses, fails the call (the model is told), never the session.
+Sub-runs run concurrently (a model turn's calls are dispatched together), at most
+`maxConcurrentSubRuns` at once and `maxSubRuns` in all (a call past it is refused).
+Ids derive from the call id, so a call re-dispatched after a kill reserves the same
+ones: its planner session and its sub-run resume from their own logs. An unknown
+workflow or version, or an input its definition's input schema refuses, fails the call
+(the model is told), never the session.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class SubRuns:
         # (workflowId, input hash) -> version; version -> (workflowId, planner run)
         self.plans: dict[tuple[str, str], str] = {}
         self.versions: dict[str, tuple[str, str]] = {}
+        # the sub-runs started so far (a resumed run's too): at most maxSubRuns
+        self.started = {row["runId"] for row in sub_runs(world, run_id)}
         self._recall()
 
     def registry(self) -> ToolRegistry:
@@ -105,6 +108,7 @@ class SubRuns:
     async def call_workflow(self, workflow: Available, args: dict[str, Any]) -> dict[str, Any]:
         ids = args[RESERVED]
         value = {k: v for k, v in args.items() if k != RESERVED}
+        self._admit(workflow, value, ids["subRunId"])
         key = (workflow.id, "")  # planned once per session, for the first call's input
         version_id = self.plans.get(key)
         if version_id is None:
@@ -133,6 +137,7 @@ class SubRuns:
                               "pipeline run first (plan_workflow)")
         workflow = self._workflow(known[0])
         ids = args[RESERVED]
+        self._admit(workflow, args.get("input"), ids["subRunId"])
         result = await self._run(workflow, str(version_id), known[1], args.get("input"),
                                  ids["subRunId"], ids["callId"])
         return {key: result.get(key) for key in
@@ -142,6 +147,7 @@ class SubRuns:
     async def start_workflow(self, args: dict[str, Any]) -> dict[str, Any]:
         workflow = self._workflow(args.get("workflowId"))
         ids = args[RESERVED]
+        self._admit(workflow, args.get("input"), ids["subRunId"])
         version_id = await self._plan(workflow, args.get("input"), ids["plannerRunId"])
         result = await self._run(workflow, version_id, self.versions[version_id][1],
                                  args.get("input"), ids["subRunId"], ids["callId"])
@@ -159,6 +165,17 @@ class SubRuns:
                 return args
             return {**args, RESERVED: reservation(self.run_id, call_id, *kinds)}
         return reserve
+
+    def _admit(self, workflow: Available, value: Any, sub_run: str) -> None:
+        """Check the call's input, then count `sub_run` against maxSubRuns, or refuse
+        the call past it. Done before the call's first wait, so a turn's calls are
+        admitted in their order; a call re-dispatched after a kill was admitted before."""
+        self._check_input(workflow, value)
+        if sub_run not in self.started and len(self.started) >= self.pipeline.max_sub_runs:
+            raise CallRefused(f"this pipeline run has started its {len(self.started)} "
+                              f"sub-runs (maxSubRuns {self.pipeline.max_sub_runs}): no more "
+                              "are started; answer with what they returned")
+        self.started.add(sub_run)
 
     # -- planning and running -------------------------------------------------------------
 

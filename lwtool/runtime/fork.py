@@ -57,8 +57,10 @@ async def fork_run(world: World, run_id: str, step: str, tools: ToolRegistry,
                    models: dict[str, str] | None = None, run_input: Any = SAME_INPUT,
                    new_id: str | None = None, on_start: Callable[[str], None] | None = None,
                    step_timeout: float | None = None, harness: Any = None) -> dict[str, Any]:
-    """Fork `run_id` from `step` (a top-level step id, or a path inside one) and run the
-    fork to its end; ForkRefused, with nothing written, when it cannot be made."""
+    """Fork `run_id` from `step` (a top-level step id) and run the fork to its end;
+    ForkRefused, with nothing written, when it cannot be made: a path inside a step (a
+    branch, a loop visit) is refused naming its top-level step, as a fork runs whole
+    top-level steps again, never part of one."""
     record = world.get_run(run_id)  # RunNotFound for an unknown id
     lwir = world.get_version(record.version_id) or {}
     if lwir.get("kind", "Workflow") != "Workflow":
@@ -70,6 +72,10 @@ async def fork_run(world: World, run_id: str, step: str, tools: ToolRegistry,
         known = ", ".join(s["id"] for s in steps)
         raise ForkRefused(f"run {run_id}'s workflow has no top-level step '{start}' "
                           f"(its steps: {known})")
+    if step != start:
+        raise ForkRefused(f"'{step}' is a part of the top-level step '{start}' (a branch or "
+                          "a loop visit); a fork runs whole top-level steps again: fork "
+                          f"from '{start}' to run it, all of it, and what follows again")
     rerun = downstream(steps, start)
     kept = [NewEvent(e.type, e.payload, e.step_path) for e in world.events(run_id)
             if e.type in ("StepCompleted", "StepSkipped") and e.step_path

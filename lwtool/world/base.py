@@ -84,7 +84,8 @@ class RunRecord:
         return parent if isinstance(parent, str) else None
 
 
-RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+MAX_RUN_ID = 128  # characters
+RUN_ID = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{MAX_RUN_ID - 1}}}")
 
 
 def check_run_id(run_id: str) -> str:

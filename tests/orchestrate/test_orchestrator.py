@@ -177,6 +177,43 @@ def test_orchestrator_fan_out_is_bounded_by_max_concurrent_sub_runs(
     assert doubler.peak == peak
 
 
+def test_max_sub_runs_bounds_how_many_sub_runs_a_pipeline_starts(folder: Path) -> None:
+    """One turn asked for five sub-runs and a later turn for one more: the first three
+    run (maxSubRuns), the others are refused, and the model is told why."""
+    told: list[Any] = []
+
+    def run_five(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        version = last_result(messages)["workflowVersionId"]
+        told.append(version)
+        return {"toolCalls": [{"name": "run_workflow", "arguments": {
+            "workflowVersionId": version, "input": {"n": n}}} for n in range(5)]}
+
+    def one_more(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        told.extend(json.loads(m["content"]) for m in messages[-5:])
+        return {"toolCalls": [{"name": "start_workflow", "arguments": {
+            "workflowId": "double", "input": {"n": 9}}}]}
+
+    result = _run(folder, [{"toolCalls": [{"name": "plan_workflow", "arguments": {
+        "workflowId": "double", "input": {"n": 1}}}]}, run_five, one_more,
+        lambda messages: told.append(json.loads(messages[-1]["content"])) or "done"],
+        max_sub_runs=3)
+    assert [s["runId"] for s in result["subRuns"]] == ["pipe.sub.1.0", "pipe.sub.1.1",
+                                                       "pipe.sub.1.2"]
+    refused = ("tool 'run_workflow' refused the call: this pipeline run has started its 3 "
+               "sub-runs (maxSubRuns 3): no more are started; answer with what they returned")
+    assert [t.get("error") for t in told[1:6]] == [None, None, None, refused, refused]
+    assert told[6] == {"error": refused.replace("run_workflow", "start_workflow")}
+    assert len(_events(folder, "pipe", "harness.tool_call.failed")) == 3
+
+
+def test_a_pipeline_run_id_leaves_room_for_its_sub_runs_ids(folder: Path) -> None:
+    with pytest.raises(ValueError, match="too long for a pipeline run .116 characters.*"
+                                         "use at most 115"):
+        _run(folder, ["done"], run_id="p" * 116)
+    assert not (folder / "data").exists() or local_world(folder / "data").list_runs() == []
+    assert _run(folder, ["done"], run_id="p" * 115)["status"] == "completed"
+
+
 @pytest.mark.parametrize("change", [{"system": "Another prompt."},
                                     {"max_concurrent_sub_runs": 3}])
 def test_a_changed_orchestrator_is_capability_drift(folder: Path,

@@ -94,3 +94,19 @@ def test_a_fork_from_an_unknown_step_is_refused(folder: Path) -> None:
     assert "has no top-level step 'zz' (its steps: a, b, c, d)" in refused.stderr  # type: ignore
     listed = lwtool(folder, "runs", "--json").stdout  # type: ignore[attr-defined]
     assert [r["runId"] for r in json.loads(listed)] == ["orig"]  # nothing written
+
+
+@pytest.mark.parametrize("inside", ["b[1].x", "b.visit[2]"])
+def test_a_fork_from_inside_a_step_is_refused_naming_its_top_level_step(
+        folder: Path, inside: str) -> None:
+    assert lwtool(folder, "run", "wf.lwir.yaml", "-i", "in.json", "--tools",
+                  "tools.py:tools", "--run-id", "orig").returncode == 0  # type: ignore
+    refused = lwtool(folder, "fork", "orig", "--from", inside, "--run-id", "f4",
+                     "--tools", "tools.py:tools")
+    assert refused.returncode == 2  # type: ignore[attr-defined]
+    assert refused.stderr == (  # type: ignore[attr-defined]
+        f"lwtool: run f4: '{inside}' is a part of the top-level step 'b' (a branch or a loop "
+        "visit); a fork runs whole top-level steps again: fork from 'b' to run it, all of "
+        "it, and what follows again\n")
+    listed = lwtool(folder, "runs", "--json").stdout  # type: ignore[attr-defined]
+    assert [r["runId"] for r in json.loads(listed)] == ["orig"]  # nothing written
