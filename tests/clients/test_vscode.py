@@ -57,7 +57,18 @@ def _free_port() -> int:
 
 @pytest.fixture()
 def host(tmp_path: Path, vsix: Path) -> Iterator[dict[str, Any]]:
-    """code-server with the .vsix installed, on a workspace and user folder of its own."""
+    """code-server with the .vsix installed, on a workspace and user folder of its own
+    (workspace trust off: the folder is trusted)."""
+    yield from _serve(tmp_path, vsix, trust=False)
+
+
+@pytest.fixture()
+def trusting_host(tmp_path: Path, vsix: Path) -> Iterator[dict[str, Any]]:
+    """The same with workspace trust on: VS Code asks whether to trust the folder."""
+    yield from _serve(tmp_path, vsix, trust=True)
+
+
+def _serve(tmp_path: Path, vsix: Path, trust: bool) -> Iterator[dict[str, Any]]:
     user, extensions, workspace = (tmp_path / n for n in ("user", "extensions", "ws"))
     for folder in (user / "User", extensions, workspace):
         folder.mkdir(parents=True)
@@ -71,7 +82,8 @@ def host(tmp_path: Path, vsix: Path) -> Iterator[dict[str, Any]]:
     server = subprocess.Popen(
         [str(HOST), *common, "--config", str(tmp_path / "config.yaml"), "--auth", "none",
          "--bind-addr", f"127.0.0.1:{port}",
-         "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+         "--disable-telemetry", "--disable-update-check",
+         *(() if trust else ("--disable-workspace-trust",)),
          str(workspace)], stdout=log, stderr=subprocess.STDOUT)  # a pipe would fill up
     deadline = time.monotonic() + 60
     while True:
@@ -112,10 +124,14 @@ def _problems(page: Any, wanted: str, timeout: float = 60) -> str:
     raise AssertionError(f"the Problems panel never showed {wanted!r}: {text!r}")
 
 
-def _workbench(browser: Any, url: str) -> Any:
+def _workbench(browser: Any, url: str, trust: str | None = None) -> Any:
+    """The workbench on `url`; `trust` is the answer to click in the workspace trust
+    dialog (with trust on)."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(url)
     page.wait_for_selector(".monaco-workbench .part.editor", timeout=60_000)
+    if trust is not None:
+        page.click(f".monaco-dialog-box .monaco-button >> text={trust}", timeout=60_000)
     # the workspace is loaded once the Explorer lists it
     page.wait_for_selector(".explorer-folders-view .monaco-list-row", timeout=60_000)
     return page
@@ -170,5 +186,49 @@ def test_lwtool_not_found_is_said_and_a_changed_setting_starts_it(
         page.keyboard.press("Control+S")
         assert "step.unknown_type" in _problems(page, FINDING)
         assert json.loads(host["settings"].read_text())["lwtool.command"][0] == str(LWTOOL)
+    finally:
+        page.close()
+
+
+# A program a cloned repository ships and names in its own .vscode/settings.json.
+EVIL = """#!/bin/sh
+touch "$(dirname "$0")/ran"
+exec "$(dirname "$0")/.venv/bin/lwtool" "$@"
+"""
+
+
+def test_an_untrusted_folder_never_runs_its_own_program(
+        browser: Any, trusting_host: dict[str, Any]) -> None:
+    """In restricted mode the extension starts no program of the folder's (its .venv, a
+    command its settings name) and says why; trusted, it starts the folder's .venv
+    lwtool, and the folder's own `lwtool.command` is still never read."""
+    workspace: Path = trusting_host["workspace"]
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "lwtool").symlink_to(LWTOOL)
+    (workspace / "evil.sh").write_text(EVIL)
+    (workspace / "evil.sh").chmod(0o755)
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(
+        {"lwtool.command": [str(workspace / "evil.sh"), "lsp"]}))
+    (workspace / "flow.workflow.yaml").write_text(BROKEN)
+    page = _workbench(browser, trusting_host["url"], trust="No, I don't trust the authors")
+    try:
+        _open_file(page, "flow.workflow.yaml")
+        toast = page.wait_for_selector(
+            ".notifications-toasts .notification-list-item-message >> text=lwtool is off",
+            timeout=60_000)
+        assert toast is not None
+        message = toast.inner_text()
+        assert "you have not trusted it" in message and ".venv/bin/lwtool" in message, message
+        assert not (workspace / "ran").exists()
+        # trusted now: the folder's .venv lwtool starts, without a reload
+        page.keyboard.press("F1")
+        page.wait_for_selector(".quick-input-widget", state="visible")
+        page.keyboard.insert_text("Workspaces: Manage Workspace Trust")
+        page.wait_for_selector(".quick-input-list .monaco-list-row", timeout=30_000)
+        page.keyboard.press("Enter")
+        page.click(".workspace-trust-editor .monaco-button >> text=Trust", timeout=30_000)
+        assert "step.unknown_type" in _problems(page, FINDING)
+        assert not (workspace / "ran").exists()
     finally:
         page.close()

@@ -12,6 +12,14 @@ const NOT_FOUND =
   "lwtool: bash scripts/bootstrap.sh; it is not on a package index yet), or set " +
   "`lwtool.command` to how to start it, e.g. [\".venv/bin/lwtool\", \"lsp\"].";
 
+const UNTRUSTED =
+  "lwtool is off in this folder: you have not trusted it, and lwtool would run a " +
+  "program of the folder's";
+const UNTRUSTED_WAYS =
+  "Trust the folder, or set `lwtool.command` in your user settings to an lwtool you " +
+  "installed.";
+const TRUST = "Manage Workspace Trust";
+
 const WINDOWS = process.platform === "win32";
 
 function executable(file) {
@@ -34,42 +42,64 @@ function workspaceDirs() {
     .map((folder) => folder.uri.fsPath);
 }
 
-// The server command with its program resolved, or undefined when it is nowhere. The
-// extension host's PATH is the login shell's, not the terminal's that opened the
-// window, so a project's own .venv is looked in too (unless a command is set).
+// The server command with its program resolved ({server}), or why there is none
+// ({withheld}: a program of an untrusted folder's, not started; else nothing found).
+// `lwtool.command` is read from the user's own settings only (its scope is "machine"):
+// a folder never chooses the program it runs. The extension host's PATH is the login
+// shell's, not the terminal's that opened the window, so a trusted folder's own .venv
+// is looked in too (unless a command is set).
 function serverCommand() {
   const config = vscode.workspace.getConfiguration("lwtool");
   const set = config.inspect("command") || {};
-  const chosen = set.workspaceFolderValue || set.workspaceValue || set.globalValue;
-  const [command, ...args] = config.get("command", ["lwtool", "lsp"]);
+  const chosen = set.globalValue;
+  const [command, ...args] = chosen || set.defaultValue || ["lwtool", "lsp"];
+  const trusted = vscode.workspace.isTrusted;
   let program;
+  let withheld;
   if (command.includes("/") || command.includes("\\")) {
-    const candidates = path.isAbsolute(command) ? [command]
-      : workspaceDirs().map((dir) => path.join(dir, command));
-    program = candidates.map(found).find(Boolean);
+    if (path.isAbsolute(command)) {
+      program = found(command);
+    } else if (trusted) {
+      program = workspaceDirs().map((dir) => found(path.join(dir, command))).find(Boolean);
+    } else {
+      withheld = `lwtool.command names ${command}, a program inside the folder`;
+    }
   } else {
-    program = (process.env.PATH || "").split(path.delimiter).filter(Boolean)
+    // a relative PATH entry (".") would be the folder itself
+    program = (process.env.PATH || "").split(path.delimiter).filter(path.isAbsolute)
       .map((dir) => found(path.join(dir, command))).find(Boolean);
     if (!program && !chosen) {
-      program = workspaceDirs().map((dir) => found(
+      const own = workspaceDirs().map((dir) => found(
         path.join(dir, ".venv", WINDOWS ? "Scripts" : "bin", command))).find(Boolean);
+      if (own && trusted) {
+        program = own;
+      } else if (own) {
+        withheld = `its own ${own}`;
+      }
     }
   }
   // TransportKind.stdio adds --stdio, which `lwtool lsp` takes.
-  return program ? { command: program, args, transport: TransportKind.stdio } : undefined;
+  return { server: program ? { command: program, args, transport: TransportKind.stdio }
+    : undefined, withheld };
 }
 
 // Said without waiting for an answer: activation and restarts must not hang on it.
-function notStarted(message) {
-  vscode.window.showErrorMessage(message, "Open settings").then((choice) => {
+function notStarted(message, ...more) {
+  vscode.window.showErrorMessage(message, ...more, "Open settings").then((choice) => {
     if (choice === "Open settings") {
       vscode.commands.executeCommand("workbench.action.openSettings", "lwtool.command");
+    } else if (choice === TRUST) {
+      vscode.commands.executeCommand("workbench.trust.manage");
     }
   });
 }
 
 async function start() {
-  const server = serverCommand();
+  const { server, withheld } = serverCommand();
+  if (!server && withheld) {
+    notStarted(`${UNTRUSTED} (${withheld}). ${UNTRUSTED_WAYS}`, TRUST);
+    return;
+  }
   if (!server) {
     notStarted(NOT_FOUND);
     return;
@@ -117,6 +147,8 @@ function activate(context) {
         restart(); // a changed command takes effect without a reload
       }
     }),
+    // a folder trusted now may run its own lwtool (its .venv)
+    vscode.workspace.onDidGrantWorkspaceTrust(() => restart()),
     { dispose: () => client && client.stop() });
   return start();
 }
