@@ -52,7 +52,7 @@ def ui(
     listener.listen(128)  # connections wait in the backlog until the server accepts
     url = postgres_url()
     if url is not None:
-        from lwtool.world.postgres import where
+        from lwtool.world.postgres_url import where
 
         source = f"PostgreSQL at {where(url)}"
     else:

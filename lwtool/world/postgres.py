@@ -25,7 +25,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from lwtool.canonical.compact import dumps_text, loads
 from lwtool.world.base import (
@@ -48,36 +47,13 @@ from lwtool.world.base import (
 from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
 from lwtool.world.local_events import chained, payloads_by_run, read_events, run_record
+from lwtool.world.postgres_url import reason_of, secrets_of, where
 
 CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
 DEFAULT_MAX_CONCURRENT_STEPS = 32
 POOL_WAIT = 10.0  # seconds to wait for a connection (the pool reconnecting) before failing
 _RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
-
-
-def where(url: str) -> str:
-    """The server a URL names, for messages: host, port and database, never its user
-    or password. StoreUnavailable for a URL that names no server lwtool can read."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname or "the local socket", parts.port or 5432
-    except ValueError as exc:  # `[::1/db`, a port out of range: urllib's words name neither
-        raise StoreUnavailable(f"the PostgreSQL URL is not valid: {exc}") from None
-    return f"{host}:{port}{parts.path or ''}"
-
-
-def secrets_of(url: str) -> list[str]:
-    """What a message about `url` must never show: its password, as written and
-    decoded, in the user part or as the query's `password=`."""
-    parts = urlsplit(url)
-    password = parts.netloc.rpartition("@")[0].partition(":")[2]
-    found = [password, unquote(password)]
-    for pair in parts.query.split("&"):
-        key, _, value = pair.partition("=")
-        if unquote(key) == "password":
-            found += [value, unquote(value)]
-    return sorted({s for s in found if s}, key=len, reverse=True)
 
 
 class PostgresWorld:
@@ -104,7 +80,7 @@ class PostgresWorld:
         try:
             conninfo_to_dict(url)
         except psycopg.Error as exc:  # libpq's words may quote the password: taken out
-            reason = _reason(exc, self._secrets)
+            reason = reason_of(exc, self._secrets)
             if "percent" in reason:
                 reason += " (a `%` in a URL starts an escape: write `%25` for `%` itself)"
             raise StoreUnavailable(f"the PostgreSQL URL for {self._where} is not valid: "
@@ -113,14 +89,14 @@ class PostgresWorld:
             first = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
         try:
             migrate(first)
         except RuntimeError as exc:
             raise StoreUnavailable(f"PostgreSQL at {self._where}: {exc}") from None
         except psycopg.Error as exc:
             raise StoreUnavailable(f"PostgreSQL at {self._where} refused lwtool's schema: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
         finally:
             first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
@@ -145,7 +121,7 @@ class PostgresWorld:
         except psycopg.OperationalError as exc:
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
 
     def _recover(self) -> None:
         """After a lost connection: drop the pool's dead idle connections (a restarted
@@ -164,7 +140,7 @@ class PostgresWorld:
         except psycopg.OperationalError as exc:
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
 
     # -- versions ---------------------------------------------------------------------
 
@@ -347,7 +323,7 @@ class PostgresWorld:
         except psycopg.OperationalError as exc:
             conn.close()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
         finally:
             self._held.pop(run_id, None)
             self._release_lock(conn, key, held)
@@ -376,7 +352,7 @@ class PostgresWorld:
                                    application_name=f"lwtool {purpose} pid {os.getpid()}")
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
-                                   f"{_reason(exc, self._secrets)}") from None
+                                   f"{reason_of(exc, self._secrets)}") from None
 
     def _release_lock(self, conn: Any, key: int, held: bool,
                       purpose: str = "run lock") -> None:
@@ -497,13 +473,3 @@ def advisory_key(text: str) -> int:
 def _lock_key(run_id: str) -> int:
     """A run id as an advisory lock key."""
     return advisory_key(f"lwtool-run:{run_id}")
-
-
-def _reason(exc: Exception, secrets: list[str]) -> str:
-    """A driver error as one line (the server's own words, without the DETAIL/HINT),
-    with each of `secrets` (secrets_of) shown as `***`."""
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    for secret in secrets:
-        line = line.replace(secret, "***")
-    return line

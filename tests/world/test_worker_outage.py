@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lwtool.world.postgres import POOL_WAIT, where
+from lwtool.world.postgres import POOL_WAIT
+from lwtool.world.postgres_url import where
 from tests.fixtures.postgres import PrivateCluster, database
 from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs, _worker
 
