@@ -44,15 +44,15 @@ function workspaceDirs() {
 
 // The server command with its program resolved ({server}), or why there is none
 // ({withheld}: a program of an untrusted folder's, not started; else nothing found).
-// `lwtool.command` is read from the user's own settings only (its scope is "machine"):
-// a folder never chooses the program it runs. The extension host's PATH is the login
+// `lwtool.command` has the scope "application": VS Code reads it from the user's own
+// settings only, so a folder never chooses the program it runs. The extension host's PATH is the login
 // shell's, not the terminal's that opened the window, so a trusted folder's own .venv
 // is looked in too (unless a command is set).
 function serverCommand() {
   const config = vscode.workspace.getConfiguration("lwtool");
-  const set = config.inspect("command") || {};
-  const chosen = set.globalValue;
-  const [command, ...args] = chosen || set.defaultValue || ["lwtool", "lsp"];
+  const fallback = (config.inspect("command") || {}).defaultValue || ["lwtool", "lsp"];
+  const [command, ...args] = config.get("command", fallback);
+  const chosen = JSON.stringify([command, ...args]) !== JSON.stringify(fallback);
   const trusted = vscode.workspace.isTrusted;
   let program;
   let withheld;
