@@ -89,8 +89,10 @@ class Tool:
             if not alone:
                 return await asyncio.get_running_loop().run_in_executor(
                     threads, pace.timed, self.fn, args)
-            future = threads.submit(pace.timed, self.fn, args)
             try:
+                # submit waits for the new thread to start, and a tool quick to make the
+                # process's Ctrl-C may have run by then: that wait is the loop's too
+                future = threads.submit(pace.timed, self.fn, args)
                 future.exception(timeout=WAIT_SLICE)  # the tool's own errors: below
             except TimeoutError:
                 return await asyncio.wrap_future(future)

@@ -4,7 +4,7 @@
 # made afresh each time and kept, so `lwtool ui` can show them) and show what was recorded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh run
 data=.little-workflow/demo
 rm -rf "$data"
 mkdir -p "$data"

@@ -204,6 +204,14 @@ def world_kind(request: pytest.FixtureRequest,
     worlds.close()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `clients` the tests that drive a real editor or browser (tests/clients, and
+    any test using the `browser` fixture): `-m "not clients"` is the inner loop's."""
+    for item in items:
+        if "clients" in item.path.parts or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.clients)
+
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]

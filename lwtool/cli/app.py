@@ -1,47 +1,69 @@
-"""The `lwtool` command: a thin typer shell. Each command lives in its own module and
-imports what it needs when it runs, so `lwtool validate` never pays for the runtime."""
+"""The `lwtool` command: a thin typer shell. Each command lives in its own module, and
+only the module of the command that runs is imported (`COMMANDS`, loaded by
+`LazyCommands` when click asks for it), so `lwtool validate` pays neither for the
+runtime nor for the other commands' imports. `lwtool --help` loads them all to list
+them."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer._click.core import Command, Context  # typer 0.28 vendors click as typer._click
+from typer.core import TyperGroup
 
-from lwtool.cli import (
-    canon,
-    check,
-    exit_codes,
-    explain,
-    export_otel,
-    generate,
-    graph,
-    inspect,
-    lock,
-    lsp,
-    orchestrate,
-    plan,
-    resume,
-    run,
-    runs,
-    ui,
-    validate,
-    verify,
-    worker,
-)
+from lwtool.cli import exit_codes
 from lwtool.cli.render import say
 from lwtool.cli.signals import Terminated
+
+# command -> (module in lwtool.cli, function), in the order `lwtool --help` lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("validate", "validate"), "canon": ("canon", "canon"),
+    "hash": ("canon", "hash_"), "lock": ("lock", "lock"), "check": ("check", "check"),
+    "explain": ("explain", "explain"), "plan": ("plan", "plan"),
+    "generate": ("generate", "generate"), "run": ("run", "run"),
+    "orchestrate": ("orchestrate", "orchestrate"), "worker": ("worker", "worker"),
+    "replay": ("resume", "replay"), "retry": ("resume", "retry"),
+    "fork": ("resume", "fork"), "respond": ("resume", "respond"),
+    "events": ("inspect", "events"), "report": ("inspect", "report"),
+    "runs": ("runs", "runs"), "graph": ("graph", "graph"),
+    "export-otel": ("export_otel", "export_otel"), "ui": ("ui", "ui"),
+    "lsp": ("lsp", "lsp"), "verify": ("verify", "verify"),
+}
+_SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False,
+                             "rich_markup_mode": None}
+
+
+def command(name: str) -> Command:
+    """The click command `name` (a key of COMMANDS), its module imported now."""
+    module, function = COMMANDS[name]
+    single = typer.Typer(**_SETTINGS)
+    single.command(name)(getattr(importlib.import_module(f"lwtool.cli.{module}"), function))
+    return typer.main.get_command(single)
+
+
+class LazyCommands(TyperGroup):
+    """The root group: its commands are COMMANDS, each built when it is asked for."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        return command(cmd_name) if cmd_name in COMMANDS else None
+
 
 app = typer.Typer(
     name="lwtool",
     help="LWIR toolchain: validate, lock and check workflow files; run them durably.",
-    add_completion=False,
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    cls=LazyCommands,
+    **_SETTINGS,
 )
+
 
 def _version(value: bool) -> None:
     if value:
@@ -57,31 +79,6 @@ def _main(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """LWIR toolchain: validate, lock and check workflow files; run them durably."""
-
-
-app.command("validate")(validate.validate)
-app.command("canon")(canon.canon)
-app.command("hash")(canon.hash_)
-app.command("lock")(lock.lock)
-app.command("check")(check.check)
-app.command("explain")(explain.explain)
-app.command("plan")(plan.plan)
-app.command("generate")(generate.generate)
-app.command("run")(run.run)
-app.command("orchestrate")(orchestrate.orchestrate)
-app.command("worker")(worker.worker)
-app.command("replay")(resume.replay)
-app.command("retry")(resume.retry)
-app.command("fork")(resume.fork)
-app.command("respond")(resume.respond)
-app.command("events")(inspect.events)
-app.command("report")(inspect.report)
-app.command("runs")(runs.runs)
-app.command("graph")(graph.graph)
-app.command("export-otel")(export_otel.export_otel)
-app.command("ui")(ui.ui)
-app.command("lsp")(lsp.lsp)
-app.command("verify")(verify.verify)
 
 
 def main() -> None:
