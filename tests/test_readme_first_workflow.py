@@ -5,6 +5,7 @@ lines, and the README points into nothing a clone lacks."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -26,7 +27,7 @@ def test_the_section_is_near_the_top_and_short() -> None:
     lines = README.splitlines()
     first = lines.index("## Your first workflow")
     assert first < 150
-    assert len(_section().splitlines()) <= 46  # about 40 lines of it
+    assert len(_section().splitlines()) <= 56  # about 50 lines of it, a kill included
     assert "../shared" not in README
     assert "LWIR (Little Workflow Intermediate Representation)" in " ".join(README.split())
 
@@ -45,10 +46,19 @@ def test_the_first_workflow_runs_as_written(tmp_path: Path) -> None:
         done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, text=True,
                               capture_output=True, timeout=120)
         assert done.returncode == 0, (command, done.stderr)
-        if command.startswith("lwtool run"):
+        if command.startswith(("lwtool run", "lwtool replay")) and "kill -9" not in command:
             assert "DURABLE WORKFLOWS REPLAY AFTER A CRASH" in done.stdout
         if command.startswith("lwtool graph"):
             assert "loud<br/><small>tool.call · done</small>" in done.stdout
+    # the killed run: replayed to the end, each step completed once, `loud` started twice
+    assert any("kill -9" in c for c in commands) and any(c.startswith("lwtool replay")
+                                                          for c in commands)
+    events = subprocess.run(["lwtool", "events", "second", "--json"], cwd=tmp_path, env=env,
+                            text=True, capture_output=True, timeout=60).stdout.splitlines()
+    kinds = [(e["type"], e.get("stepPath")) for e in map(json.loads, events)]
+    assert [k for k in kinds if k[0] == "StepCompleted"] == [
+        ("StepCompleted", "count"), ("StepCompleted", "title"), ("StepCompleted", "loud")]
+    assert kinds.count(("StepAttemptStarted", "loud")) == 2
     ui = subprocess.Popen(shlex.split(commands[-1]), cwd=tmp_path, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -57,3 +67,15 @@ def test_the_first_workflow_runs_as_written(tmp_path: Path) -> None:
     finally:
         ui.terminate()
         ui.wait(timeout=30)
+
+
+def test_every_reference_in_the_readme_and_contributing_leads_somewhere() -> None:
+    """`see "X"` names a heading of the README; a repository path it names exists; and
+    neither page points outside the clone (`../shared`)."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    headings = set(re.findall(r"^#+ (.*)$", README, re.M))
+    assert [ref for ref in re.findall(r'see "([^"]+)"', README) if ref not in headings] == []
+    for page in (README, contributing):
+        assert "../shared" not in page and "see Performance" not in page
+        named = re.findall(r"`((?:docs|scripts|bench|tests|editors|examples)/[\w./-]+)`", page)
+        assert [path for path in named if not (ROOT / path.rstrip("/")).exists()] == []
