@@ -1,9 +1,9 @@
 // A thin client: everything (diagnostics, hover, completion, definition, outline)
 // comes from `lwtool lsp`, the same validator as `lwtool validate`.
+const childProcess = require("child_process");
 const fs = require("fs");
 const path = require("path");
 const vscode = require("vscode");
-const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
 
 let client;
 
@@ -78,9 +78,19 @@ function serverCommand() {
       }
     }
   }
-  // TransportKind.stdio adds --stdio, which `lwtool lsp` takes.
-  return { server: program ? { command: program, args, transport: TransportKind.stdio }
-    : undefined, withheld };
+  return { server: program ? { command: program, args: [...args, "--stdio"] } : undefined,
+    withheld };
+}
+
+// `lwtool lsp --stdio` (the transport it speaks) started; `started` settles once the
+// process runs, or rejects with the spawn error (never thrown in the extension host).
+function spawned(server) {
+  const child = childProcess.spawn(server.command, server.args, { stdio: "pipe" });
+  child.started = new Promise((resolve, reject) => {
+    child.once("spawn", () => resolve(child));
+    child.once("error", reject);
+  });
+  return child;
 }
 
 // Said without waiting for an answer: activation and restarts must not hang on it.
@@ -115,7 +125,16 @@ async function start() {
     // A server that cannot start is said once, not retried five times.
     initializationFailedHandler: () => false,
   };
-  client = new LanguageClient("lwtool", "lwtool", server, clientOptions);
+  // The server is spawned first, the language client loaded and set up while it starts
+  // (both take a few hundred milliseconds); a restart after a crash spawns anew.
+  let first = spawned(server);
+  const launch = () => {
+    const child = first || spawned(server);
+    first = undefined;
+    return child.started;
+  };
+  const { LanguageClient } = require("vscode-languageclient/node");
+  client = new LanguageClient("lwtool", "lwtool", launch, clientOptions);
   try {
     await client.start();
   } catch (error) {
