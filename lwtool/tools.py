@@ -13,13 +13,32 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 import orjson
+
+
+class MissingTools(ValueError):
+    """Tools a workflow calls that the run is not given: found before any step runs (a
+    usage error: nothing was run or recorded)."""
+
+
+def check_tools(needed: Iterable[str], registry: ToolRegistry,
+                what: str = "the workflow calls") -> None:
+    """MissingTools naming each tool of `needed` (the tools a workflow's steps may call,
+    a definition's `tools`) that `registry` lacks."""
+    missing = sorted({str(name) for name in needed} - set(registry.tools))
+    if missing:
+        given = ", ".join(registry.names()) or "none"
+        raise MissingTools(
+            f"{what} tool{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)} that {'are' if len(missing) > 1 else 'is'}"
+            f" not provided (tools given: {given}): pass --tools MODULE:ATTR that registers "
+            f"{'them' if len(missing) > 1 else 'it'}; nothing was run")
 
 
 class Refused(Exception):

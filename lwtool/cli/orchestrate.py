@@ -83,6 +83,13 @@ def orchestrate(
     problem = tool_clash(registry, TOOL_NAMES)
     if problem:
         raise fail(problem)
+    from lwtool.orchestrate.api import check_pipeline_tools
+    from lwtool.tools import MissingTools
+
+    try:
+        check_pipeline_tools(loaded, registry)
+    except MissingTools as exc:
+        raise fail(str(exc)) from None
     model_map = load_models(models)
     if offline:
         documents = [w.definition for w in loaded.workflows]

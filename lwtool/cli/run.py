@@ -168,6 +168,7 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
     from lwtool.canonical.plain_json import NotJson, to_json
     from lwtool.cli.runtime_options import postgres_url
     from lwtool.record.ids import new_run_id
+    from lwtool.runtime.interpreter import needed_tools
     from lwtool.world.base import WorldError, find_run
     from lwtool.world.postgres_queue import RunQueue
 
@@ -202,7 +203,9 @@ def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any]
         world.register_version(version_id, lwir)
         if find_run(world, run_id) is not None:
             raise fail(f"run {run_id} exists already (choose a new run id)")
-        RunQueue(world).enqueue(run_id, version_id, run_input, options)
+        # only a worker with the tools the run's steps call claims it
+        RunQueue(world).enqueue(run_id, version_id, run_input, options,
+                                sorted(needed_tools(lwir)))
     except WorldError as exc:
         raise fail(str(exc)) from None
     finally:
@@ -361,6 +364,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
     from lwtool.cli.signals import Terminated, cancel_on_sigterm, graceful
     from lwtool.record.errors import NondeterminismError, RunFailedError, RunWaitingError
     from lwtool.runtime import event_loop
+    from lwtool.tools import MissingTools
     from lwtool.world.base import RunLocked, RunLockLost, RunNotFound, WorldError
 
     try:
@@ -387,7 +391,7 @@ def execute(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         where = f" at {failure.failed_step_path}" if failure.failed_step_path else ""
         raise fail(f"run {failure.run_id} failed ({failure.cause_code}{where}): "
                    f"{failure.message}", exit_codes.INVALID) from None
-    except UnresolvedModel as exc:
+    except (UnresolvedModel, MissingTools) as exc:
         raise fail(str(exc)) from None
     except RunNotFound as exc:
         raise fail(f"{exc} (see `lwtool runs`)") from None

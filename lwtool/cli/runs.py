@@ -34,7 +34,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     """List the runs in the data dir (or --world) with status, workflow and timestamps.
     --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
     updatedAt, parentRunId, waitingFor (a waiting or executing run's open requests), and in a
-    PostgreSQL world worker, claimedAt and branches."""
+    PostgreSQL world worker, claimedAt, needsTools (what a worker must have to claim it)
+    and branches."""
     use_world(world_url)
     if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
@@ -93,8 +94,10 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
             typer.echo(safe_text(f"{indent}waits for input at {ask['stepPath']}: "
                                  f"{ask['prompt']}"))
     for run_id, held in waiting:
+        needs = f"  for a worker with {', '.join(held[3])}" if held[3] and not held[1] \
+            else ""
         typer.echo(safe_text(f"{run_id:<{width}}  {held[0]:<11}" + (
-            f"  held by {held[1]} since {stamp(held[2])}" if held[1] else "")).rstrip())
+            f"  held by {held[1]} since {stamp(held[2])}" if held[1] else needs)).rstrip())
     stopped = [r.run_id for r in records if shown[r.run_id] == "interrupted"]
     if stopped:
         typer.echo("")
@@ -169,10 +172,11 @@ def _asks(world: Any, waiting: list[str]) -> dict[str, list[dict[str, Any]]]:
     return {run_id: waiting_for(world, run_id) for run_id in waiting}
 
 
-def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
+def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float, list[str]]],
                                  dict[str, list[tuple[str, str, float]]]]:
-    """A PostgreSQL world's queues: run id -> (state, worker, since), and run id ->
-    the branches being executed [(prefix, worker, since)]; nothing elsewhere."""
+    """A PostgreSQL world's queues: run id -> (state, worker, since, the tools it
+    needs), and run id -> the branches being executed [(prefix, worker, since)];
+    nothing elsewhere."""
     if not hasattr(world, "url"):
         return {}, {}
     from lwtool.world.postgres_branches import BranchQueue
@@ -181,10 +185,13 @@ def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float]],
     return RunQueue(world).holders(), BranchQueue(world).holders()
 
 
-def _held(held: tuple[str, str, float] | None) -> dict[str, Any]:
-    if not held or not held[1]:
+def _held(held: tuple[str, str, float, list[str]] | None) -> dict[str, Any]:
+    if not held:
         return {}
-    return {"worker": held[1], "claimedAt": stamp(held[2])}
+    needs = {"needsTools": held[3]} if held[3] else {}
+    if not held[1]:
+        return needs
+    return {"worker": held[1], "claimedAt": stamp(held[2]), **needs}
 
 
 def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:

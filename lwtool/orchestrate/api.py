@@ -17,7 +17,7 @@ from typing import Any
 
 from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
 from lwtool.source.skill_source import located
-from lwtool.tools import ToolRegistry
+from lwtool.tools import ToolRegistry, check_tools
 from lwtool.world.base import MAX_RUN_ID, World, check_run_id
 
 DEPRECATION = "LWF_DEP_ORCHESTRATOR"
@@ -67,6 +67,13 @@ def check_pipeline_run_id(run_id: str) -> str:
     return run_id
 
 
+def check_pipeline_tools(pipeline: Pipeline, registry: ToolRegistry) -> None:
+    """MissingTools when a workflow of the pipeline declares a tool `registry` lacks."""
+    for workflow in pipeline.workflows:
+        check_tools(workflow.definition.get("tools") or [], registry,
+                    f"workflow '{workflow.id}' of the pipeline declares")
+
+
 async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None = None,
                       tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                       models: Mapping[str, str] | None = None, run_id: str | None = None,
@@ -97,6 +104,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     world = world or local_world()
     run_id = check_pipeline_run_id(run_id or new_run_id())
     registry = ToolRegistry.of(tools)
+    check_pipeline_tools(pipeline, registry)  # before anything runs, as for model slots
     model_map = dict(models or {})
     say = progress or (lambda _: None)
     if budget is None:  # a resumed pipeline keeps the budget it started with

@@ -55,9 +55,10 @@ class RemoteBranches:
         return await self.wait_for(*branch_request(scope, step, path, key, item))
 
     async def wait_for(self, run_id: str, prefix: str, chain: list[str], item: Any,
-                       history: bool) -> Any:
+                       history: bool, needs: list[str]) -> Any:
         """Queue the branch `branch_request` describes; its output once executed."""
-        await asyncio.to_thread(self.queue.enqueue, run_id, prefix, chain, item, history)
+        await asyncio.to_thread(self.queue.enqueue, run_id, prefix, chain, item, history,
+                                needs)
         future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[(run_id, prefix)] = future
         if self._poller is None or self._poller.done():
@@ -125,13 +126,17 @@ class RemoteBranches:
 
 
 def branch_request(scope: Any, step: dict[str, Any], path: str, key: str,
-                   item: Any) -> tuple[str, str, list[str], Any, bool]:
+                   item: Any) -> tuple[str, str, list[str], Any, bool, list[str]]:
     """What the queue needs of one branch, read from its run's own state: (run id,
-    prefix, the group's step chain, its item, whether the log holds steps of it)."""
+    prefix, the group's step chain, its item, whether the log holds steps of it, the
+    tools its steps call: a worker without them does not claim it)."""
+    from lwtool.runtime.interpreter import needed_tools
+
     run = scope.run
     prefix = f"{path}[{key}]."
     history = any(p.startswith(prefix) for p in run.journal.paths)
-    return run.run_id, prefix, step_chain(run.lwir, step), item, history
+    needs = sorted(needed_tools({"steps": step.get("steps") or []}))
+    return run.run_id, prefix, step_chain(run.lwir, step), item, history, needs
 
 
 class BranchesFrom:

@@ -32,8 +32,13 @@ def recorded_capabilities(events: list[Event], default_harness: str) -> dict[str
 
 
 def differs(recorded: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether what the run depends on changed. A tool that was absent (`false`: a
+    code.run step's permitted tool, or a run from before tools were required) and is
+    given now is no change: the run could not have called it, so nothing it recorded
+    came from another tool."""
     then = recorded.get("tools") or {}
-    now = {name: bool(value) if then.get(name) is True else value  # an older log
+    now = {name: bool(value) if then.get(name) is True  # an older log
+           else False if then.get(name) is False else value
            for name, value in (current.get("tools") or {}).items()}
     return {**recorded, "tools": then} != {**current, "tools": now}
 

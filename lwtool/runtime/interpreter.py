@@ -35,7 +35,7 @@ from lwtool.runtime import drift
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
-from lwtool.tools import ToolRegistry
+from lwtool.tools import ToolRegistry, check_tools
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
     Event,
@@ -63,6 +63,14 @@ def model_slots(steps: list[dict[str, Any]]) -> set[str]:
             and isinstance(model := (step.get("with") or {}).get("model"), str)}
 
 
+def needed_tools(lwir: dict[str, Any]) -> set[str]:
+    """The tools a run must be given: those the workflow's tool.call steps name. (A
+    code.run step's code may call any permitted tool; one it calls that is not given
+    fails inside the code, which can handle it.)"""
+    return {str((step.get("with") or {}).get("tool")) for step in every_step(
+        lwir.get("steps") or []) if step.get("uses") == "tool.call"}
+
+
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
                   harness: Any) -> dict[str, Any]:
     """What the run depends on outside the LWIR: the tools it may call (each one's
@@ -71,13 +79,10 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, s
     resume (lwtool.runtime.drift)."""
     from lwtool.harness.agent import tool_fingerprint
 
-    used: set[str] = set()
+    used = needed_tools(lwir)
     permitted = (lwir.get("permissions") or {}).get("tools") or []
-    for step in every_step(lwir.get("steps") or []):
-        if step.get("uses") == "tool.call":
-            used.add(str((step.get("with") or {}).get("tool")))
-        elif step.get("uses") == "code.run":  # its code may call any permitted tool
-            used.update(str(name) for name in permitted)
+    if any(step.get("uses") == "code.run" for step in every_step(lwir.get("steps") or [])):
+        used.update(str(name) for name in permitted)  # its code may call any of them
     slots = (lwir.get("permissions") or {}).get("models") or []
     return {"tools": {name: tool_fingerprint(tools.tools[name]) if name in tools.tools
                       else False for name in sorted(used)},
@@ -113,6 +118,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     kept from the run it forks); the run replays them and executes the rest."""
     harness = harness or WorkflowHarness()
     check_slots(model_slots(lwir.get("steps") or []), models)  # before anything is written
+    check_tools(needed_tools(lwir), tools)
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
     if version_id is None:  # the LWIR's RFC 8785 text, once for the id and the store
@@ -239,6 +245,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
             on_start(run_id)
         if journal.terminal is not None and reopen is None:
             return await _finished(world, record.version_id, lwir, journal.terminal, events)
+        check_tools(needed_tools(lwir), tools)  # before anything more is written
         current = _capabilities(lwir, tools, models, harness)
         recorded = drift.recorded_capabilities(events, DEFAULT_HARNESS_ID)
         if recorded and drift.differs(recorded, current):

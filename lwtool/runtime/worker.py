@@ -79,10 +79,11 @@ async def _work(world: Any, tools: ToolRegistry, models: dict[str, str], concurr
     branches: set[asyncio.Task[bool]] = set()
     ended, away = 0, 0.0
     known: dict[str, Any] = {}  # run records and versions, between branches
+    serves = tools.names()  # a run or branch needing another tool is left to another worker
     while runs or not stop.is_set():
         try:
             if len(branches) < concurrency:
-                task = await asyncio.to_thread(branch_queue.claim, name, lease)
+                task = await asyncio.to_thread(branch_queue.claim, name, lease, serves)
                 if task is not None:
                     log(f"claimed branch {task.prefix} of run {task.run_id} "
                         f"(claim {task.claims})")
@@ -90,14 +91,14 @@ async def _work(world: Any, tools: ToolRegistry, models: dict[str, str], concurr
                         world, branch_queue, task, tools, models, name, lease, log, known)))
                     continue
             if len(runs) < concurrency and not stop.is_set():
-                claim = await asyncio.to_thread(queue.claim, name, lease)
+                claim = await asyncio.to_thread(queue.claim, name, lease, serves)
                 if claim is not None:
                     log(f"claimed run {claim.run_id} (claim {claim.claims})")
                     runs.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
                                                           name, lease, log, remote)))
                     continue
             if drain and not runs and not branches and \
-                    await asyncio.to_thread(queue.pending) == 0:
+                    await asyncio.to_thread(queue.pending, serves) == 0:
                 break
             away = 0.0
         except WorldError as exc:
@@ -146,8 +147,10 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
                    models: dict[str, str], name: str, lease: float,
                    log: Callable[[str], None], remote: Any) -> bool:
     """Execute one claimed run; True when it ended (completed, failed or waiting)."""
+    from lwtool.calls.models import UnresolvedModel
     from lwtool.runtime.branches import BranchesFrom
     from lwtool.runtime.interpreter import start_run
+    from lwtool.tools import MissingTools
 
     what = f"run {claim.run_id}"
     stop_beat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
@@ -172,6 +175,11 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
         state, said = "done", f"{what} {result.get('status', 'completed')}"
     except RunLocked:
         log(f"{what} is being executed elsewhere: handed back")
+        await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
+        await asyncio.sleep(lease / 3)
+        return False
+    except (MissingTools, UnresolvedModel) as missing:  # nothing was run: another may
+        log(f"{what} handed back: this worker cannot serve it: {missing}")
         await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
         await asyncio.sleep(lease / 3)
         return False

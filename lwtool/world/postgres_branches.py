@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
+from lwtool.world.postgres_queue import SERVED, needs_text, served
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
 
@@ -46,29 +47,33 @@ class BranchQueue:
         self.world = world
 
     def enqueue(self, run_id: str, prefix: str, parallel: list[str], item: Any,
-                history: bool) -> None:
-        """Queue a branch. One the queue has already (a resumed owner's) is left as it
-        is, unless it was cancelled (its owner left the run) or waited for a person (the
-        run goes on now): then it is queued again."""
+                history: bool, needs: list[str] | None = None) -> None:
+        """Queue a branch (`needs`: the tools a worker must have to claim it). One the
+        queue has already (a resumed owner's) is left as it is, unless it was cancelled
+        (its owner left the run) or waited for a person (the run goes on now): then it
+        is queued again."""
         with self.world._tx(durable=False) as conn:
             conn.execute(
                 "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
-                "enqueued_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s) ON CONFLICT (run_id, "
-                "prefix) DO UPDATE SET state = 'queued', history = true WHERE "
+                "enqueued_at, needs) VALUES (%s, %s, %s, %s, %s, 'queued', %s, %s) ON CONFLICT "
+                "(run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
                 "lwtool.branches.state IN ('cancelled', 'waiting')",
-                (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time()))
+                (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
+                 needs_text(needs)))
 
-    def claim(self, worker: str, lease: float) -> BranchTask | None:
-        """The oldest runnable branch, claimed for `lease` seconds; None when none is."""
+    def claim(self, worker: str, lease: float, serves: list[str] | None = None
+              ) -> BranchTask | None:
+        """The oldest runnable branch whose tools are among `serves` (None: any),
+        claimed for `lease` seconds; None when none is."""
         now = time.time()
         with self.world._tx(durable=False) as conn:  # a claim lost in a crash: queued again
             row = conn.execute(
                 "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
-                "prefix FROM lwtool.branches WHERE state = 'queued' OR (state = 'claimed' AND "
-                "lease_until < %s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED "
-                "LIMIT 1) RETURNING run_id, prefix, parallel, item, history, claims",
-                (worker, now + lease, now, now)).fetchone()
+                "prefix FROM lwtool.branches WHERE (state = 'queued' OR (state = 'claimed' AND "
+                f"lease_until < %s)) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
+                "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, "
+                "history, claims", (worker, now + lease, now, now, *served(serves))).fetchone()
         if row is None:
             return None
         return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),

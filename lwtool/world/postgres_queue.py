@@ -16,6 +16,21 @@ from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
 
+# A row a worker may claim: it needs nothing, or only tools the worker has (its `serves`,
+# the one parameter; NULL for a worker that takes anything).
+SERVED = "(needs IS NULL OR %s::jsonb IS NULL OR needs::jsonb <@ %s::jsonb)"
+
+
+def needs_text(tools: list[str] | None) -> str | None:
+    """Tool names as the JSON array `needs` and `serves` are (None stays NULL)."""
+    return None if tools is None else dumps_text(sorted(set(tools)))
+
+
+def served(serves: list[str] | None) -> tuple[str | None, str | None]:
+    """SERVED's parameters for a worker with the tools `serves`."""
+    text = needs_text(serves)
+    return text, text
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -33,15 +48,17 @@ class RunQueue:
         self.world = world
 
     def enqueue(self, run_id: str, version_id: str, run_input: Any,
-                options: dict[str, Any]) -> None:
+                options: dict[str, Any], needs: list[str] | None = None) -> None:
+        """Queue a run; `needs`: the tools a worker must have to claim it."""
         from lwtool.world.base import RunConflict
 
         with self.world._tx() as conn:
             added = conn.execute(
                 "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
-                "enqueued_at) VALUES (%s, %s, %s, %s, 'queued', %s) ON CONFLICT DO NOTHING "
-                "RETURNING run_id", (run_id, version_id, dumps_text(run_input),
-                                     dumps_text(options), time.time())).fetchone()
+                "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON CONFLICT "
+                "DO NOTHING RETURNING run_id",
+                (run_id, version_id, dumps_text(run_input), dumps_text(options),
+                 time.time(), needs_text(needs))).fetchone()
         if added is None:
             raise RunConflict(f"run {run_id} is queued already (choose a new run id)")
 
@@ -55,17 +72,20 @@ class RunQueue:
                                (time.time(), run_id)).fetchone()
         return row is not None
 
-    def claim(self, worker: str, lease: float) -> Claim | None:
-        """The oldest runnable run, claimed for `lease` seconds; None when there is none."""
+    def claim(self, worker: str, lease: float, serves: list[str] | None = None
+              ) -> Claim | None:
+        """The oldest runnable run, claimed for `lease` seconds; None when there is none.
+        `serves`: the tools the worker has (a run needing others is left to another);
+        None takes any run."""
         now = time.time()
         with self.world._tx() as conn:
             row = conn.execute(
                 "UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
-                "lwtool.queue WHERE state = 'queued' OR (state = 'claimed' AND lease_until "
-                "< %s) ORDER BY enqueued_at, run_id FOR UPDATE SKIP LOCKED LIMIT 1) "
-                "RETURNING run_id, version_id, input, options, claims",
-                (worker, now + lease, now, now)).fetchone()
+                "lwtool.queue WHERE (state = 'queued' OR (state = 'claimed' AND lease_until "
+                f"< %s)) AND {SERVED} ORDER BY enqueued_at, run_id FOR UPDATE SKIP LOCKED "
+                "LIMIT 1) RETURNING run_id, version_id, input, options, claims",
+                (worker, now + lease, now, now, *served(serves))).fetchone()
         if row is None:
             return None
         return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]))
@@ -88,14 +108,17 @@ class RunQueue:
                                  "RETURNING run_id", (state, run_id, worker)).fetchone()
         return ended is not None
 
-    def pending(self) -> int:
-        """Runs not yet ended (queued or claimed)."""
-        rows = self.world._read("SELECT count(*) FROM lwtool.queue WHERE state IN "
-                                "('queued', 'claimed')")
+    def pending(self, serves: list[str] | None = None) -> int:
+        """Runs not yet ended: claimed ones, and queued ones a worker with the tools
+        `serves` could claim (None: every queued one)."""
+        rows = self.world._read("SELECT count(*) FROM lwtool.queue WHERE state = 'claimed' "
+                                f"OR (state = 'queued' AND {SERVED})", served(serves))
         return int(rows[0][0])
 
-    def holders(self) -> dict[str, tuple[str, str, float]]:
-        """run id -> (state, worker, claimed at) of every run the queue has not ended."""
-        return {r[0]: (r[1], r[2] or "", float(r[3] or 0.0)) for r in self.world._read(
-            "SELECT run_id, state, worker, claimed_at FROM lwtool.queue WHERE state IN "
-            "('queued', 'claimed')")}
+    def holders(self) -> dict[str, tuple[str, str, float, list[str]]]:
+        """run id -> (state, worker, claimed at, the tools it needs) of every run the
+        queue has not ended."""
+        return {r[0]: (r[1], r[2] or "", float(r[3] or 0.0), loads(r[4]) if r[4] else [])
+                for r in self.world._read(
+                    "SELECT run_id, state, worker, claimed_at, needs FROM lwtool.queue WHERE "
+                    "state IN ('queued', 'claimed')")}

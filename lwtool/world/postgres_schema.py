@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -95,6 +95,12 @@ CREATE TABLE lwtool.model_use (
   tokens bigint NOT NULL
 );
 CREATE INDEX model_use_by_model ON lwtool.model_use (model, at);
+""",
+    # what a queued run or branch needs of the worker that claims it: the tools its
+    # tool.call steps name, as a JSON array (NULL: nothing asked, any worker)
+    5: """
+ALTER TABLE lwtool.queue ADD COLUMN needs text;
+ALTER TABLE lwtool.branches ADD COLUMN needs text;
 """,
 }
 

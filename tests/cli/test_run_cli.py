@@ -137,11 +137,17 @@ def test_missing_tools_and_bad_inputs_are_usage_errors(data: Path, tmp_path: Pat
         assert needle in result.stderr and "Traceback" not in result.stderr
 
 
-def test_missing_tool_fails_the_run_clearly(data: Path) -> None:
+def test_a_run_without_its_tools_is_refused_before_anything_runs(data: Path) -> None:
+    """As a model slot that resolves to nothing: one line, exit 2, nothing recorded (it
+    was a run failed at its first tool step, which could not be recovered)."""
     result = run_cli("run", str(EX / "refine-loop.lwir.yaml"), "--input",
                      str(EX / "inputs" / "refine-loop.json"), "--data-dir", str(data))
-    assert result.returncode == 1 and "runtime_config_error" in result.stderr
-    assert "tool 'improve' is not registered" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == (
+        "lwtool: the workflow calls tools 'checkText', 'improve', 'publish' that are not "
+        "provided (tools given: none): pass --tools MODULE:ATTR that registers them; "
+        "nothing was run\n")
+    assert run_cli("runs", "--data-dir", str(data)).stdout.strip() == "no runs"
 
 
 def test_invalid_workflow_is_not_run(data: Path, tmp_path: Path) -> None:
@@ -225,7 +231,17 @@ def test_capability_drift_on_resume(data: Path) -> None:
     _run_loop(data, "--run-id", "run_cd")
     edit_store(data, "DELETE FROM events WHERE run_id = 'run_cd' AND type = 'RunCompleted'",
                "UPDATE runs SET status = 'running' WHERE run_id = 'run_cd'", rechain="run_cd")
+    before = run_cli("events", "run_cd", "--data-dir", str(data)).stdout
+    # without its tools: refused before anything is written, naming what is missing
     result = run_cli("replay", "run_cd", "--data-dir", str(data), "--json")
+    assert result.returncode == 2 and "'improve'" in result.stderr, result.stderr
+    assert run_cli("events", "run_cd", "--data-dir", str(data)).stdout == before
+    # with other tools of the same names: drift
+    other = data.parent / "other_tools.py"
+    other.write_text("def _t(args):\n    return {}\n"
+                     "tools = {'checkText': _t, 'improve': _t, 'publish': _t}\n")
+    result = run_cli("replay", "run_cd", "--data-dir", str(data), "--json", "--tools",
+                     f"{other}:tools")
     assert result.returncode == 1
     assert json.loads(result.stdout)["causeCode"] == "capability_drift"
     assert "improve" in result.stderr

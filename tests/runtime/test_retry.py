@@ -54,8 +54,9 @@ def test_a_failed_run_is_retried_from_its_failure(folder: Path) -> None:
                      "tools.py:tools", "--run-id", "r1")
     assert failed.returncode == 1, failed.stderr  # type: ignore[attr-defined]
     before = types_of(folder, "r1")
-    refused = lwtool(folder, "retry", "r1")  # without its tools: drift, refused
-    assert refused.returncode == 1 and "capability_drift" in refused.stderr  # type: ignore
+    refused = lwtool(folder, "retry", "r1")  # without its tools: refused, naming them
+    assert refused.returncode == 2 and "tool 'step' that is not provided" in \
+        refused.stderr  # type: ignore[attr-defined]
     assert types_of(folder, "r1") == before  # nothing written
     (folder / "break-c").unlink()
     done = lwtool(folder, "retry", "r1", "--tools", "tools.py:tools", "--json")

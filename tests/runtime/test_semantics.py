@@ -284,8 +284,10 @@ def test_failures_carry_cause_and_path(tmp_path: Path) -> None:
     error = fails(lwir([tool("x", "wrong", output={"mode": "object", "schema": {
         "type": "object", "required": ["v"]}})]), {}, tmp_path / "3")
     assert (error.cause_code, error.failed_step_path) == ("step_schema_error", "x")
-    error = fails(lwir([tool("x", "missing-tool")]), {}, tmp_path / "4")
-    assert error.cause_code == "runtime_config_error" and "missing-tool" in error.message
+    from lwtool.tools import MissingTools
+
+    with pytest.raises(MissingTools, match="calls tool 'missing-tool' that is not provided"):
+        fails(lwir([tool("x", "missing-tool")]), {}, tmp_path / "4")  # before it starts
     error = fails(lwir([tool("x")], output={"schema": {"type": "string"}}), {"a": 1},
                   tmp_path / "5")
     assert error.cause_code == "step_schema_error"

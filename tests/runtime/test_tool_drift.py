@@ -75,3 +75,14 @@ def test_a_log_from_before_fingerprints_compares_presence() -> None:
     assert drift.differs(old, {"tools": {"first": False}, "models": {}, "harness": "h"})
     new = {"tools": {"first": "sha256:ab"}, "models": {}, "harness": "h"}
     assert drift.differs(new, {"tools": {"first": "sha256:cd"}, "models": {}, "harness": "h"})
+
+
+def test_a_tool_absent_then_present_is_no_drift() -> None:
+    """A run that had no such tool could not have called it: given now (a retry after
+    the tool was installed), nothing it recorded came from another tool."""
+    absent = {"tools": {"first": "sha256:ab", "later": False}, "models": {}, "harness": "h"}
+    given = {"tools": {"first": "sha256:ab", "later": "sha256:ef"}, "models": {},
+             "harness": "h"}
+    assert not drift.differs(absent, given)
+    assert drift.differs(given, absent)  # present, then gone: drift as before
+    assert drift.differs(absent, {**given, "tools": {"first": "sha256:cd", "later": "x"}})

@@ -186,3 +186,25 @@ def test_a_loop_held_up_does_not_let_the_lease_run_out(tmp_path: Path,
     assert "claimed run h (claim 1)" in logs[0] and "run h completed" in logs[0], logs
     assert "lease" not in logs[0] and "claimed" not in logs[1], logs
     assert _marks(tmp_path) == {"h:s0": 1, "h:s1": 1}
+
+
+def test_a_worker_claims_only_runs_whose_tools_it_has(tmp_path: Path,
+                                                       postgres_url: str) -> None:
+    """A worker started without a run's tools leaves the run queued (it failed every
+    queued run, unrecoverably, before), `lwtool runs` says what the run waits for, and
+    a worker with the tools finishes it."""
+    _enqueue(tmp_path, postgres_url, 2)
+    bare = subprocess.run([sys.executable, "-m", "lwtool", "worker", "--world", postgres_url,
+                           "--data-dir", str(tmp_path / "data"), "--drain", "-v"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 0 and "claimed" not in bare.stderr, bare.stderr
+    listed = run_cli("runs", "--world", postgres_url).stdout.splitlines()
+    assert [line.split() for line in listed[1:]] == [
+        ["r00", "queued", "for", "a", "worker", "with", "mark"],
+        ["r01", "queued", "for", "a", "worker", "with", "mark"]], listed
+    rows = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
+    assert [r.get("needsTools") for r in rows] == [["mark"], ["mark"]]
+    worker = _worker(tmp_path, postgres_url)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    assert all(out == EXPECTED for out in _outputs(postgres_url, 2).values())
