@@ -29,6 +29,7 @@ from lwtool.cli.run import (
     drive,
 )
 from lwtool.cli.runtime_options import (
+    again_flags,
     fail,
     load_models,
     load_tool_registry,
@@ -128,7 +129,7 @@ def fork(
     world, shown = watch(world, sys.stderr, not quiet)
     drive(lambda: fork_run(world, run_id, step, registry, model_map, run_input, fork_id,
                             announce, step_timeout, worker_harness),
-           as_json, lambda: fork_id, shown)
+           as_json, lambda: fork_id, shown, again_flags(tools, models, data_dir, False, harness))
 
 
 def respond(
@@ -228,7 +229,8 @@ def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,
     world, shown = watch(world, sys.stderr, not quiet, run_id)
     drive(lambda: resume_run(world, run_id, registry, model_map, None, step_timeout,
                               worker_harness, accept_drift, retry=retry, budget=budget),
-           as_json, lambda: run_id, shown)
+           as_json, lambda: run_id, shown,
+           again_flags(tools, models, data_dir, offline, harness))
 
 
 def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from lwtool.cli import exit_codes
 from lwtool.cli.options import Durability, OfflineOption, WorldOption, finite
 from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.runtime_options import (
+    again_flags,
     fail,
     load_callable,
     load_models,
@@ -138,6 +139,7 @@ def run(
     from lwtool.runtime.interpreter import start_run
 
     started: list[str] = []
+    again = again_flags(tools, models, data_dir, offline, harness)
 
     def started_as(new_id: str) -> None:
         started.append(new_id)
@@ -149,14 +151,14 @@ def run(
     if lwir is None:  # a definition without a fixed plan: its planner drafts the LWIR
         assert definition is not None
         _plan_then_run(world, path, definition, run_input, registry, model_map, run_id,
-                       step_timeout, worker_harness, as_json, shown, budget)
+                       step_timeout, worker_harness, as_json, shown, budget, again)
         return
     workspace = workspace_of(definition, path.parent)
     budget = {**definition_budget(definition), **(budget or {})} or None
     drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
                              started_as, step_timeout, worker_harness, workspace,
                              budget=budget),
-           as_json, lambda: started[0] if started else run_id, shown)
+           as_json, lambda: started[0] if started else run_id, shown, again)
 
 
 def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
@@ -221,7 +223,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                    registry: Any, model_map: dict[str, str], run_id: str | None,
                    step_timeout: float | None, worker_harness: Any, as_json: bool,
                    shown: AbstractContextManager[Any],
-                   budget: dict[str, Any] | None = None) -> None:
+                   budget: dict[str, Any] | None = None, again: str = "") -> None:
     """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
     (lwtool.planner.api.run_definition); the same --run-id resumes either."""
     from lwtool.planner.api import run_definition
@@ -238,7 +240,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                                   models=model_map, run_id=run_id, step_timeout=step_timeout,
                                   harness=worker_harness, supervise=supervise,
                                   on_start=announce, progress=say, budget=budget),
-           as_json, lambda: run_id, shown)
+           as_json, lambda: run_id, shown, again)
 
 
 def _warn_if_capped(lwir: dict[str, Any], world_limit: int) -> None:
@@ -316,11 +318,12 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def drive(start: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool,
            current_run: Callable[[], str | None],
-           shown: AbstractContextManager[Any]) -> None:
-    """Execute inside the live progress display `shown`; print the result after it."""
+           shown: AbstractContextManager[Any], again: str = "") -> None:
+    """Execute inside the live progress display `shown`; print the result after it.
+    `again`: the flags the resume hint names (runtime_options.again_flags)."""
     with shown:
         result = execute(start, current_run, as_json,
-                         lambda run: f"resume it with `lwtool replay {run}`")
+                         lambda run: f"resume it with `lwtool replay {run}{again}`")
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, allow_nan=False))
     else:

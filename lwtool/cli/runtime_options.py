@@ -3,6 +3,7 @@ Each failure is a usage error (exit 2) with one sentence naming the file or flag
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,27 @@ def open_world(data_dir: Path, must_exist: bool = False, durability: str = "stri
         raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"cannot use data dir {data_dir}: {exc.strerror or exc}") from None
+
+
+def again_flags(tools: str | None = None, models: Path | None = None,
+                data_dir: Path | None = None, offline: bool = False,
+                harness: str | None = None) -> str:
+    """The flags a resume of this command's run needs, as this command was given them
+    (its tools, models, offline model, harness and local data dir), for a hint that
+    works as printed: ` --tools tools.py:tools --data-dir d`."""
+    import shlex
+
+    parts: list[str] = []
+    for flag, value in (("--tools", tools), ("--models", models), ("--harness", harness)):
+        if value is not None:
+            parts += [flag, str(value)]
+    if offline:
+        parts.append("--offline")
+    url = postgres_url()
+    if url is not None and url != os.environ.get("LWTOOL_WORLD"):  # given as --world
+        from lwtool.world.postgres_url import without_password
+
+        parts += ["--world", without_password(url)]
+    elif url is None and data_dir is not None and data_dir != Path(".little-workflow"):
+        parts += ["--data-dir", str(data_dir)]
+    return "".join(f" {shlex.quote(part)}" for part in parts)

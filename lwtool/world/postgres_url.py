@@ -40,3 +40,11 @@ def reason_of(exc: Exception, secrets: list[str]) -> str:
     for secret in secrets:
         line = line.replace(secret, "***")
     return line
+
+
+def without_password(url: str) -> str:
+    """`url` with its password (user part and `?password=`) shown as `***`: to print a
+    command that names the world."""
+    for secret in secrets_of(url):
+        url = url.replace(secret, "***")
+    return url

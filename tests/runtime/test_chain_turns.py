@@ -64,7 +64,7 @@ def test_a_signal_stops_a_chain_of_quick_steps_at_once(tmp_path: Path, sig: sign
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, (out, err)  # not 0: the chain did not run to its end
     assert err.splitlines()[-1] == \
-        f"lwtool: run run_quick {word}; resume it with `lwtool replay run_quick`"
+        f"lwtool: run run_quick {word}; resume it with `lwtool replay run_quick {' '.join(args)}`"
     replayed = run_cli("replay", "run_quick", *args, "--json")
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["output"] == {"n": STEPS}

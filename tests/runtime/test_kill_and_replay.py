@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -320,17 +321,20 @@ def test_ctrl_c_and_sigterm_print_one_line_and_leave_the_run_resumable(
     # slices: the signal gets through within one, not when the tool returns.
     assert time.monotonic() - signalled < 5
     assert proc.returncode == code, err
-    assert err.splitlines()[1:] == [
-        f"lwtool: run run_stop {word}; resume it with `lwtool replay run_stop`"]
+    # the hint names the flags the resume needs, as this run was given them
+    where = "" if Worlds.current().server else f" --data-dir {work / 'data'}"
+    hint = f"resume it with `lwtool replay run_stop --tools {TOOLS}{where}`"
+    assert err.splitlines()[1:] == [f"lwtool: run run_stop {word}; {hint}"]
     assert json.loads(out) == {"runId": "run_stop", "status": "interrupted",  # --json
-                               "causeCode": "cancelled",
-                               "resume": "resume it with `lwtool replay run_stop`"}
+                               "causeCode": "cancelled", "resume": hint}
     events = run_cli("events", "run_stop", "--data-dir", str(work / "data"), "--json",
                      env=_env(work))
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     assert "RunFailed" not in types and "RunCompleted" not in types  # nothing false
-    result = _replay(work, "run_stop")
-    assert result["output"] == {"key": "d", "value": "s-b-c-d"}
+    printed = shlex.split(hint.split("`")[1])  # it works as printed
+    replayed = run_cli(*printed[1:], "--json", env=_env(work))
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["output"] == {"key": "d", "value": "s-b-c-d"}
     assert _calls(work) == Counter({"record:a": 1, "record:b": 1, "record:c": 2, "record:d": 1})
 
 

@@ -108,7 +108,8 @@ def test_an_interrupted_run_says_cancelled_in_json(tmp_path: Path, sig: int, cod
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert json.loads(out) == {"runId": "sig", "status": "interrupted", "causeCode": "cancelled",
-                               "resume": "resume it with `lwtool replay sig`"}
+                               "resume": f"resume it with `lwtool replay sig --tools {TOOLS} "
+                                         f"--data-dir {tmp_path / 'data'}`"}
 
 
 def test_the_run_result_carries_its_events(tmp_path: Path) -> None:

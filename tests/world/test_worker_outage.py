@@ -78,7 +78,7 @@ def test_a_run_whose_lock_the_server_ended_stops_and_resumes(tmp_path: Path,
     assert first.stderr.splitlines()[-1] == (
         f"lwtool: run r lost its lock: PostgreSQL at {where(postgres_url)} closed the "
         "connection holding it; this process commits nothing more of it; resume it with "
-        "`lwtool replay r`"), first.stderr
+        f"`lwtool replay r --tools {TOOLS} --world {postgres_url}`"), first.stderr
     assert (tmp_path / "ended").exists()
     again = run_cli("replay", "r", "--json", *args, env=env)
     assert again.returncode == 0, again.stderr
