@@ -46,7 +46,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         world = open_world(data_dir)
         records = world.list_runs()
         queued, branches = _queue(world)
-        shown = {r.run_id: _status(world, r, r.run_id in queued) for r in records}
+        shown = {r.run_id: _status(world, r) for r in records}
         names = _names(world, records)
         asks = _asks(world, [r.run_id for r in records if r.status == "waiting"
                              or shown[r.run_id] == "running"])
@@ -102,6 +102,10 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     if stopped:
         typer.echo("")
     for run_id in stopped:
+        if run_id in queued:  # a queued run's worker died: another takes it over
+            typer.echo(safe_text(f"{run_id} was interrupted (its worker died); a live "
+                                 "worker takes it over"))
+            continue
         typer.echo(safe_text(f"{run_id} was interrupted (its process died); resume it: "
                              f"{_resume(run_id, data_dir)}"))
     waiting_parents = {r.parent_run_id for r in records if r.status == "waiting"}
@@ -125,13 +129,13 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                  f"{_resume(run_id, data_dir)}"))
 
 
-def _status(world: Any, record: Any, in_queue: bool) -> str:
-    """The shown status (lwtool.world.base.shown_status); a run a PostgreSQL queue still
-    holds for a worker is left `running`: a worker resumes it."""
+def _status(world: Any, record: Any) -> str:
+    """The shown status (lwtool.world.base.shown_status): `interrupted` for a run marked
+    running that no live process executes (its worker's lock is gone with it), queued
+    or not: a live worker takes a queued one over."""
     from lwtool.world.base import shown_status  # here: `lwtool validate` loads this module
 
-    return str(record.status) if in_queue else shown_status(world, record.run_id,
-                                                              str(record.status))
+    return shown_status(world, record.run_id, str(record.status))
 
 
 def _names(world: Any, records: list[Any]) -> dict[str, str]:

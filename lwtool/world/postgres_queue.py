@@ -21,6 +21,17 @@ from lwtool.canonical.compact import dumps_text, loads
 SERVED = "(needs IS NULL OR %s::jsonb IS NULL OR needs::jsonb <@ %s::jsonb)"
 
 
+# A claim this young may not hold its run's lock yet (the worker takes it as it starts):
+# only an older one whose lock is free counts as its worker gone.
+GRACE = 3.0
+# The run's advisory lock key in SQL, as lwtool.world.postgres.advisory_key makes it
+# (the first 8 bytes of the SHA-256 of `lwtool-run:<run id>`, signed); the try takes it
+# for the claim's own transaction only: free means no process executes the run.
+RUN_LOCK_KEY = ("('x' || left(encode(sha256(convert_to('lwtool-run:' || run_id, 'UTF8')), "
+                "'hex'), 16))::bit(64)::bigint")
+UNLOCKED = f"pg_try_advisory_xact_lock({RUN_LOCK_KEY})"
+
+
 def needs_text(tools: list[str] | None) -> str | None:
     """Tool names as the JSON array `needs` and `serves` are (None stays NULL)."""
     return None if tools is None else dumps_text(sorted(set(tools)))
@@ -75,17 +86,20 @@ class RunQueue:
     def claim(self, worker: str, lease: float, serves: list[str] | None = None
               ) -> Claim | None:
         """The oldest runnable run, claimed for `lease` seconds; None when there is none.
-        `serves`: the tools the worker has (a run needing others is left to another);
-        None takes any run."""
+        Runnable: queued, or claimed by a worker that is gone: its lease ran out, or (a
+        claim older than GRACE seconds) no process holds the run's lock, which the
+        server lets go the moment its holder dies. `serves`: the tools the worker has (a
+        run needing others is left to another); None takes any run."""
         now = time.time()
         with self.world._tx() as conn:
             row = conn.execute(
                 "UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
-                "lwtool.queue WHERE (state = 'queued' OR (state = 'claimed' AND lease_until "
-                f"< %s)) AND {SERVED} ORDER BY enqueued_at, run_id FOR UPDATE SKIP LOCKED "
-                "LIMIT 1) RETURNING run_id, version_id, input, options, claims",
-                (worker, now + lease, now, now, *served(serves))).fetchone()
+                "lwtool.queue WHERE (state = 'queued' OR (state = 'claimed' AND (lease_until "
+                f"< %s OR (claimed_at < %s AND {UNLOCKED})))) AND {SERVED} ORDER BY "
+                "enqueued_at, run_id FOR UPDATE SKIP LOCKED LIMIT 1) "
+                "RETURNING run_id, version_id, input, options, claims",
+                (worker, now + lease, now, now, now - GRACE, *served(serves))).fetchone()
         if row is None:
             return None
         return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]))

@@ -208,3 +208,46 @@ def test_a_worker_claims_only_runs_whose_tools_it_has(tmp_path: Path,
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err
     assert all(out == EXPECTED for out in _outputs(postgres_url, 2).values())
+
+
+def test_a_dead_workers_run_is_seen_and_taken_over_at_once(tmp_path: Path,
+                                                           postgres_url: str) -> None:
+    """The run lock tells: a worker SIGKILLed under a 60 s lease leaves its run shown
+    `interrupted` at once, and a live worker takes it over within seconds, not after
+    the lease."""
+    _enqueue(tmp_path, postgres_url, 1)
+    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "60",
+                     LWTOOL_TEST_BLOCK="r00:s3")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "blocked").exists():
+        assert doomed.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(3.5)  # past the grace a young claim has to take its lock (GRACE)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=30)
+    died = time.monotonic()
+    listed = run_cli("runs", "--world", postgres_url).stdout
+    assert listed.splitlines()[1].split()[:2] == ["r00", "interrupted"], listed
+    assert "r00 was interrupted (its worker died); a live worker takes it over" in listed
+    replacement = _worker(tmp_path, postgres_url, "--lease-seconds", "60")
+    _, err = replacement.communicate(timeout=120)
+    assert replacement.returncode == 0, err
+    assert time.monotonic() - died < 20  # the 60 s lease was not waited out
+    assert _outputs(postgres_url, 1) == {"r00": EXPECTED}
+    assert {k: v for k, v in _marks(tmp_path).items() if v != 1} == {"r00:s3": 2}
+
+
+def test_the_claims_lock_key_is_the_worlds(postgres_url: str, tmp_path: Path) -> None:
+    """The claim computes a run's advisory lock key in SQL; it must be the one the
+    world locks (lwtool.world.postgres.advisory_key)."""
+    from lwtool.world.postgres import PostgresWorld, advisory_key
+    from lwtool.world.postgres_queue import RUN_LOCK_KEY
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    try:
+        for run_id in ("r00", "run_019aeb5e2f1c4d0a1b2c", "p.sub.1.0", "ü-x"):
+            got = world._read(f"SELECT {RUN_LOCK_KEY} FROM (SELECT %s AS run_id) AS r",
+                              (run_id,))
+            assert got[0][0] == advisory_key(f"lwtool-run:{run_id}")
+    finally:
+        world.close()
