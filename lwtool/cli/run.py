@@ -78,7 +78,8 @@ MaxSteps = Annotated[int | None, typer.Option(
 def run(
     path: Annotated[Path, typer.Argument(help="An LWIR file, or a WorkflowDefinition (its "
                                          "fixed plan, or what its planner drafts).")],
-    input: Annotated[str, typer.Option("--input", "-i", help="Run input: a JSON/YAML file, or -.")],
+    input: Annotated[str | None, typer.Option(
+        "--input", "-i", help="Run input: a JSON/YAML file, or -.")] = None,
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
@@ -98,6 +99,9 @@ def run(
     offline: OfflineOption = False,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCost = None,
+    inputs: Annotated[Path | None, typer.Option(
+        "--inputs", help="With --enqueue: a JSON Lines file, one run's input a line, queued "
+        "together (an input its schema refuses refuses them all, naming the line).")] = None,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -109,12 +113,20 @@ def run(
         except ValueError as exc:
             raise fail(str(exc)) from None
     lwir, definition = _lwir_for(path)
-    run_input = read_json_or_yaml(input, "input")
     budget = budget_of(max_tokens, max_cost_usd)
-    if enqueue:
-        _enqueue(path, lwir, definition, run_input, data_dir, run_id, models, durability,
-                 step_timeout, as_json, budget)
+    if inputs is not None or enqueue:
+        from lwtool.cli.enqueue import enqueue_runs, read_inputs
+
+        if not enqueue:
+            raise fail("--inputs queues one run a line: it needs --enqueue")
+        if inputs is not None and (input is not None or run_id is not None):
+            raise fail("--inputs gives every run its input and id: drop --input and --run-id")
+        batch = read_inputs(inputs, lwir) if inputs is not None else \
+            [(run_id, read_json_or_yaml(_given(input), "input"))]
+        enqueue_runs(path, lwir, definition, batch, data_dir, models, durability,
+                     step_timeout, as_json, budget)
         return
+    run_input = read_json_or_yaml(_given(input), "input")
     registry = load_tool_registry(tools)
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
@@ -161,62 +173,11 @@ def run(
            as_json, lambda: started[0] if started else run_id, shown, again)
 
 
-def _enqueue(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
-             run_input: Any, data_dir: Path, run_id: str | None, models: Path | None,
-             durability: Any, step_timeout: float | None, as_json: bool,
-             budget: dict[str, Any] | None) -> None:
-    """Record the run in the PostgreSQL world's queue; print its id."""
-    from lwtool.canonical.digest import workflow_version_id
-    from lwtool.canonical.plain_json import NotJson, to_json
-    from lwtool.cli.runtime_options import postgres_url
-    from lwtool.record.ids import new_run_id
-    from lwtool.runtime.interpreter import needed_tools
-    from lwtool.world.base import WorldError, find_run
-    from lwtool.world.postgres_queue import RunQueue
-
-    if postgres_url() is None:
-        raise fail("--enqueue needs a PostgreSQL world (--world postgresql://... or "
-                   "LWTOOL_WORLD): workers on other machines take the run from there")
-    if lwir is None:
-        raise fail(f"{path} has no fixed plan: plan it first (`lwtool plan`) and enqueue "
-                   "the LWIR")
-    try:
-        run_input = to_json(run_input)
-    except NotJson as exc:
-        raise fail(f"the run input is not JSON {exc}", exit_codes.INVALID) from None
-    run_id = run_id or new_run_id()
-    from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
-        definition_budget,
-        definition_durability,
-        definition_models,
-        workspace_of,
-    )
-
-    mode = str(durability or definition_durability(definition) or Durability.strict)
-    options = {"models": {**definition_models(definition), **load_models(models)},
-               "durability": mode, "stepTimeoutS": step_timeout,
-               "workspace": workspace_of(definition, path.parent)}
-    budget = {**definition_budget(definition), **(budget or {})}
-    if budget:
-        options["budget"] = budget
-    world = open_world(data_dir, durability=mode)
-    version_id = workflow_version_id(lwir)
-    try:
-        world.register_version(version_id, lwir)
-        if find_run(world, run_id) is not None:
-            raise fail(f"run {run_id} exists already (choose a new run id)")
-        # only a worker with the tools the run's steps call claims it
-        RunQueue(world).enqueue(run_id, version_id, run_input, options,
-                                sorted(needed_tools(lwir)))
-    except WorldError as exc:
-        raise fail(str(exc)) from None
-    finally:
-        world.close()
-    if as_json:
-        typer.echo(json.dumps({"runId": run_id, "status": "queued"}))
-    else:
-        typer.echo(run_id)
-        say(f"run {run_id} queued; `lwtool worker` processes execute it")
+def _given(input: str | None) -> str:
+    """--input, which a run needs (a batch gives --inputs instead)."""
+    if input is None:
+        raise fail("--input FILE (or -) is needed: the run's input")
+    return input
 
 
 def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input: Any,

@@ -61,17 +61,32 @@ class RunQueue:
     def enqueue(self, run_id: str, version_id: str, run_input: Any,
                 options: dict[str, Any], needs: list[str] | None = None) -> None:
         """Queue a run; `needs`: the tools a worker must have to claim it."""
+        self.enqueue_many([(run_id, version_id, run_input, options)], needs)
+
+    def enqueue_many(self, runs: list[tuple[str, str, Any, dict[str, Any]]],
+                     needs: list[str] | None = None) -> None:
+        """Queue (run id, version id, input, options) of each run in one transaction:
+        all of them, or (RunConflict: one is queued already) none."""
         from lwtool.world.base import RunConflict
 
-        with self.world._tx() as conn:
-            added = conn.execute(
-                "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
-                "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON CONFLICT "
-                "DO NOTHING RETURNING run_id",
-                (run_id, version_id, dumps_text(run_input), dumps_text(options),
-                 time.time(), needs_text(needs))).fetchone()
-        if added is None:
-            raise RunConflict(f"run {run_id} is queued already (choose a new run id)")
+        class Taken(Exception):  # rolls the transaction back
+            pass
+
+        now, wanted = time.time(), needs_text(needs)
+        try:
+            with self.world._tx() as conn:
+                for run_id, version_id, run_input, options in runs:
+                    added = conn.execute(
+                        "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
+                        "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON "
+                        "CONFLICT DO NOTHING RETURNING run_id",
+                        (run_id, version_id, dumps_text(run_input), dumps_text(options), now,
+                         wanted)).fetchone()
+                    if added is None:
+                        raise Taken(run_id)
+        except Taken as taken:
+            raise RunConflict(f"run {taken.args[0]} is queued already (choose a new run "
+                              "id)") from None
 
     def requeue(self, run_id: str) -> bool:
         """Queue a run that waits for a person again (its answer is in: a worker goes on

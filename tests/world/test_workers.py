@@ -251,3 +251,39 @@ def test_the_claims_lock_key_is_the_worlds(postgres_url: str, tmp_path: Path) ->
             assert got[0][0] == advisory_key(f"lwtool-run:{run_id}")
     finally:
         world.close()
+
+
+def test_a_batch_is_queued_in_one_transaction_or_not_at_all(tmp_path: Path,
+                                                            postgres_url: str) -> None:
+    """`--enqueue --inputs FILE.jsonl`: one run a line, all queued or none; a line its
+    schema refuses is named (exit 1) and nothing is queued."""
+    _chain(tmp_path / "marks.lwir.json")
+    flow = json.loads((tmp_path / "marks.lwir.json").read_text())
+    flow["input"] = {"schema": {"type": "object", "required": ["run"],
+                                "properties": {"run": {"type": "string"}}}}
+    (tmp_path / "marks.lwir.json").write_text(json.dumps(flow))
+    args = ["run", str(tmp_path / "marks.lwir.json"), "--enqueue", "--world", postgres_url]
+    (tmp_path / "bad.jsonl").write_text('{"run": "a"}\n\n{"run": 7}\n')
+    refused = run_cli(*args, "--inputs", str(tmp_path / "bad.jsonl"))
+    assert refused.returncode == 1
+    assert refused.stderr == (f"lwtool: {tmp_path / 'bad.jsonl'}:3: the input at /run: 7 is "
+                              'not of type "string"; nothing was queued\n')
+    (tmp_path / "broken.jsonl").write_text('{"run": "a"}\n{"run": \n')
+    broken = run_cli(*args, "--inputs", str(tmp_path / "broken.jsonl"))
+    assert broken.returncode == 1 and f"{tmp_path / 'broken.jsonl'}:2: " in broken.stderr
+    assert run_cli("runs", "--world", postgres_url).stdout.strip() == "no runs"
+    both = run_cli(*args, "--inputs", str(tmp_path / "bad.jsonl"), "--input", "x.json")
+    assert both.returncode == 2 and "drop --input and --run-id" in both.stderr
+    alone = run_cli("run", str(tmp_path / "marks.lwir.json"), "--inputs", "x.jsonl")
+    assert alone.returncode == 2 and "it needs --enqueue" in alone.stderr
+    (tmp_path / "good.jsonl").write_text("".join(f'{{"run": "b{n}"}}\n' for n in range(3)))
+    queued = run_cli(*args, "--inputs", str(tmp_path / "good.jsonl"))
+    assert queued.returncode == 0, queued.stderr
+    ids = queued.stdout.split()
+    assert len(ids) == 3 and "lwtool: 3 runs queued" in queued.stderr
+    worker = _worker(tmp_path, postgres_url)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+    outputs = _outputs(postgres_url, 3)
+    assert sorted(outputs) == sorted(ids)
+    assert all(out == EXPECTED for out in outputs.values())

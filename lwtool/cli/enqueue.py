@@ -1,0 +1,101 @@
+"""`lwtool run FILE --enqueue`: record runs in a PostgreSQL world's queue for `lwtool
+worker` processes, one (`--input`) or a batch (`--inputs FILE.jsonl`, one input a
+line, queued in one transaction: an input that is not JSON or that the workflow's input
+schema refuses refuses the whole batch, naming its line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from lwtool.cli import exit_codes
+from lwtool.cli.options import Durability
+from lwtool.cli.render import say
+from lwtool.cli.runtime_options import fail, load_models, open_world, postgres_url
+
+
+def read_inputs(path: Path, lwir: dict[str, Any] | None) -> list[tuple[str | None, Any]]:
+    """The inputs of a JSON Lines file (blank lines skipped), each checked against the
+    workflow's input schema; exit 1 naming `file:line` for the first one refused."""
+    from lwtool.canonical.plain_json import NotJson, to_json
+    from lwtool.steps.outputs import OutputInvalid, check_schema
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    schema = ((lwir or {}).get("input") or {}).get("schema")
+    batch: list[tuple[str | None, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            value = to_json(json.loads(line))
+            check_schema(value, schema, "the input")
+        except (ValueError, NotJson, OutputInvalid) as exc:
+            raise fail(f"{path}:{number}: {exc}; nothing was queued",
+                       exit_codes.INVALID) from None
+        batch.append((None, value))
+    if not batch:
+        raise fail(f"{path} holds no input (one JSON value a line); nothing was queued")
+    return batch
+
+
+def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
+                 batch: list[tuple[str | None, Any]], data_dir: Path, models: Path | None,
+                 durability: Any, step_timeout: float | None, as_json: bool,
+                 budget: dict[str, Any] | None) -> None:
+    """Record each (run id or None, input) of `batch` in the queue, all in one
+    transaction; print the run ids, one a line (`--json`: one object a run)."""
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.canonical.plain_json import NotJson, to_json
+    from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
+        definition_budget,
+        definition_durability,
+        definition_models,
+        workspace_of,
+    )
+    from lwtool.record.ids import new_run_id
+    from lwtool.runtime.interpreter import needed_tools
+    from lwtool.world.base import WorldError, find_run
+    from lwtool.world.postgres_queue import RunQueue
+
+    if postgres_url() is None:
+        raise fail("--enqueue needs a PostgreSQL world (--world postgresql://... or "
+                   "LWTOOL_WORLD): workers on other machines take the run from there")
+    if lwir is None:
+        raise fail(f"{path} has no fixed plan: plan it first (`lwtool plan`) and enqueue "
+                   "the LWIR")
+    try:
+        runs = [(run_id or new_run_id(), to_json(value)) for run_id, value in batch]
+    except NotJson as exc:
+        raise fail(f"the run input is not JSON {exc}", exit_codes.INVALID) from None
+    mode = str(durability or definition_durability(definition) or Durability.strict)
+    options = {"models": {**definition_models(definition), **load_models(models)},
+               "durability": mode, "stepTimeoutS": step_timeout,
+               "workspace": workspace_of(definition, path.parent)}
+    budget = {**definition_budget(definition), **(budget or {})}
+    if budget:
+        options["budget"] = budget
+    world = open_world(data_dir, durability=mode)
+    version_id = workflow_version_id(lwir)
+    try:
+        world.register_version(version_id, lwir)
+        taken = [run_id for run_id, _ in runs if find_run(world, run_id) is not None]
+        if taken:
+            raise fail(f"run {taken[0]} exists already (choose a new run id)")
+        # only a worker with the tools the run's steps call claims it
+        RunQueue(world).enqueue_many([(run_id, version_id, value, options)
+                                      for run_id, value in runs], sorted(needed_tools(lwir)))
+    except WorldError as exc:
+        raise fail(str(exc)) from None
+    finally:
+        world.close()
+    for run_id, _ in runs:
+        typer.echo(json.dumps({"runId": run_id, "status": "queued"}) if as_json else run_id)
+    what = f"run {runs[0][0]}" if len(runs) == 1 else f"{len(runs)} runs"
+    say(f"{what} queued; `lwtool worker` processes execute "
+        f"{'it' if len(runs) == 1 else 'them'}")
