@@ -90,13 +90,11 @@ def main() -> None:
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top in RUN_EXTRA_MODULES:
-            say(f"this command runs workflows and needs lwtool's "
-                f"runtime, which is not installed (no module {exc.name!r}): "
-                "pip install 'lwtool[run]'")
+            say("this command runs workflows and needs lwtool's runtime, which is not "
+                f"installed (no module {exc.name!r}): pip install 'lwtool[run]'")
         elif top in OBSERVE_EXTRA_MODULES:
-            say(f"this command needs lwtool's observability extra, "
-                f"which is not installed (no module {exc.name!r}): "
-                "pip install 'lwtool[observe]'")
+            say("this command needs lwtool's observability extra, which is not "
+                f"installed (no module {exc.name!r}): pip install 'lwtool[observe]'")
         else:
             raise
         code = exit_codes.USAGE
@@ -116,7 +114,7 @@ OBSERVE_EXTRA_MODULES = frozenset({"opentelemetry", "google", "starlette", "uvic
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
     terminated = isinstance(exc, Terminated)
-    say(f"{'terminated' if terminated else 'interrupted'}")
+    say("terminated" if terminated else "interrupted")
     return 143 if terminated else 130
 
 

@@ -190,15 +190,13 @@ def respond(
     if done["executing"]:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))
-        say(f"run {run_id} is executing: it goes on with the answer "
-            "itself")
+        say(f"run {run_id} is executing: it goes on with the answer itself")
         return
     if not resume:
         if as_json:
             typer.echo(json.dumps(done, ensure_ascii=False))
         if done.get("queued"):
-            say(f"run {run_id} queued again; `lwtool worker` processes "
-                "go on with it")
+            say(f"run {run_id} queued again; `lwtool worker` processes go on with it")
         elif enqueue:
             say(f"run {run_id} was not waiting in the queue (it was "
                 "not started with --enqueue, or a worker holds it)")

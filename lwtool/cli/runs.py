@@ -17,11 +17,15 @@ import typer
 from lwtool.cli.inspect import stamp
 from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, has_store, open_world, postgres_url, use_world
+from lwtool.cli.runtime_options import (
+    DEFAULT_DATA_DIR,
+    fail,
+    has_store,
+    open_world,
+    postgres_url,
+    use_world,
+)
 from lwtool.observe.terminal import safe_text
-
-DEFAULT_DATA_DIR = Path(".little-workflow")
-
 
 RunsJson = Annotated[bool, typer.Option(
     "--json", help="One JSON array, a run each: runId, status, workflow, workflowVersionId, "

@@ -13,6 +13,8 @@ import typer
 from lwtool.cli import exit_codes
 from lwtool.cli.render import error
 
+DEFAULT_DATA_DIR = Path(".little-workflow")  # the local world's, unless --data-dir
+
 
 def fail(message: str, code: int = exit_codes.USAGE) -> typer.Exit:
     error(message)
@@ -248,6 +250,6 @@ def again_flags(tools: str | None = None, models: Path | None = None,
         from lwtool.world.postgres_url import without_password
 
         parts += ["--world", without_password(url)]
-    elif url is None and data_dir is not None and data_dir != Path(".little-workflow"):
+    elif url is None and data_dir is not None and data_dir != DEFAULT_DATA_DIR:
         parts += ["--data-dir", str(data_dir)]
     return "".join(f" {shlex.quote(part)}" for part in parts)

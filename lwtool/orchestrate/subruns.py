@@ -240,7 +240,7 @@ class SubRuns:
         from lwtool.record.errors import RunFailedError, RunWaitingError, WaitingForInput
         from lwtool.runtime.interpreter import start_run
 
-        self._check_input(workflow, value)
+        # `value` was checked against the input schema when the call was admitted (_admit)
         lwir = self.world.get_version(version_id)
         assert lwir is not None, version_id
         workspace = {**(workspace_of(workflow.definition, workflow.folder) or {}),

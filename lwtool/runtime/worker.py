@@ -173,13 +173,10 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
     try:
         result = await on_own_loop(start, f"lwtool {what}")
         state, said = "done", f"{what} {result.get('status', 'completed')}"
-    except RunLocked:
-        log(f"{what} is being executed elsewhere: handed back")
-        await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
-        await asyncio.sleep(lease / 3)
-        return False
-    except (MissingTools, UnresolvedModel) as missing:  # nothing was run: another may
-        log(f"{what} handed back: this worker cannot serve it: {missing}")
+    except (RunLocked, MissingTools, UnresolvedModel) as refused:  # nothing was run here
+        log(f"{what} is being executed elsewhere: handed back" if isinstance(
+            refused, RunLocked) else f"{what} handed back: this worker cannot serve it: "
+            f"{refused}")
         await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
         await asyncio.sleep(lease / 3)
         return False

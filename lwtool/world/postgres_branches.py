@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
-from lwtool.world.postgres_queue import SERVED, needs_text, served
+from lwtool.world.postgres_queue import SERVED, needs_text
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
 
@@ -73,7 +73,7 @@ class BranchQueue:
                 "prefix FROM lwtool.branches WHERE (state = 'queued' OR (state = 'claimed' AND "
                 f"lease_until < %s)) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
                 "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, "
-                "history, claims", (worker, now + lease, now, now, *served(serves))).fetchone()
+                "history, claims", (worker, now + lease, now, now, needs_text(serves))).fetchone()
         if row is None:
             return None
         return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),

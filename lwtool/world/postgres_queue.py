@@ -17,8 +17,9 @@ from typing import Any
 from lwtool.canonical.compact import dumps_text, loads
 
 # A row a worker may claim: it needs nothing, or only tools the worker has (its `serves`,
-# the one parameter; NULL for a worker that takes anything).
-SERVED = "(needs IS NULL OR %s::jsonb IS NULL OR needs::jsonb <@ %s::jsonb)"
+# the one parameter; NULL for a worker that takes anything). Either side NULL makes the
+# containment NULL, which counts as served.
+SERVED = "coalesce(needs::jsonb <@ %s::jsonb, true)"
 
 
 # A claim this young may not hold its run's lock yet (the worker takes it as it starts):
@@ -35,12 +36,6 @@ UNLOCKED = f"pg_try_advisory_xact_lock({RUN_LOCK_KEY})"
 def needs_text(tools: list[str] | None) -> str | None:
     """Tool names as the JSON array `needs` and `serves` are (None stays NULL)."""
     return None if tools is None else dumps_text(sorted(set(tools)))
-
-
-def served(serves: list[str] | None) -> tuple[str | None, str | None]:
-    """SERVED's parameters for a worker with the tools `serves`."""
-    text = needs_text(serves)
-    return text, text
 
 
 @dataclass(frozen=True)
@@ -69,24 +64,17 @@ class RunQueue:
         all of them, or (RunConflict: one is queued already) none."""
         from lwtool.world.base import RunConflict
 
-        class Taken(Exception):  # rolls the transaction back
-            pass
-
         now, wanted = time.time(), needs_text(needs)
-        try:
-            with self.world._tx() as conn:
-                for run_id, version_id, run_input, options in runs:
-                    added = conn.execute(
-                        "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
-                        "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON "
-                        "CONFLICT DO NOTHING RETURNING run_id",
-                        (run_id, version_id, dumps_text(run_input), dumps_text(options), now,
-                         wanted)).fetchone()
-                    if added is None:
-                        raise Taken(run_id)
-        except Taken as taken:
-            raise RunConflict(f"run {taken.args[0]} is queued already (choose a new run "
-                              "id)") from None
+        with self.world._tx() as conn:  # an exception out of it rolls every insert back
+            for run_id, version_id, run_input, options in runs:
+                added = conn.execute(
+                    "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
+                    "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON "
+                    "CONFLICT DO NOTHING RETURNING run_id",
+                    (run_id, version_id, dumps_text(run_input), dumps_text(options), now,
+                     wanted)).fetchone()
+                if added is None:
+                    raise RunConflict(f"run {run_id} is queued already (choose a new run id)")
 
     def requeue(self, run_id: str) -> bool:
         """Queue a run that waits for a person again (its answer is in: a worker goes on
@@ -114,7 +102,7 @@ class RunQueue:
                 f"< %s OR (claimed_at < %s AND {UNLOCKED})))) AND {SERVED} ORDER BY "
                 "enqueued_at, run_id FOR UPDATE SKIP LOCKED LIMIT 1) "
                 "RETURNING run_id, version_id, input, options, claims",
-                (worker, now + lease, now, now, now - GRACE, *served(serves))).fetchone()
+                (worker, now + lease, now, now, now - GRACE, needs_text(serves))).fetchone()
         if row is None:
             return None
         return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]))
@@ -141,7 +129,7 @@ class RunQueue:
         """Runs not yet ended: claimed ones, and queued ones a worker with the tools
         `serves` could claim (None: every queued one)."""
         rows = self.world._read("SELECT count(*) FROM lwtool.queue WHERE state = 'claimed' "
-                                f"OR (state = 'queued' AND {SERVED})", served(serves))
+                                f"OR (state = 'queued' AND {SERVED})", (needs_text(serves),))
         return int(rows[0][0])
 
     def holders(self) -> dict[str, tuple[str, str, float, list[str]]]:

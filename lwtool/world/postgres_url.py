@@ -36,15 +36,17 @@ def reason_of(exc: Exception, secrets: list[str]) -> str:
     """A driver error as one line (the server's own words, without the DETAIL/HINT),
     with each of `secrets` (secrets_of) shown as `***`."""
     text = str(exc).strip().splitlines()
-    line = text[0] if text else type(exc).__name__
-    for secret in secrets:
-        line = line.replace(secret, "***")
-    return line
+    return _hidden(text[0] if text else type(exc).__name__, secrets)
 
 
 def without_password(url: str) -> str:
     """`url` with its password (user part and `?password=`) shown as `***`: to print a
     command that names the world."""
-    for secret in secrets_of(url):
-        url = url.replace(secret, "***")
-    return url
+    return _hidden(url, secrets_of(url))
+
+
+def _hidden(text: str, secrets: list[str]) -> str:
+    """`text` with each of `secrets` (longest first, as secrets_of orders them) `***`."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
