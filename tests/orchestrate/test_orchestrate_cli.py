@@ -91,3 +91,19 @@ def test_a_tool_named_like_the_orchestrators_own_is_refused(tmp_path: Path) -> N
     assert done.stderr.strip() == ("lwtool: the orchestrator's own tools (the workflows') "
                                    "cannot be replaced: rename plan_workflow")
     assert server.requests == []
+
+
+def test_a_pipeline_without_its_workflows_tools_is_refused_before_anything_runs(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "pipeline"
+    shutil.copytree(EXAMPLE, folder)
+    (folder / "tools.py").write_text("tools = {}\n")
+    (folder / "models.yaml").write_text("orchestrator: openai/x\n")
+    with fixture_server([]) as server:
+        done = _orchestrate(folder, server)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "lwtool: workflow 'double' of the pipeline declares tool 'double' that is not "
+        "provided (tools given: none): pass --tools MODULE:ATTR that registers it; nothing "
+        "was run\n")
+    assert server.requests == [] and not (folder / "data").exists()

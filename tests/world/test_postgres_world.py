@@ -265,3 +265,13 @@ def test_model_replies_are_read_back_as_payloads(postgres_url: str, tmp_path: Pa
                                        {"usage": {"inputTokens": 4}}]}
     assert world.model_replies([]) == {}
     world.close()
+
+
+def test_a_printed_world_url_hides_its_password() -> None:
+    from lwtool.world.postgres_url import without_password
+
+    assert without_password("postgresql://u:s%25cret@h:5432/db?sslmode=require") == \
+        "postgresql://u:***@h:5432/db?sslmode=require"
+    assert without_password("postgresql://u@h/db?password=pw&sslmode=require") == \
+        "postgresql://u@h/db?password=***&sslmode=require"
+    assert without_password("postgresql://u@h/db") == "postgresql://u@h/db"

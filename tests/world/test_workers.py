@@ -276,6 +276,13 @@ def test_a_batch_is_queued_in_one_transaction_or_not_at_all(tmp_path: Path,
     assert both.returncode == 2 and "drop --input and --run-id" in both.stderr
     alone = run_cli("run", str(tmp_path / "marks.lwir.json"), "--inputs", "x.jsonl")
     assert alone.returncode == 2 and "it needs --enqueue" in alone.stderr
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    empty = run_cli(*args, "--inputs", str(tmp_path / "empty.jsonl"))
+    assert empty.returncode == 2 and "holds no input (one JSON value a line)" in empty.stderr
+    missing = run_cli(*args, "--inputs", str(tmp_path / "nowhere.jsonl"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    no_input = run_cli("run", str(tmp_path / "marks.lwir.json"), "--world", postgres_url)
+    assert no_input.returncode == 2 and "--input FILE (or -) is needed" in no_input.stderr
     (tmp_path / "good.jsonl").write_text("".join(f'{{"run": "b{n}"}}\n' for n in range(3)))
     queued = run_cli(*args, "--inputs", str(tmp_path / "good.jsonl"))
     assert queued.returncode == 0, queued.stderr
