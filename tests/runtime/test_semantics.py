@@ -366,12 +366,16 @@ def test_sync_tools_get_as_many_threads_as_the_world_allows(tmp_path: Path) -> N
 
     lock = threading.Lock()
     state = {"active": 0, "peak": 0}
+    # All eight wait for each other (not a 0.1 s sleep, which a loaded machine's slow
+    # thread starts made a race): with fewer threads the barrier breaks and the run fails.
+    together = threading.Barrier(8, timeout=30)
 
     def blocking(args: Any) -> Any:
         with lock:
             state["active"] += 1
             state["peak"] = max(state["peak"], state["active"])
-        _time.sleep(0.1)
+        together.wait()
+        _time.sleep(0.01)
         with lock:
             state["active"] -= 1
         return args
