@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain"), "plan": ("plan", "plan"),
     "generate": ("generate", "generate"), "run": ("run", "run"),
     "orchestrate": ("orchestrate", "orchestrate"), "worker": ("worker", "worker"),
+    "workers": ("operate", "workers"), "queues": ("operate", "queues"),
+    "migrate": ("operate", "migrate"),
     "replay": ("resume", "replay"), "retry": ("resume", "retry"),
     "fork": ("resume", "fork"), "respond": ("resume", "respond"),
     "events": ("inspect", "events"), "report": ("inspect", "report"),

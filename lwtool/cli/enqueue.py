@@ -47,9 +47,10 @@ def read_inputs(path: Path, lwir: dict[str, Any] | None) -> list[tuple[str | Non
 def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
                  batch: list[tuple[str | None, Any]], data_dir: Path, models: Path | None,
                  durability: Any, step_timeout: float | None, as_json: bool,
-                 budget: dict[str, Any] | None) -> None:
-    """Record each (run id or None, input) of `batch` in the queue, all in one
-    transaction; print the run ids, one a line (`--json`: one object a run)."""
+                 budget: dict[str, Any] | None, queue: str | None = None) -> None:
+    """Record each (run id or None, input) of `batch` on `queue` (None: the default
+    queue), all in one transaction; print the run ids, one a line (`--json`: one object
+    a run)."""
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.canonical.plain_json import NotJson, to_json
     from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
@@ -59,9 +60,9 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
         workspace_of,
     )
     from lwtool.record.ids import new_run_id
-    from lwtool.runtime.interpreter import needed_tools
+    from lwtool.runtime.needs import run_needs
     from lwtool.world.base import WorldError, find_run
-    from lwtool.world.postgres_queue import RunQueue
+    from lwtool.world.postgres_queue import DEFAULT_QUEUE, RunQueue
 
     if postgres_url() is None:
         raise fail("--enqueue needs a PostgreSQL world (--world postgresql://... or "
@@ -74,7 +75,8 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     except NotJson as exc:
         raise fail(f"the run input is not JSON {exc}", exit_codes.INVALID) from None
     mode = str(durability or definition_durability(definition) or Durability.strict)
-    options = {"models": {**definition_models(definition), **load_models(models)},
+    mapped = {**definition_models(definition), **load_models(models)}
+    options = {"models": mapped,
                "durability": mode, "stepTimeoutS": step_timeout,
                "workspace": workspace_of(definition, path.parent)}
     budget = {**definition_budget(definition), **(budget or {})}
@@ -87,9 +89,12 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
         taken = [run_id for run_id, _ in runs if find_run(world, run_id) is not None]
         if taken:
             raise fail(f"run {taken[0]} exists already (choose a new run id)")
-        # only a worker with the tools the run's steps call claims it
+        # only a worker of the queue with the tools (and model slots) the run needs
+        # claims it
         RunQueue(world).enqueue_many([(run_id, version_id, value, options)
-                                      for run_id, value in runs], sorted(needed_tools(lwir)))
+                                      for run_id, value in runs],
+                                     run_needs(lwir, mapped),
+                                     queue or DEFAULT_QUEUE)
     except WorldError as exc:
         raise fail(str(exc)) from None
     finally:
@@ -97,5 +102,7 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     for run_id, _ in runs:
         typer.echo(json.dumps({"runId": run_id, "status": "queued"}) if as_json else run_id)
     what = f"run {runs[0][0]}" if len(runs) == 1 else f"{len(runs)} runs"
-    say(f"{what} queued; `lwtool worker` processes execute "
+    where = f" on queue {queue}" if queue and queue != DEFAULT_QUEUE else ""
+    flag = f" --queue {queue}" if where else ""
+    say(f"{what} queued{where}; `lwtool worker{flag}` processes execute "
         f"{'it' if len(runs) == 1 else 'them'}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -34,22 +34,13 @@ def export_otel(
     use_world(world_url)
     if endpoint is not None and file is not None:
         raise fail("give --endpoint or --file, not both")
-    from lwtool.observe.otel import send, spans, write
+    from lwtool.observe.otel import send, spans, sub_run_of, write
     from lwtool.observe.otlp_send import ExportFailed
 
     world = open_world(data_dir, must_exist=True)
     events, version = read_run(world, run_id, with_version=True)
 
-    def sub_run(child: str) -> tuple[list[Any], dict[str, Any] | None]:
-        """A sub-run's events and version ([] for one its call reserved but never made)."""
-        from lwtool.world.base import find_run
-
-        record = find_run(world, child)
-        if record is None:
-            return [], None
-        return world.events(child), world.get_version(record.version_id)
-
-    found = spans(run_id, events, version, sub_run)
+    found = spans(run_id, events, version, lambda child: sub_run_of(world, child))
     try:
         if file is not None:
             try:

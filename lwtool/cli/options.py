@@ -49,3 +49,26 @@ def finite(param: typer.CallbackParam, value: float | None) -> float | None:
         error(f"{param.opts[0]} takes a finite number, not {value}")
         raise typer.Exit(exit_codes.USAGE)
     return value
+
+
+QUEUE_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
+
+
+def queue_names(param: typer.CallbackParam, value: str | list[str] | None
+                ) -> str | list[str] | None:
+    """The callback of `--queue`: names of letters, digits, `_ . -` (at most 63), one
+    line and exit 2 otherwise."""
+    import re
+
+    for name in [value] if isinstance(value, str) else value or []:
+        if not re.fullmatch(QUEUE_NAME, name):
+            error(f"{param.opts[0]} takes a queue name (letters, digits, _ . -; at most "
+                  f"63), not {name!r}")
+            raise typer.Exit(exit_codes.USAGE)
+    return value
+
+
+QueueOption = Annotated[str | None, typer.Option(
+    "--queue", callback=queue_names,
+    help="With --enqueue: the queue the run waits on (default: `default`); only workers "
+    "started with `--queue NAME` take it.")]

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import Durability, OfflineOption, WorldOption, finite
+from lwtool.cli.options import Durability, OfflineOption, QueueOption, WorldOption, finite
 from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.runtime_options import (
     again_flags,
@@ -102,6 +102,7 @@ def run(
     inputs: Annotated[Path | None, typer.Option(
         "--inputs", help="With --enqueue: a JSON Lines file, one run's input a line, queued "
         "together (an input its schema refuses refuses them all, naming the line).")] = None,
+    queue: QueueOption = None,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -114,17 +115,18 @@ def run(
             raise fail(str(exc)) from None
     lwir, definition = _lwir_for(path)
     budget = budget_of(max_tokens, max_cost_usd)
-    if inputs is not None or enqueue:
+    if inputs is not None or enqueue or queue is not None:
         from lwtool.cli.enqueue import enqueue_runs, read_inputs
 
         if not enqueue:
-            raise fail("--inputs queues one run a line: it needs --enqueue")
+            raise fail(("--inputs queues one run a line" if inputs is not None else
+                        "--queue names the queue of --enqueue") + ": it needs --enqueue")
         if inputs is not None and (input is not None or run_id is not None):
             raise fail("--inputs gives every run its input and id: drop --input and --run-id")
         batch = read_inputs(inputs, lwir) if inputs is not None else \
             [(run_id, read_json_or_yaml(_given(input), "input"))]
         enqueue_runs(path, lwir, definition, batch, data_dir, models, durability,
-                     step_timeout, as_json, budget)
+                     step_timeout, as_json, budget, queue)
         return
     run_input = read_json_or_yaml(_given(input), "input")
     registry = load_tool_registry(tools)

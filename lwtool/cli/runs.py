@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli.inspect import stamp
-from lwtool.cli.options import WorldOption
+from lwtool.cli.options import WorldOption, queue_names
 from lwtool.cli.run import DataDir
 from lwtool.cli.runtime_options import (
     DEFAULT_DATA_DIR,
@@ -26,6 +26,9 @@ from lwtool.cli.runtime_options import (
     use_world,
 )
 from lwtool.observe.terminal import safe_text
+from lwtool.runtime.needs import describe
+
+DEFAULT_QUEUE = "default"  # lwtool.world.postgres_queue's (not imported: validate loads this)
 
 RunsJson = Annotated[bool, typer.Option(
     "--json", help="One JSON array, a run each: runId, status, workflow, workflowVersionId, "
@@ -33,13 +36,32 @@ RunsJson = Annotated[bool, typer.Option(
     "branches).")]
 
 
+STATUSES = ("queued", "running", "interrupted", "waiting", "completed", "failed")
+
+
+def _statuses(param: typer.CallbackParam, value: list[str] | None) -> list[str] | None:
+    for status in value or []:
+        if status not in STATUSES:
+            raise fail(f"--status takes one of {', '.join(STATUSES)}, not {status!r}")
+    return value
+
+
 def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
-         as_json: RunsJson = False) -> None:
+         as_json: RunsJson = False,
+         status: Annotated[list[str] | None, typer.Option(
+             "--status", callback=_statuses, help="Only runs with this status "
+             f"(repeatable): {', '.join(STATUSES)}.")] = None,
+         limit: Annotated[int | None, typer.Option(
+             "--limit", min=1, help="Only the N most recently started runs (after "
+             "--status and --queue).")] = None,
+         queue: Annotated[str | None, typer.Option(
+             "--queue", callback=queue_names, help="PostgreSQL world: only runs queued on "
+             "this queue.")] = None) -> None:
     """List the runs in the data dir (or --world) with status, workflow and timestamps.
     --json prints one array: runId, status, workflow, workflowVersionId, createdAt,
     updatedAt, parentRunId, waitingFor (a waiting or executing run's open requests), and in a
-    PostgreSQL world worker, claimedAt, needsTools (what a worker must have to claim it)
-    and branches."""
+    PostgreSQL world queue, worker, claimedAt, needs (the tools and model slots a worker
+    must have to claim it) and branches."""
     use_world(world_url)
     if not has_store(data_dir):
         typer.echo("[]" if as_json else "no runs")
@@ -50,7 +72,17 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         world = open_world(data_dir)
         records = world.list_runs()
         queued, branches = _queue(world)
+        if queue is not None:
+            on = _queues_of(world)
+            records = [r for r in records if on.get(r.run_id) == queue]
+            queued = {k: v for k, v in queued.items() if v.queue == queue}
         shown = {r.run_id: _status(world, r) for r in records}
+        if status:
+            records = [r for r in records if shown[r.run_id] in status]
+            queued = queued if "queued" in status else {
+                k: v for k, v in queued.items() if k in {r.run_id for r in records}}
+        if limit is not None:
+            records, queued = _newest(records, queued, limit)
         names = _names(world, records)
         asks = _asks(world, [r.run_id for r in records if r.status == "waiting"
                              or shown[r.run_id] == "running"])
@@ -85,7 +117,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                f"{'UPDATED':<20}  VERSION")
     for label, r in rows:
         held = queued.get(r.run_id)
-        by = f"  held by {held[1]} since {stamp(held[2])}" if held and held[1] \
+        by = f"  held by {held.worker} since {stamp(held.since)}" if held and held.worker \
             and r.status == "running" else ""
         typer.echo(safe_text(f"{label:<{width}}  {shown[r.run_id]:<11}  "
                              f"{names[r.version_id]:<{named}}  {stamp(r.created_at)}  "
@@ -98,10 +130,12 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
             typer.echo(safe_text(f"{indent}waits for input at {ask['stepPath']}: "
                                  f"{ask['prompt']}"))
     for run_id, held in waiting:
-        needs = f"  for a worker with {', '.join(held[3])}" if held[3] and not held[1] \
-            else ""
-        typer.echo(safe_text(f"{run_id:<{width}}  {held[0]:<11}" + (
-            f"  held by {held[1]} since {stamp(held[2])}" if held[1] else needs)).rstrip())
+        where = f" on queue {held.queue}" if held.queue != DEFAULT_QUEUE else ""
+        needs = f"  for a worker{where} with {describe(held.needs)}" if held.needs else \
+            (f"  for a worker{where}" if where else "")
+        typer.echo(safe_text(f"{run_id:<{width}}  {held.state:<11}" + (
+            f"  held by {held.worker} since {stamp(held.since)}" if held.worker
+            else needs)).rstrip())
     stopped = [r.run_id for r in records if shown[r.run_id] == "interrupted"]
     if stopped:
         typer.echo("")
@@ -111,7 +145,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                  "worker takes it over"))
             continue
         typer.echo(safe_text(f"{run_id} was interrupted (its process died); resume it: "
-                             f"{_resume(run_id, data_dir)}"))
+                             f"{_resume(world, run_id, data_dir)}"))
     waiting_parents = {r.parent_run_id for r in records if r.status == "waiting"}
     for run_id, open_asks in asks.items():
         where = _where(data_dir)
@@ -130,7 +164,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                  "--run-id)"))
         else:
             typer.echo(safe_text(f"{run_id} has its answers; go on: "
-                                 f"{_resume(run_id, data_dir)}"))
+                                 f"{_resume(world, run_id, data_dir)}"))
 
 
 def _status(world: Any, record: Any) -> str:
@@ -166,8 +200,45 @@ def _where(data_dir: Path) -> str:
     return "" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
 
 
-def _resume(run_id: str, data_dir: Path) -> str:
-    return f"lwtool replay {run_id}{_where(data_dir)} (with the run's --tools and --models)"
+def _resume(world: Any, run_id: str, data_dir: Path) -> str:
+    """The replay command that resumes a run: with `--tools` and `--models` when its
+    workflow calls tools or uses model slots (named, as the run does not record where
+    its tools came from)."""
+    from lwtool.runtime.needs import SLOT, describe, run_needs
+    from lwtool.world.base import WorldError
+
+    try:
+        lwir = world.get_version(world.get_run(run_id).version_id) or {}
+        needs = run_needs(lwir, {})
+    except (WorldError, ValueError):
+        needs = []
+    flags = (" --tools MODULE:ATTR" if any(not n.startswith(SLOT) for n in needs) else "") \
+        + (" --models FILE" if any(n.startswith(SLOT) for n in needs) else "")
+    said = f" (giving it {describe(needs)})" if needs else ""
+    return f"lwtool replay {run_id}{_where(data_dir)}{flags}{said}"
+
+
+def _newest(records: list[Any], queued: dict[str, Any], limit: int
+            ) -> tuple[list[Any], dict[str, Any]]:
+    """The `limit` most recently started runs, then as many runs queued and not yet
+    started as there is room for (what the queue holds of runs kept stays)."""
+    newest = sorted(records, key=lambda r: (r.created_at, r.run_id))[-limit:]
+    kept = {r.run_id for r in newest}
+    waiting = [k for k in queued if k not in {r.run_id for r in records}]
+    room = set(waiting[:max(limit - len(newest), 0)])
+    return ([r for r in records if r.run_id in kept],
+            {k: v for k, v in queued.items() if k in kept or k in room})
+
+
+def _queues_of(world: Any) -> dict[str, str]:
+    """run id -> the queue it was queued on, of every run a PostgreSQL world's queue
+    holds (exit 2 in a local world: it has no queues)."""
+    if not hasattr(world, "url"):
+        raise fail("--queue lists the runs of a PostgreSQL world's queue (--world "
+                   "postgresql://...): a local world has no queues")
+    from lwtool.world.postgres_queue import RunQueue
+
+    return RunQueue(world).queues_of()
 
 
 def _asks(world: Any, waiting: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -180,11 +251,10 @@ def _asks(world: Any, waiting: list[str]) -> dict[str, list[dict[str, Any]]]:
     return {run_id: waiting_for(world, run_id) for run_id in waiting}
 
 
-def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float, list[str]]],
-                                 dict[str, list[tuple[str, str, float]]]]:
-    """A PostgreSQL world's queues: run id -> (state, worker, since, the tools it
-    needs), and run id -> the branches being executed [(prefix, worker, since)];
-    nothing elsewhere."""
+def _queue(world: Any) -> tuple[dict[str, Any], dict[str, list[tuple[str, str, float]]]]:
+    """A PostgreSQL world's queues: run id -> what the queue holds of it
+    (lwtool.world.postgres_queue.Held), and run id -> the branches being executed
+    [(prefix, worker, since)]; nothing elsewhere."""
     if not hasattr(world, "url"):
         return {}, {}
     from lwtool.world.postgres_branches import BranchQueue
@@ -193,13 +263,13 @@ def _queue(world: Any) -> tuple[dict[str, tuple[str, str, float, list[str]]],
     return RunQueue(world).holders(), BranchQueue(world).holders()
 
 
-def _held(held: tuple[str, str, float, list[str]] | None) -> dict[str, Any]:
+def _held(held: Any) -> dict[str, Any]:
     if not held:
         return {}
-    needs = {"needsTools": held[3]} if held[3] else {}
-    if not held[1]:
+    needs = {"queue": held.queue, **({"needs": held.needs} if held.needs else {})}
+    if not held.worker:
         return needs
-    return {"worker": held[1], "claimedAt": stamp(held[2]), **needs}
+    return {"worker": held.worker, "claimedAt": stamp(held.since), **needs}
 
 
 def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:

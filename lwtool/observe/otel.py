@@ -140,6 +140,24 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
+def run_spans(world: Any, run_id: str) -> list[ReadableSpan]:
+    """The spans of a run of `world`, its sub-runs' included (what `lwtool export-otel`
+    and `lwtool worker --otel-endpoint` send)."""
+    record = world.get_run(run_id)
+    return spans(run_id, world.events(run_id), world.get_version(record.version_id),
+                 lambda child: sub_run_of(world, child))
+
+
+def sub_run_of(world: Any, child: str) -> tuple[list[Event], dict[str, Any] | None]:
+    """A sub-run's events and version ([] for one its call reserved but never made)."""
+    from lwtool.world.base import find_run
+
+    record = find_run(world, child)
+    if record is None:
+        return [], None
+    return world.events(child), world.get_version(record.version_id)
+
+
 def _clamped(value: Any) -> Any:
     """An integer attribute within OTLP's int64 (a provider may report any count)."""
     if isinstance(value, int) and not isinstance(value, bool):

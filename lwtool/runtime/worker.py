@@ -21,150 +21,223 @@ import asyncio
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.record.errors import RunFailedError, RunWaitingError
+from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_loop import on_own_loop
+from lwtool.runtime.worker_log import WorkerLog
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import RunLocked, WorldError
+from lwtool.world.postgres_queue import DEFAULT_QUEUE
 
-POLL_SECONDS = 0.2
+POLL_SECONDS = 1.0  # seconds between looks when no notification came (takeovers)
 AWAY_MOST = 5.0  # seconds between looks at a world that cannot be reached
+BEAT_MOST = 5.0  # seconds between a worker's heartbeats at most
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-async def work(world: Any, tools: ToolRegistry, models: dict[str, str], *,
-               concurrency: int = 1, lease: float = 30.0, drain: bool = False,
-               stop: asyncio.Event | None = None, say: Callable[[str], None] | None = None,
-               name: str | None = None) -> int:
+@dataclass
+class WorkerSetup:
+    """How a worker works: `concurrency` runs and as many branches at once, claims held
+    `lease` seconds, the `queues` it takes from, its log, its metrics (None: none) and
+    where it exports each run it ends (an OTLP/HTTP endpoint; None: nowhere)."""
+    concurrency: int = 1
+    lease: float = 30.0
+    drain: bool = False
+    queues: list[str] = field(default_factory=lambda: [DEFAULT_QUEUE])
+    name: str = field(default_factory=worker_name)
+    log: WorkerLog | None = None
+    metrics: Any = None  # lwtool.observe.worker_metrics.WorkerMetrics
+    otel_endpoint: str | None = None
+
+    @property
+    def beat_every(self) -> float:
+        return min(self.lease / 3, BEAT_MOST)
+
+
+async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
+               setup: WorkerSetup | None = None, stop: asyncio.Event | None = None) -> int:
     """Claim and execute runs and parallel branches until `stop` is set (or, with
     `drain`, nothing is queued or claimed); returns how many runs this worker ended.
     Runs and branches have `concurrency` slots each: a run waiting for its branches
     never keeps this worker from executing branches (its own or another run's). After
     `stop`, no new run is claimed; the runs in hand finish (their branches still come
     here). A world that cannot be reached is looked at again, less and less often, until
-    it answers: the claims in hand run out meanwhile and are taken again."""
+    it answers: the claims in hand run out meanwhile and are taken again. The worker is
+    registered (lwtool.world.postgres_workers) while it works: its lock tells others
+    the moment it dies."""
     from lwtool.calls.models import call_models_on
     from lwtool.record.run_state import LOOP_SHARED
+    from lwtool.world.postgres_workers import WorkerRegistration
 
+    setup = setup or WorkerSetup()
+    setup.log = setup.log or WorkerLog(setup.name)
     # Runs and branches execute on loops of their own (own_loop); anything made on this
     # one that commits must not block it either.
     LOOP_SHARED.set(True)
     # ... and make their model calls on this one: one litellm client (and its kept-alive
     # connections) for every run of the worker, instead of one a run.
     call_models_on(asyncio.get_running_loop())
+    serves = worker_serves(tools.names(), models)
+    registration = WorkerRegistration(world, setup.name, setup.queues, serves)
+    await asyncio.to_thread(registration.join)
+    if setup.metrics is not None:
+        world.on_commit = setup.metrics.committed
     try:
-        return await _work(world, tools, models, concurrency, lease, drain, stop, say, name)
+        return await _Worker(world, tools, models, setup, serves, registration).work(
+            stop or asyncio.Event())
     finally:
         call_models_on(None)
+        world.on_commit = None
+        await asyncio.to_thread(registration.leave)
 
 
-async def _work(world: Any, tools: ToolRegistry, models: dict[str, str], concurrency: int,
-                lease: float, drain: bool, stop: asyncio.Event | None,
-                say: Callable[[str], None] | None, name: str | None) -> int:
-    from lwtool.runtime.branches import RemoteBranches
-    from lwtool.world.postgres_branches import BranchQueue
-    from lwtool.world.postgres_queue import RunQueue
+class _Worker:
+    def __init__(self, world: Any, tools: ToolRegistry, models: dict[str, str],
+                 setup: WorkerSetup, serves: list[str], registration: Any) -> None:
+        from lwtool.runtime.branches import RemoteBranches
+        from lwtool.world.postgres_branches import BranchQueue
+        from lwtool.world.postgres_queue import RunQueue
 
-    queue, branch_queue = RunQueue(world), BranchQueue(world)
-    remote = RemoteBranches(branch_queue, say)
-    name = name or worker_name()
-    log = say or (lambda _: None)
-    stop = stop or asyncio.Event()
-    runs: set[asyncio.Task[bool]] = set()
-    branches: set[asyncio.Task[bool]] = set()
-    ended, away = 0, 0.0
-    known: dict[str, Any] = {}  # run records and versions, between branches
-    serves = tools.names()  # a run or branch needing another tool is left to another worker
-    while runs or not stop.is_set():
+        assert setup.log is not None
+        self.world, self.tools, self.models, self.setup = world, tools, models, setup
+        self.serves, self.registration, self.log = serves, registration, setup.log
+        self.queue, self.branch_queue = RunQueue(world), BranchQueue(world)
+        self.remote = RemoteBranches(self.branch_queue, setup.log.line)
+        self.runs: set[asyncio.Task[bool]] = set()
+        self.branches: set[asyncio.Task[bool]] = set()
+        self.known: dict[str, Any] = {}  # run records and versions, between branches
+
+    async def work(self, stop: asyncio.Event) -> int:
+        setup, log = self.setup, self.log
+        ended, away = 0, 0.0
+        wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
+        stop_beat = _beat_thread(self, setup.beat_every)
+        stop_listen = _listen_thread(self.world, setup.queues, wake)
         try:
-            if len(branches) < concurrency:
-                task = await asyncio.to_thread(branch_queue.claim, name, lease, serves)
-                if task is not None:
-                    log(f"claimed branch {task.prefix} of run {task.run_id} "
-                        f"(claim {task.claims})")
-                    branches.add(asyncio.create_task(_execute_branch(
-                        world, branch_queue, task, tools, models, name, lease, log, known)))
-                    continue
-            if len(runs) < concurrency and not stop.is_set():
-                claim = await asyncio.to_thread(queue.claim, name, lease, serves)
-                if claim is not None:
-                    log(f"claimed run {claim.run_id} (claim {claim.claims})")
-                    runs.add(asyncio.create_task(_execute(world, queue, claim, tools, models,
-                                                          name, lease, log, remote)))
-                    continue
-            if drain and not runs and not branches and \
-                    await asyncio.to_thread(queue.pending, serves) == 0:
-                break
-            away = 0.0
-        except WorldError as exc:
-            away = min(max(away * 2, POLL_SECONDS), AWAY_MOST)
-            log(f"cannot claim work: {exc}; looking again in {away:g} s")
-        running = runs | branches
-        if running:
-            done, _ = await asyncio.wait(running, timeout=away or POLL_SECONDS,
-                                        return_when=asyncio.FIRST_COMPLETED)
-        else:
-            done = set()
-            await asyncio.sleep(away or POLL_SECONDS)
+            while self.runs or not stop.is_set():
+                wake.clear()
+                try:
+                    if await self._claim(stop):
+                        continue
+                    if setup.drain and not self.runs and not self.branches and \
+                            await asyncio.to_thread(self.queue.pending, self.serves,
+                                                    setup.queues) == 0:
+                        break
+                    away = 0.0
+                except WorldError as exc:
+                    away = min(max(away * 2, 0.2), AWAY_MOST)
+                    log("world_away", f"cannot claim work: {exc}; looking again in "
+                        f"{away:g} s", level="warning")
+                ended += await self._wait(wake, stop, away or POLL_SECONDS)
+        finally:
+            stop_listen()
+            stop_beat()
+        if self.branches:
+            await asyncio.gather(*self.branches, return_exceptions=True)
+        return ended
+
+    async def _claim(self, stop: asyncio.Event) -> bool:
+        """Claim one branch, else one run, if a slot is free; whether one was."""
+        setup, metrics = self.setup, self.setup.metrics
+        if len(self.branches) < setup.concurrency:
+            task = await asyncio.to_thread(self.branch_queue.claim, setup.name, setup.lease,
+                                           self.serves, setup.queues)
+            if task is not None:
+                self.log("branch_claimed", f"claimed branch {task.prefix} of run "
+                         f"{task.run_id} (claim {task.claims})", run=task.run_id,
+                         step=task.prefix)
+                if metrics is not None:
+                    metrics.branches_claimed.inc()
+                self.branches.add(asyncio.create_task(_execute_branch(self, task)))
+                return True
+        if len(self.runs) < setup.concurrency and not stop.is_set():
+            claim = await asyncio.to_thread(self.queue.claim, setup.name, setup.lease,
+                                            self.serves, setup.queues)
+            if claim is not None:
+                self.log("run_claimed", f"claimed run {claim.run_id} (claim {claim.claims})",
+                         run=claim.run_id)
+                if metrics is not None:
+                    metrics.runs_claimed.inc()
+                    metrics.claim_latency.observe(max(time.time() - claim.enqueued_at, 0.0))
+                self.runs.add(asyncio.create_task(_execute(self, claim)))
+                return True
+        return False
+
+    async def _wait(self, wake: asyncio.Event, stop: asyncio.Event, timeout: float) -> int:
+        """Wait for a run or branch to end, work to be queued, stop, or `timeout`;
+        returns how many runs ended."""
+        woken = asyncio.create_task(wake.wait())
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait({*self.runs, *self.branches, woken, stopped},
+                                         timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            stopped.cancel()
+        ended = 0
         for finished in done:
-            if finished in runs and not finished.cancelled():  # cancelled: lease lost
+            if finished in self.runs and not finished.cancelled():  # cancelled: lease lost
                 ended += bool(finished.result())
-            runs.discard(finished)
-            branches.discard(finished)
-    if branches:
-        await asyncio.gather(*branches, return_exceptions=True)
-    return ended
+            self.runs.discard(finished)
+            self.branches.discard(finished)
+        return ended
 
 
-async def _execute_branch(world: Any, queue: Any, task: Any, tools: ToolRegistry,
-                          models: dict[str, str], name: str, lease: float,
-                          log: Callable[[str], None], known: dict[str, Any]) -> bool:
+async def _execute_branch(worker: _Worker, task: Any) -> bool:
     """Execute one claimed branch and end its claim with the branch's end."""
     from lwtool.runtime.branches import execute_branch
 
+    setup, queue, log = worker.setup, worker.branch_queue, worker.log
     what = f"branch {task.prefix} of run {task.run_id}"
-    stop_beat = _heartbeat(lambda: queue.renew(task, name, lease), what, lease, log)
+    stop_beat = _heartbeat(lambda: queue.renew(task, setup.name, setup.lease), what,
+                           setup.lease, log)
     try:
         state, result = await on_own_loop(
-            lambda: execute_branch(world, task, tools, models, known), f"lwtool {what}")
+            lambda: execute_branch(worker.world, task, worker.tools, worker.models,
+                                   worker.known), f"lwtool {what}")
     except WorldError as exc:  # the server away, or a successor committed first
-        log(f"{what} left for later: {exc}")
+        log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
+            step=task.prefix, level="warning")
         return False
     finally:
         stop_beat()
-    if not await _end(lambda: queue.finish(task, name, state, result), what, log):
+    if not await _end(lambda: queue.finish(task, setup.name, state, result), what, log):
         return False
-    log(f"{what} {state}")
+    log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
     return True
 
 
-async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
-                   models: dict[str, str], name: str, lease: float,
-                   log: Callable[[str], None], remote: Any) -> bool:
+async def _execute(worker: _Worker, claim: Any) -> bool:
     """Execute one claimed run; True when it ended (completed, failed or waiting)."""
     from lwtool.calls.models import UnresolvedModel
     from lwtool.runtime.branches import BranchesFrom
     from lwtool.runtime.interpreter import start_run
     from lwtool.tools import MissingTools
 
-    what = f"run {claim.run_id}"
-    stop_beat = _heartbeat(lambda: queue.renew(claim.run_id, name, lease), what, lease, log)
-    branches = BranchesFrom(remote, asyncio.get_running_loop())
+    world, setup, queue, log = worker.world, worker.setup, worker.queue, worker.log
+    run_id, what = claim.run_id, f"run {claim.run_id}"
+    stop_beat = _heartbeat(lambda: queue.renew(run_id, setup.name, setup.lease), what,
+                           setup.lease, log)
+    branches = BranchesFrom(worker.remote, asyncio.get_running_loop())
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
         lwir = world.get_version(claim.version_id)
         if lwir is None:
-            raise RunFailedError(claim.run_id, claim.version_id, "runtime_config_error",
+            raise RunFailedError(run_id, claim.version_id, "runtime_config_error",
                                  f"the world has no WorkflowVersion {claim.version_id}")
         options = claim.options  # start_run resumes a run that exists (a dead worker's)
-        return await start_run(world, lwir, claim.run_input, tools,
-                               {**dict(options.get("models") or {}), **models},
-                               claim.run_id, step_timeout=options.get("stepTimeoutS"),
+        return await start_run(world, lwir, claim.run_input, worker.tools,
+                               {**dict(options.get("models") or {}), **worker.models},
+                               run_id, step_timeout=options.get("stepTimeoutS"),
                                workspace=options.get("workspace"),
                                durability=options.get("durability"),
                                version_id=claim.version_id, branches=branches,
@@ -173,12 +246,16 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
     try:
         result = await on_own_loop(start, f"lwtool {what}")
         state, said = "done", f"{what} {result.get('status', 'completed')}"
-    except (RunLocked, MissingTools, UnresolvedModel) as refused:  # nothing was run here
-        log(f"{what} is being executed elsewhere: handed back" if isinstance(
-            refused, RunLocked) else f"{what} handed back: this worker cannot serve it: "
-            f"{refused}")
-        await _end(lambda: queue.finish(claim.run_id, name, "queued"), what, log)
-        await asyncio.sleep(lease / 3)
+    except RunLocked:  # executed elsewhere: nothing was run here
+        log("run_handed_back", f"{what} is being executed elsewhere: handed back", run=run_id)
+        await _end(lambda: queue.finish(run_id, setup.name, "queued"), what, log)
+        await asyncio.sleep(setup.lease / 3)
+        return False
+    except (MissingTools, UnresolvedModel) as refused:  # nothing was run here
+        needs = await asyncio.to_thread(_needs_of, world, claim)
+        log("run_handed_back", f"{what} handed back: this worker cannot serve it: {refused}",
+            run=run_id, level="warning")
+        await _end(lambda: queue.finish(run_id, setup.name, "queued", needs), what, log)
         return False
     except RunFailedError as failed:
         state, said = "failed", f"{what} failed ({failed.cause_code}): {failed.message}"
@@ -186,30 +263,64 @@ async def _execute(world: Any, queue: Any, claim: Any, tools: ToolRegistry,
         paths = ", ".join(str(r["stepPath"]) for r in waiting.requests)
         state, said = "waiting", f"{what} waits for a person at {paths}"
     except WorldError as exc:  # the server is away: the lease runs out, the run waits
-        log(f"{what} left for later: {exc}")
+        log("run_left", f"{what} left for later: {exc}", run=run_id, level="warning")
         return False
     finally:
         stop_beat()
-    log(said)
-    return await _end(lambda: queue.finish(claim.run_id, name, state), what, log)
+    log("run_ended", said, run=run_id)
+    if not await _end(lambda: queue.finish(run_id, setup.name, state), what, log):
+        return False
+    if setup.metrics is not None:
+        setup.metrics.runs_ended.labels(state).inc()
+    if setup.otel_endpoint is not None:
+        await asyncio.to_thread(_export, world, run_id, setup.otel_endpoint, log)
+    return True
 
 
-async def _end(finish: Callable[[], Any], what: str, log: Callable[[str], None]) -> bool:
+def _needs_of(world: Any, claim: Any) -> list[str] | None:
+    """What a run needs of its worker (to write on the row this worker hands back)."""
+    from lwtool.runtime.needs import run_needs
+
+    try:
+        lwir = world.get_version(claim.version_id)
+    except WorldError:
+        return None
+    return None if lwir is None else run_needs(lwir, claim.options.get("models") or {})
+
+
+def _export(world: Any, run_id: str, endpoint: str, log: WorkerLog) -> None:
+    """Send a run this worker ended to an OTLP/HTTP endpoint; a failure is logged."""
+    from lwtool.observe.otel import run_spans, send
+    from lwtool.observe.otlp_send import ExportFailed
+
+    try:
+        found = run_spans(world, run_id)
+        where = send(found, endpoint, 10.0)
+    except (ExportFailed, WorldError) as exc:
+        log("otel_failed", f"run {run_id}: cannot export its trace: {exc}", run=run_id,
+            level="warning")
+        return
+    log("otel_exported", f"run {run_id}: {len(found)} spans exported to {where}", run=run_id)
+
+
+async def _end(finish: Callable[[], Any], what: str, log: WorkerLog) -> bool:
     """End a claim; False when it is not this worker's any more, or the world cannot be
     reached (the claim then runs out, and the next claim finds the run's end)."""
     try:
         ended = await asyncio.to_thread(finish)
     except WorldError as exc:
-        log(f"{what}: its claim could not be ended: {exc}")
+        log("claim_not_ended", f"{what}: its claim could not be ended: {exc}",
+            level="warning")
         return False
     if ended is False:
-        log(f"{what}: the lease was lost before it ended; its end is another worker's")
+        log("lease_lost", f"{what}: the lease was lost before it ended; its end is another "
+            "worker's", level="warning")
         return False
     return True
 
 
 def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
-               log: Callable[[str], None]) -> Callable[[], None]:
+               log: WorkerLog) -> Callable[[], None]:
     """Renew a claim every third of its lease while the current task executes it; the
     returned call stops renewing. The beat runs in a thread of its own, so a loop held
     up (a commit waiting for a server that is away, a tool that blocks the loop) never
@@ -227,13 +338,64 @@ def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
                 kept = renew()
             except WorldError as exc:
                 if not stopped.is_set():  # (else the claim ended meanwhile)
-                    log(f"{what}: the lease could not be renewed: {exc}")
+                    log("lease_not_renewed", f"{what}: the lease could not be renewed: "
+                        f"{exc}", level="warning")
                 continue
             if not kept and not stopped.is_set():  # (set first when the claim ends)
-                log(f"{what}: the lease was lost to another worker; stopped here")
+                log("lease_lost", f"{what}: the lease was lost to another worker; stopped "
+                    "here", level="warning")
                 if holder is not None:
                     loop.call_soon_threadsafe(holder.cancel)
                 return
 
     threading.Thread(target=beat, name=f"lwtool heartbeat: {what}", daemon=True).start()
+    return stopped.set
+
+
+def _beat_thread(worker: _Worker, every: float) -> Callable[[], None]:
+    """The worker's own heartbeat, from a thread: its row's last-seen time and what it
+    has in hand (`lwtool workers`), and its metrics' heartbeat age; the returned call
+    stops it."""
+    stopped = threading.Event()
+    metrics = worker.setup.metrics
+
+    def beat() -> None:
+        while True:
+            try:
+                worker.registration.beat(len(worker.runs), len(worker.branches))
+                error = None
+            except WorldError as exc:
+                error = str(exc)
+            if metrics is not None:
+                metrics.beat(error)
+                metrics.runs_in_hand.set(len(worker.runs))
+                metrics.branches_in_hand.set(len(worker.branches))
+            if stopped.wait(every):
+                return
+
+    threading.Thread(target=beat, name="lwtool worker heartbeat", daemon=True).start()
+    return stopped.set
+
+
+def _listen_thread(world: Any, queues: list[str], wake: asyncio.Event
+                   ) -> Callable[[], None]:
+    """Set `wake` (on the calling loop) each time work is queued on one of `queues`, or a
+    claim of one ends (NOTIFY on the world's work channel), from a thread listening on
+    a connection of its own; a lost connection is opened again. The returned call
+    stops it."""
+    from lwtool.world.postgres_queue import listen_work
+
+    loop, stopped = asyncio.get_running_loop(), threading.Event()
+    wanted = set(queues)
+
+    def heard(queue: str) -> None:
+        if queue in wanted:
+            loop.call_soon_threadsafe(wake.set)
+
+    def listen() -> None:
+        while not stopped.is_set():
+            listen_work(world.url, stopped.is_set, heard)
+            stopped.wait(1.0)
+
+    threading.Thread(target=listen, name="lwtool worker listener", daemon=True).start()
     return stopped.set

@@ -21,7 +21,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ class PostgresWorld:
         from psycopg.conninfo import conninfo_to_dict
         from psycopg_pool import ConnectionPool
 
-        from lwtool.world.postgres_schema import migrate
+        from lwtool.world.postgres_schema import OutdatedSchema, ensure_schema
 
         if max_concurrent_steps < 1:
             raise ValueError("max_concurrent_steps must be at least 1")
@@ -91,7 +91,9 @@ class PostgresWorld:
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self._where}: "
                                    f"{reason_of(exc, self._secrets)}") from None
         try:
-            migrate(first)
+            ensure_schema(first)
+        except OutdatedSchema as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: {exc}") from None
         except RuntimeError as exc:
             raise StoreUnavailable(f"PostgreSQL at {self._where}: {exc}") from None
         except psycopg.Error as exc:
@@ -106,6 +108,8 @@ class PostgresWorld:
         self._lock_idle: dict[str, list[Any]] = {}
         self._held: dict[str, Any] = {}  # run id -> the connection holding its lock
         self._guard = threading.Lock()
+        # called with (run id, events) after each commit of events (a worker's metrics)
+        self.on_commit: Callable[[str, list[Event]], None] | None = None
 
     # -- connections ------------------------------------------------------------------
 
@@ -192,7 +196,10 @@ class PostgresWorld:
                              "(%s, %s, 'running', %s, %s, %s, %s)",
                              (run_id, version_id, now, now, dumps_text(run_input),
                               dumps_text(options)))
-                return self._insert(conn, run_id, (0, GENESIS), first_events, None, now)
+                out = self._insert(conn, run_id, (0, GENESIS), first_events, None, now)
+            if self.on_commit is not None:
+                self.on_commit(run_id, out)
+            return out
         except psycopg.errors.UniqueViolation:
             raise WorldError(f"run {run_id} already exists") from None
 
@@ -216,8 +223,11 @@ class PostgresWorld:
                     raise RunNotFound(f"no run {run_id}")
                 if when_status is not None and row[2] != when_status:
                     raise RunStatusChanged(f"run {run_id} is {row[2]}, not {when_status}")
-                return self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
-                                    time.time())
+                out = self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
+                                   time.time())
+            if self.on_commit is not None:
+                self.on_commit(run_id, out)
+            return out
         except psycopg.errors.UniqueViolation:
             paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
             raise StepCommittedElsewhere(f"run {run_id}: {', '.join(paths)} completed "

@@ -8,10 +8,12 @@ belongs to and its item. Any worker claims a queued branch with `SELECT ... FOR 
 SKIP LOCKED` under a lease its heartbeat renews, executes the branch body, appending
 the branch's events to the run's log, and ends the row `done` (with the branch's
 output) or `failed` (with its failure). The owner reads the ends and fans in. A branch
-whose worker died is claimable again once its lease has run out: the next worker
+whose worker died is claimable again at once (a registered worker's lock is gone with
+it, lwtool.world.postgres_workers) or once its lease has run out: the next worker
 replays the branch's committed steps from the log and runs the one in flight again
 (at-least-once); a StepCompleted is unique per run and step path, so a slow worker and
-its successor cannot both commit one. Each end is announced with NOTIFY on
+its successor cannot both commit one. A branch goes on its run's queue: only workers
+of that queue claim it. Each end is announced with NOTIFY on
 `lwtool_branch_ends` (payload: the run id), so owners wait without polling hard.
 
 States: queued -> claimed -> done | failed, or cancelled (a fail_fast group that failed
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
-from lwtool.world.postgres_queue import SERVED, needs_text
+from lwtool.world.postgres_queue import DEFAULT_QUEUE, GRACE, SERVED, WORK_CHANNEL, needs_text
+from lwtool.world.postgres_workers import WORKER_GONE
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
 
@@ -53,27 +56,34 @@ class BranchQueue:
         (its owner left the run) or waited for a person (the run goes on now): then it
         is queued again."""
         with self.world._tx(durable=False) as conn:
-            conn.execute(
+            row = conn.execute(
                 "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
-                "enqueued_at, needs) VALUES (%s, %s, %s, %s, %s, 'queued', %s, %s) ON CONFLICT "
-                "(run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
-                "lwtool.branches.state IN ('cancelled', 'waiting')",
+                "enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, %s, 'queued', %s, %s, "
+                "coalesce((SELECT queue FROM lwtool.queue WHERE run_id = %s), %s)) ON "
+                "CONFLICT (run_id, prefix) DO UPDATE SET state = 'queued', history = true "
+                "WHERE lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue",
                 (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
-                 needs_text(needs)))
+                 needs_text(needs), run_id, DEFAULT_QUEUE)).fetchone()
+            if row is not None:
+                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, row[0]))
 
-    def claim(self, worker: str, lease: float, serves: list[str] | None = None
-              ) -> BranchTask | None:
-        """The oldest runnable branch whose tools are among `serves` (None: any),
-        claimed for `lease` seconds; None when none is."""
+    def claim(self, worker: str, lease: float, serves: list[str] | None = None,
+              queues: list[str] | None = None) -> BranchTask | None:
+        """The oldest runnable branch of `queues` (None: the default queue) whose tools
+        are among `serves` (None: any), claimed for `lease` seconds; None when none is.
+        Runnable: queued, or claimed by a worker that is gone (its lease ran out, or,
+        a claim older than GRACE, the worker's lock is free)."""
         now = time.time()
         with self.world._tx(durable=False) as conn:  # a claim lost in a crash: queued again
             row = conn.execute(
                 "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
-                "prefix FROM lwtool.branches WHERE (state = 'queued' OR (state = 'claimed' AND "
-                f"lease_until < %s)) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
+                "prefix FROM lwtool.branches WHERE queue = ANY(%s) AND (state = 'queued' OR "
+                "(state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
+                f"{WORKER_GONE})))) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
                 "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, "
-                "history, claims", (worker, now + lease, now, now, needs_text(serves))).fetchone()
+                "history, claims", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
+                                    now - GRACE, needs_text(serves))).fetchone()
         if row is None:
             return None
         return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),

@@ -5,12 +5,18 @@ renews. A run whose worker died is claimable again once its lease has run out; t
 run's advisory lock keeps a slow worker and its successor from executing it at once,
 and its event log keeps every committed step from running again.
 
+Each run is on a named queue (`default` unless `--queue`); a worker claims from its
+queues only. A queue with a `max_concurrent` (lwtool.queues, `lwtool queues NAME
+--max-concurrent N`) has at most that many runs claimed at once across every worker: a
+claim locks the limits' rows first, so two workers never both take the last place.
+
 States: queued -> claimed -> done | failed | waiting (a claimed run whose lease ran out
 counts as queued; a waiting run is queued again by `lwtool respond --enqueue`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +37,8 @@ GRACE = 3.0
 RUN_LOCK_KEY = ("('x' || left(encode(sha256(convert_to('lwtool-run:' || run_id, 'UTF8')), "
                 "'hex'), 16))::bit(64)::bigint")
 UNLOCKED = f"pg_try_advisory_xact_lock({RUN_LOCK_KEY})"
+DEFAULT_QUEUE = "default"
+WORK_CHANNEL = "lwtool_work"  # NOTIFY payload: the queue a run was queued on
 
 
 def needs_text(tools: list[str] | None) -> str | None:
@@ -45,6 +53,8 @@ class Claim:
     run_input: Any
     options: dict[str, Any]
     claims: int  # how many times the run was claimed, this claim included
+    queue: str = DEFAULT_QUEUE
+    enqueued_at: float = 0.0
 
 
 class RunQueue:
@@ -54,14 +64,17 @@ class RunQueue:
         self.world = world
 
     def enqueue(self, run_id: str, version_id: str, run_input: Any,
-                options: dict[str, Any], needs: list[str] | None = None) -> None:
-        """Queue a run; `needs`: the tools a worker must have to claim it."""
-        self.enqueue_many([(run_id, version_id, run_input, options)], needs)
+                options: dict[str, Any], needs: list[str] | None = None,
+                queue: str = DEFAULT_QUEUE) -> None:
+        """Queue a run; `needs`: the tools (and `model slot X`) a worker must have to
+        claim it."""
+        self.enqueue_many([(run_id, version_id, run_input, options)], needs, queue)
 
     def enqueue_many(self, runs: list[tuple[str, str, Any, dict[str, Any]]],
-                     needs: list[str] | None = None) -> None:
-        """Queue (run id, version id, input, options) of each run in one transaction:
-        all of them, or (RunConflict: one is queued already) none."""
+                     needs: list[str] | None = None, queue: str = DEFAULT_QUEUE) -> None:
+        """Queue (run id, version id, input, options) of each run on `queue` in one
+        transaction: all of them, or (RunConflict: one is queued already) none. Workers
+        waiting for work are told at commit (NOTIFY)."""
         from lwtool.world.base import RunConflict
 
         now, wanted = time.time(), needs_text(needs)
@@ -69,12 +82,13 @@ class RunQueue:
             for run_id, version_id, run_input, options in runs:
                 added = conn.execute(
                     "INSERT INTO lwtool.queue (run_id, version_id, input, options, state, "
-                    "enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', %s, %s) ON "
-                    "CONFLICT DO NOTHING RETURNING run_id",
+                    "enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING RETURNING run_id",
                     (run_id, version_id, dumps_text(run_input), dumps_text(options), now,
-                     wanted)).fetchone()
+                     wanted, queue)).fetchone()
                 if added is None:
                     raise RunConflict(f"run {run_id} is queued already (choose a new run id)")
+            conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, queue))
 
     def requeue(self, run_id: str) -> bool:
         """Queue a run that waits for a person again (its answer is in: a worker goes on
@@ -82,30 +96,38 @@ class RunQueue:
         with self.world._tx() as conn:
             row = conn.execute("UPDATE lwtool.queue SET state = 'queued', worker = NULL, "
                                "lease_until = NULL, enqueued_at = %s WHERE run_id = %s AND "
-                               "state = 'waiting' RETURNING run_id",
+                               "state = 'waiting' RETURNING queue",
                                (time.time(), run_id)).fetchone()
+            if row is not None:
+                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, row[0]))
         return row is not None
 
-    def claim(self, worker: str, lease: float, serves: list[str] | None = None
-              ) -> Claim | None:
-        """The oldest runnable run, claimed for `lease` seconds; None when there is none.
-        Runnable: queued, or claimed by a worker that is gone: its lease ran out, or (a
-        claim older than GRACE seconds) no process holds the run's lock, which the
-        server lets go the moment its holder dies. `serves`: the tools the worker has (a
-        run needing others is left to another); None takes any run."""
-        now = time.time()
+    def claim(self, worker: str, lease: float, serves: list[str] | None = None,
+              queues: list[str] | None = None) -> Claim | None:
+        """The oldest runnable run of `queues` (None: the default queue), claimed for
+        `lease` seconds; None when there is none. Runnable: queued on a queue below its
+        limit, or claimed by a worker that is gone: its lease ran out, or (a claim older
+        than GRACE seconds) no process holds the run's lock, which the server lets go
+        the moment its holder dies (taking a dead worker's run over keeps the count).
+        `serves`: the tools the worker has (a run needing others is left to another);
+        None takes any run."""
+        now, names = time.time(), queues or [DEFAULT_QUEUE]
         with self.world._tx() as conn:
+            full = _full(conn, names)
             row = conn.execute(
                 "UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
                 "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
-                "lwtool.queue WHERE (state = 'queued' OR (state = 'claimed' AND (lease_until "
-                f"< %s OR (claimed_at < %s AND {UNLOCKED})))) AND {SERVED} ORDER BY "
-                "enqueued_at, run_id FOR UPDATE SKIP LOCKED LIMIT 1) "
-                "RETURNING run_id, version_id, input, options, claims",
-                (worker, now + lease, now, now, now - GRACE, needs_text(serves))).fetchone()
+                "lwtool.queue WHERE queue = ANY(%s) AND ((state = 'queued' AND NOT queue = "
+                "ANY(%s)) OR (state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
+                f"{UNLOCKED})))) AND {SERVED} ORDER BY enqueued_at, run_id FOR UPDATE SKIP "
+                "LOCKED LIMIT 1) RETURNING run_id, version_id, input, options, claims, queue, "
+                "enqueued_at",
+                (worker, now + lease, now, names, full, now, now - GRACE, needs_text(serves))
+            ).fetchone()
         if row is None:
             return None
-        return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]))
+        return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]), row[5],
+                     float(row[6]))
 
     def renew(self, run_id: str, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the run is no longer its own."""
@@ -115,27 +137,104 @@ class RunQueue:
                                  (time.time() + lease, run_id, worker)).fetchone()
         return moved is not None
 
-    def finish(self, run_id: str, worker: str, state: str) -> bool:
+    def finish(self, run_id: str, worker: str, state: str,
+               needs: list[str] | None = None) -> bool:
         """`done`, `failed`, `waiting` (for a person), or `queued` (handed back:
-        another may take it at once); False when the run's claim is no longer this
-        worker's."""
+        another may take it at once; `needs`, what this worker found it lacks, is then
+        written to the row, so no worker without it claims the run again); False when
+        the run's claim is no longer this worker's."""
         with self.world._tx() as conn:
-            ended = conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL "
-                                 "WHERE run_id = %s AND worker = %s AND state = 'claimed' "
-                                 "RETURNING run_id", (state, run_id, worker)).fetchone()
+            ended = conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL, "
+                                 "needs = coalesce(%s, needs) WHERE run_id = %s AND worker = "
+                                 "%s AND state = 'claimed' RETURNING queue",
+                                 (state, needs_text(needs), run_id, worker)).fetchone()
+            if ended is not None:  # a place on its queue is free, or the run is back
+                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, ended[0]))
         return ended is not None
 
-    def pending(self, serves: list[str] | None = None) -> int:
-        """Runs not yet ended: claimed ones, and queued ones a worker with the tools
-        `serves` could claim (None: every queued one)."""
-        rows = self.world._read("SELECT count(*) FROM lwtool.queue WHERE state = 'claimed' "
-                                f"OR (state = 'queued' AND {SERVED})", (needs_text(serves),))
+    def pending(self, serves: list[str] | None = None, queues: list[str] | None = None
+                ) -> int:
+        """Runs of `queues` (None: every queue) not yet ended: claimed ones, and queued
+        ones a worker with the tools `serves` could claim (None: every queued one)."""
+        rows = self.world._read("SELECT count(*) FROM lwtool.queue WHERE (state = 'claimed' "
+                                f"OR (state = 'queued' AND {SERVED})) AND (%s::text[] IS NULL "
+                                "OR queue = ANY(%s))", (needs_text(serves), queues, queues))
         return int(rows[0][0])
 
-    def holders(self) -> dict[str, tuple[str, str, float, list[str]]]:
-        """run id -> (state, worker, claimed at, the tools it needs) of every run the
-        queue has not ended."""
-        return {r[0]: (r[1], r[2] or "", float(r[3] or 0.0), loads(r[4]) if r[4] else [])
+    def holders(self) -> dict[str, Held]:
+        """run id -> what the queue holds of every run it has not ended."""
+        return {r[0]: Held(r[1], r[2] or "", float(r[3] or 0.0),
+                           loads(r[4]) if r[4] else [], r[5])
                 for r in self.world._read(
-                    "SELECT run_id, state, worker, claimed_at, needs FROM lwtool.queue WHERE "
-                    "state IN ('queued', 'claimed')")}
+                    "SELECT run_id, state, worker, claimed_at, needs, queue FROM lwtool.queue "
+                    "WHERE state IN ('queued', 'claimed')")}
+
+    def queues_of(self) -> dict[str, str]:
+        """run id -> its queue, of every run the queue holds (ended ones included)."""
+        return dict(self.world._read("SELECT run_id, queue FROM lwtool.queue"))
+
+    def depths(self) -> dict[str, dict[str, int]]:
+        """queue -> state -> how many runs (every state but the ended ones), with each
+        queue that has a limit, even when empty."""
+        out: dict[str, dict[str, int]] = {name: {} for (name,) in self.world._read(
+            "SELECT name FROM lwtool.queues")}
+        for queue, state, count in self.world._read(
+                "SELECT queue, state, count(*) FROM lwtool.queue WHERE state IN ('queued', "
+                "'claimed', 'waiting') GROUP BY queue, state"):
+            out.setdefault(queue, {})[state] = int(count)
+        return out
+
+    def limits(self) -> dict[str, int | None]:
+        """queue -> its max_concurrent (None: no limit) of every queue given one."""
+        return {r[0]: r[1] for r in self.world._read(
+            "SELECT name, max_concurrent FROM lwtool.queues ORDER BY name")}
+
+    def set_limit(self, queue: str, max_concurrent: int | None) -> None:
+        """At most `max_concurrent` runs of `queue` claimed at once, across every worker
+        (None: no limit)."""
+        with self.world._tx() as conn:
+            conn.execute("INSERT INTO lwtool.queues VALUES (%s, %s) ON CONFLICT (name) DO "
+                         "UPDATE SET max_concurrent = excluded.max_concurrent",
+                         (queue, max_concurrent))
+            conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, queue))
+
+
+def listen_work(url: str, stop: Callable[[], bool], heard: Callable[[str], None],
+                every: float = 0.5) -> None:
+    """Call `heard(queue)` as runs and branches are queued there, or claims of it end
+    (NOTIFY on WORK_CHANNEL), on a connection of its own, until `stop()`; returns when
+    the server is lost (the caller polls meanwhile, and may listen again)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f"LISTEN {WORK_CHANNEL}")
+            while not stop():
+                for note in conn.notifies(timeout=every):
+                    heard(note.payload)
+    except psycopg.Error:
+        return
+
+
+@dataclass(frozen=True)
+class Held:
+    """A run the queue has not ended."""
+    state: str  # queued | claimed
+    worker: str  # "" while queued
+    since: float  # claimed at
+    needs: list[str]  # tools and `model slot X` a worker must have to claim it
+    queue: str
+
+
+def _full(conn: Any, queues: list[str]) -> list[str]:
+    """Those of `queues` whose limit is reached, their limit rows locked until the
+    claim commits (claims on limited queues take turns; others never wait)."""
+    limited = conn.execute("SELECT name, max_concurrent FROM lwtool.queues WHERE name = "
+                           "ANY(%s) AND max_concurrent IS NOT NULL ORDER BY name FOR UPDATE",
+                           (queues,)).fetchall()
+    if not limited:
+        return []
+    counts = dict(conn.execute("SELECT queue, count(*) FROM lwtool.queue WHERE state = "
+                               "'claimed' AND queue = ANY(%s) GROUP BY queue",
+                               ([name for name, _ in limited],)).fetchall())
+    return [name for name, most in limited if counts.get(name, 0) >= most]

@@ -1,15 +1,19 @@
 """The PostgreSQL world's schema and its migrations (docs/postgres.md describes it).
 
 Tables live in the schema `lwtool` of the database the URL names. `lwtool.meta` holds
-the schema version: migrations run in order on first use, in one transaction under an
-advisory lock (two processes starting at once migrate once); a database whose version
-is newer than this lwtool knows is refused, never written."""
+the schema version. `lwtool migrate` runs the migrations in order, in one transaction
+under an advisory lock (two processes starting at once migrate once); any other process
+does too when it finds an older schema and may create objects, and otherwise says to
+run `lwtool migrate` (a least-privilege role on a current schema writes no DDL). Every
+migration only adds (columns with defaults, tables, indexes), so workers of the version
+before keep working while a newer one migrates. A database whose version is newer than
+this lwtool knows is refused, never written."""
 
 from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -102,7 +106,71 @@ CREATE INDEX model_use_by_model ON lwtool.model_use (model, at);
 ALTER TABLE lwtool.queue ADD COLUMN needs text;
 ALTER TABLE lwtool.branches ADD COLUMN needs text;
 """,
+    # queues (a run and its branches go to the workers of the run's queue), a queue's
+    # limit across every worker, and the workers that are (or were) up
+    6: """
+ALTER TABLE lwtool.queue ADD COLUMN queue text NOT NULL DEFAULT 'default';
+ALTER TABLE lwtool.branches ADD COLUMN queue text NOT NULL DEFAULT 'default';
+CREATE INDEX queue_by_queue ON lwtool.queue (queue, state);
+CREATE TABLE lwtool.queues (
+  name text PRIMARY KEY,
+  max_concurrent integer
+);
+CREATE TABLE lwtool.workers (
+  name text PRIMARY KEY,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  queues text NOT NULL,
+  serves text,
+  started_at double precision NOT NULL,
+  seen_at double precision NOT NULL,
+  runs integer NOT NULL DEFAULT 0,
+  branches integer NOT NULL DEFAULT 0
+);
+""",
 }
+
+
+class OutdatedSchema(RuntimeError):
+    """The database holds an older schema and this role may not bring it up to date."""
+
+
+def schema_version(conn: Any) -> int:
+    """The schema version the database holds (0: none yet), read without writing."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            row = conn.execute("SELECT value FROM lwtool.meta WHERE key = 'schema_version'"
+                               ).fetchone()
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        return 0
+    return int(row[0]) if row else 0
+
+
+def ensure_schema(conn: Any) -> int:
+    """What every process does on connecting: nothing on a current schema (so a role
+    that may not create objects works), else migrate; a role refused that gets
+    OutdatedSchema, which says to run `lwtool migrate`. Returns the version found."""
+    import psycopg
+
+    found = schema_version(conn)
+    if found == SCHEMA_VERSION:
+        return found
+    if found > SCHEMA_VERSION:
+        raise RuntimeError(_newer(found))
+    try:
+        return migrate(conn)
+    except psycopg.errors.InsufficientPrivilege:
+        raise OutdatedSchema(
+            f"the database holds lwtool schema {found or 'none'}, this lwtool needs "
+            f"{SCHEMA_VERSION}, and this role may not create it: run `lwtool migrate "
+            "--world URL` with a role that owns the schema (docs/postgres.md)") from None
+
+
+def _newer(found: int) -> str:
+    return (f"the database holds lwtool schema {found}, newer than this lwtool knows "
+            f"({SCHEMA_VERSION}): upgrade lwtool")
 
 
 def migrate(conn: Any) -> int:
@@ -117,8 +185,7 @@ def migrate(conn: Any) -> int:
                            ).fetchone()
         found = int(row[0]) if row else 0
         if found > SCHEMA_VERSION:
-            raise RuntimeError(f"the database holds lwtool schema {found}, newer than this "
-                               f"lwtool knows ({SCHEMA_VERSION}): upgrade lwtool")
+            raise RuntimeError(_newer(found))
         for version in range(found + 1, SCHEMA_VERSION + 1):
             conn.execute(MIGRATIONS[version])
             conn.execute("INSERT INTO lwtool.meta VALUES ('schema_version', %s) ON CONFLICT "

@@ -200,10 +200,10 @@ def test_a_worker_claims_only_runs_whose_tools_it_has(tmp_path: Path,
     assert bare.returncode == 0 and "claimed" not in bare.stderr, bare.stderr
     listed = run_cli("runs", "--world", postgres_url).stdout.splitlines()
     assert [line.split() for line in listed[1:]] == [
-        ["r00", "queued", "for", "a", "worker", "with", "mark"],
-        ["r01", "queued", "for", "a", "worker", "with", "mark"]], listed
+        ["r00", "queued", "for", "a", "worker", "with", "tool", "mark"],
+        ["r01", "queued", "for", "a", "worker", "with", "tool", "mark"]], listed
     rows = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
-    assert [r.get("needsTools") for r in rows] == [["mark"], ["mark"]]
+    assert [r.get("needs") for r in rows] == [["mark"], ["mark"]]
     worker = _worker(tmp_path, postgres_url)
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err

@@ -1,0 +1,41 @@
+"""What a queued run needs of the worker that claims it, and what a worker serves: the
+tools its tool.call steps name, and `model slot X` for each slot of its ai.generate
+steps that the run's own model mapping (the definition's and `--models` at enqueue)
+does not resolve. The PostgreSQL queue stores both as JSON arrays: a worker claims a
+run only when the run's needs are among what it serves (lwtool.world.postgres_queue)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
+
+
+def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any]) -> list[str]:
+    """The tools and unresolved model slots a run of `lwir` needs of its worker."""
+    from lwtool.calls.models import UnresolvedModel, check_slots
+    from lwtool.runtime.interpreter import model_slots, needed_tools
+
+    slots = []
+    for slot in sorted(model_slots(lwir.get("steps") or [])):
+        try:
+            check_slots([slot], mapped)
+        except UnresolvedModel:
+            slots.append(SLOT + slot)
+    return sorted(needed_tools(lwir)) + slots
+
+
+def worker_serves(tool_names: list[str], models: Mapping[str, Any]) -> list[str]:
+    """What a worker with these tools and this models file serves."""
+    return sorted(tool_names) + [SLOT + slot for slot in sorted(models)]
+
+
+def describe(needs: list[str]) -> str:
+    """`needs` in words: "tools a, b and model slot x"."""
+    tools = [n for n in needs if not n.startswith(SLOT)]
+    slots = [n for n in needs if n.startswith(SLOT)]
+    words = [f"tool{'s' if len(tools) > 1 else ''} {', '.join(tools)}"] if tools else []
+    words += [f"model slot{'s' if len(slots) > 1 else ''} "
+              f"{', '.join(s.removeprefix(SLOT) for s in slots)}"] if slots else []
+    return " and ".join(words)
