@@ -43,20 +43,21 @@ def migrate(world_url: WorldOption = None,
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             found = schema_version(conn)
-            if check or found == SCHEMA_VERSION:
-                said = "current" if found == SCHEMA_VERSION else (
-                    "newer than this lwtool" if found > SCHEMA_VERSION else "outdated")
-                say(f"{where(url)}: lwtool schema {found or 'none'} ({said}; this lwtool's "
-                    f"is {SCHEMA_VERSION})")
-                if found != SCHEMA_VERSION:
-                    raise typer.Exit(1)
-                return
-            migrate(conn)
+            if not check and found != SCHEMA_VERSION:
+                migrate(conn)
     except psycopg.Error as exc:
         raise fail(f"cannot migrate PostgreSQL at {where(url)}: "
                    f"{reason_of(exc, secrets_of(url))}") from None
     except RuntimeError as exc:  # a newer schema
         raise fail(f"PostgreSQL at {where(url)}: {exc}") from None
+    if check or found == SCHEMA_VERSION:
+        said = "current" if found == SCHEMA_VERSION else (
+            "newer than this lwtool" if found > SCHEMA_VERSION else "outdated")
+        say(f"{where(url)}: lwtool schema {found or 'none'} ({said}; this lwtool's is "
+            f"{SCHEMA_VERSION})")
+        if found != SCHEMA_VERSION:
+            raise typer.Exit(1)
+        return
     say(f"{where(url)}: lwtool schema {found or 'none'} -> {SCHEMA_VERSION}")
 
 

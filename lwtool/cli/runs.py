@@ -72,8 +72,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         world = open_world(data_dir)
         records = world.list_runs()
         queued, branches = _queue(world)
+        on = _queues_of(world, queue is not None)
         if queue is not None:
-            on = _queues_of(world)
             records = [r for r in records if on.get(r.run_id) == queue]
             queued = {k: v for k, v in queued.items() if v.queue == queue}
         shown = {r.run_id: _status(world, r) for r in records}
@@ -96,7 +96,9 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
                                   "workflowVersionId": r.version_id,
                                   "createdAt": stamp(r.created_at),
                                   "updatedAt": stamp(r.updated_at),
-                                  "parentRunId": r.parent_run_id, **_held(queued.get(r.run_id)),
+                                  "parentRunId": r.parent_run_id,
+                                  **({"queue": on[r.run_id]} if r.run_id in on else {}),
+                                  **_held(queued.get(r.run_id)),
                                   **({"waitingFor": asks[r.run_id]}
                                      if asks.get(r.run_id) or r.status == "waiting"
                                      else {}),
@@ -230,10 +232,12 @@ def _newest(records: list[Any], queued: dict[str, Any], limit: int
             {k: v for k, v in queued.items() if k in kept or k in room})
 
 
-def _queues_of(world: Any) -> dict[str, str]:
+def _queues_of(world: Any, needed: bool) -> dict[str, str]:
     """run id -> the queue it was queued on, of every run a PostgreSQL world's queue
-    holds (exit 2 in a local world: it has no queues)."""
+    holds ({} in a local world; exit 2 there when `needed`: it has no queues)."""
     if not hasattr(world, "url"):
+        if not needed:
+            return {}
         raise fail("--queue lists the runs of a PostgreSQL world's queue (--world "
                    "postgresql://...): a local world has no queues")
     from lwtool.world.postgres_queue import RunQueue

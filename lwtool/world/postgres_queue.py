@@ -174,14 +174,15 @@ class RunQueue:
         return dict(self.world._read("SELECT run_id, queue FROM lwtool.queue"))
 
     def depths(self) -> dict[str, dict[str, int]]:
-        """queue -> state -> how many runs (every state but the ended ones), with each
-        queue that has a limit, even when empty."""
+        """queue -> state -> how many runs (queued, claimed, waiting), of every queue
+        that ever held a run or has a limit."""
         out: dict[str, dict[str, int]] = {name: {} for (name,) in self.world._read(
             "SELECT name FROM lwtool.queues")}
         for queue, state, count in self.world._read(
-                "SELECT queue, state, count(*) FROM lwtool.queue WHERE state IN ('queued', "
-                "'claimed', 'waiting') GROUP BY queue, state"):
-            out.setdefault(queue, {})[state] = int(count)
+                "SELECT queue, state, count(*) FROM lwtool.queue GROUP BY queue, state"):
+            states = out.setdefault(queue, {})
+            if state in ("queued", "claimed", "waiting"):
+                states[state] = int(count)
         return out
 
     def limits(self) -> dict[str, int | None]:

@@ -1,7 +1,8 @@
 """Parallel branches of one run spread over `lwtool worker` processes (a real PostgreSQL):
 each branch step executes exactly once, the fan-in equals an in-process run's; a worker
 SIGKILLed inside a branch (and owning the run) leaves both to the others, and only the
-step in flight runs again; a failing branch fails the run as it fails in one process."""
+step in flight runs again (at once: the dead worker's lock tells, not its lease); a
+failing branch fails the run as it fails in one process."""
 
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def test_a_worker_killed_inside_a_branch_leaves_run_and_branch_to_others(
     _enqueue(tmp_path, postgres_url, 1)
     # the only worker at first: it owns r00 and executes its branches; branch 5 blocks
     # in step b, after its step a committed
-    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "2", "--concurrency", "4",
+    # a lease far longer than the test waits: the dead worker's lock tells, at once
+    doomed = _worker(tmp_path, postgres_url, "--lease-seconds", "120", "--concurrency", "4",
                      LWTOOL_TEST_BLOCK="r00:fan5.b")
     deadline = time.monotonic() + 120
     while not (tmp_path / "blocked").exists():
@@ -130,10 +132,13 @@ def test_a_worker_killed_inside_a_branch_leaves_run_and_branch_to_others(
     assert "branch fan[5]. held by" in held, held
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(timeout=30)
-    replacements = [_worker(tmp_path, postgres_url, "--lease-seconds", "2")
+    died = time.monotonic()
+    replacements = [_worker(tmp_path, postgres_url, "--lease-seconds", "120")
                     for _ in range(2)]
     logs = [w.communicate(timeout=240) for w in replacements]
     assert all(w.returncode == 0 for w in replacements), [err for _, err in logs]
+    assert time.monotonic() - died < 40  # the run and its branch taken over, not leased out
+    assert any("claimed branch fan[5]. of run r00 (claim 2)" in err for _, err in logs)
     marks = _marks(tmp_path)
     assert sorted(marks) == sorted(_steps("r00"))
     again = {k: v for k, v in marks.items() if v != 1}
