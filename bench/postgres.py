@@ -12,9 +12,11 @@ Then throughput with workers: 400 independent 5 ms tool.call steps drained by 1,
 4 `lwtool worker` processes (concurrency 4 each): steps per second (goal: 4 workers at
 least 3x one), as 20 runs of a 20-branch parallel step (the branches of one run spread
 over the workers) and as 400 one-step runs. Each round uses a database of its own,
-dropped after.
+dropped after. Last (or alone, `--only costs`): one worker's own CPU and database round
+trips a step (distributed branches, one-step runs; /proc and libpq's protocol trace),
+and an idle worker's latency from an enqueue's commit to its claim and RunStarted.
 Run: .venv/bin/python bench/postgres.py [--url postgresql://postgres@127.0.0.1:5432]
-[--reps N]
+[--reps N] [--only costs]
 """
 
 from __future__ import annotations
@@ -195,11 +197,126 @@ def workers_throughput(url: str, folder: Path, workers: int, branches: bool
     return steps / elapsed, spent / steps
 
 
+def cpu_of(pids: list[int]) -> float:
+    """CPU seconds (user and system, every thread) the processes `pids` have used."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def round_trips(folder: Path) -> int:
+    """Queries and Syncs the traced connections sent (lwtool/bench/_trace)."""
+    count = 0
+    for trace in folder.glob("*.trace"):
+        for line in trace.read_text(errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) > 2 and parts[0] == "F" and parts[2].split(" ")[0] in (
+                    "Query", "Sync"):
+                count += 1
+    return count
+
+
+def distributed_costs(url: str, folder: Path, branches: bool) -> dict[str, float]:
+    """One idle worker (concurrency 4), then FAN_RUNS runs of the fan (or as many
+    one-step runs as it has branches) queued in one transaction: the worker's own CPU
+    a step (from /proc, its every thread), its database round trips a step (libpq's
+    trace), and, with one more run queued to the idle worker afterwards, the time from
+    the enqueue's commit to its claim and to its RunStarted."""
+    import signal
+    import subprocess
+
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.postgres_queue import RunQueue
+
+    world = PostgresWorld(url, folder)
+    lwir = FAN if branches else ONE_STEP
+    version = workflow_version_id(lwir)
+    world.register_version(version, lwir)
+    queue = RunQueue(world)
+    traces = Path(tempfile.mkdtemp(dir=folder))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "worker", "--world", url, "--tools",
+         f"{WORKER_TOOLS}:tools", "--data-dir", str(folder), "--concurrency", "4"],
+        cwd=HERE.parent, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE / "_trace"),
+             "LWTOOL_BENCH_TRACE_DIR": str(traces)})
+    assert proc.stderr is not None and "started" in proc.stderr.readline()
+
+    def enqueue(ids: list[str]) -> float:
+        items = json.dumps({"items": list(range(FAN_WIDTH))})
+        with world._tx() as conn:
+            for run_id in ids:
+                conn.execute("INSERT INTO lwtool.queue (run_id, version_id, input, options, "
+                             "state, enqueued_at, needs) VALUES (%s, %s, %s, %s, 'queued', "
+                             "%s, '[\"nap\"]')", (run_id, version, items,
+                                                   '{"durability": "strict"}', time.time()))
+            conn.execute("NOTIFY lwtool_work, 'default'")
+        return time.time()
+
+    def drained() -> None:
+        while queue.pending():
+            time.sleep(0.005)
+
+    enqueue(["warm"])  # the first run's imports are not a step's cost
+    drained()
+    time.sleep(0.5)
+    trips, cpu = round_trips(traces), cpu_of([proc.pid])
+    runs = FAN_RUNS if branches else FAN_RUNS * FAN_WIDTH
+    enqueue([f"w{n:04d}" for n in range(runs)])
+    drained()
+    steps = FAN_RUNS * FAN_WIDTH
+    cpu, trips = (cpu_of([proc.pid]) - cpu) / steps, (round_trips(traces) - trips) / steps
+    latencies = []
+    for n in range(5):
+        time.sleep(0.3)  # idle: waiting on LISTEN
+        committed = enqueue([f"idle{n}"])
+        drained()
+        claimed = world._read("SELECT claimed_at FROM lwtool.queue WHERE run_id = %s",
+                              (f"idle{n}",))[0][0]
+        started = world.events(f"idle{n}", ["RunStarted"])[0].at
+        latencies.append((claimed - committed, started - committed))
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    world.close()
+    return {"cpu": cpu, "trips": trips,
+            "claim": statistics.median(c for c, _ in latencies),
+            "start": statistics.median(s for _, s in latencies)}
+
+
+def print_costs(url: str, reps: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        found: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+        for _ in range(reps):
+            for branches in (True, False):
+                with database(url) as one:
+                    found[branches].append(distributed_costs(one, Path(tmp), branches))
+    print(f"One `lwtool worker` (concurrency 4), median of {reps}:")
+    for branches, what in ((True, "distributed branch"), (False, "one-step run")):
+        rows = found[branches]
+        cpu = statistics.median(r["cpu"] for r in rows) * 1e3
+        trips = statistics.median(r["trips"] for r in rows)
+        print(f"  a {what}: worker CPU {cpu:.2f} ms"
+              + ("  (goal <= 1.5 ms)" if branches else "")
+              + f", {trips:.1f} database round trips (goal <= 3)")
+    rows = found[True] + found[False]
+    claim = statistics.median(r["claim"] for r in rows) * 1e3
+    start = statistics.median(r["start"] for r in rows) * 1e3
+    print(f"  an idle worker: enqueue to claim {claim:.1f} ms, enqueue to RunStarted "
+          f"{start:.1f} ms (claim-to-start {start - claim:.1f} ms; goal < 10 ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", choices=["costs"], help="costs: only a worker's CPU and "
+                        "round trips a step, and an idle worker's claim latency")
     args = parser.parse_args()
+    if args.only == "costs":
+        print_costs(args.url, args.reps)
+        return
     raws, chains, worker_chains = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.reps):  # alternate, so both see the same disk weather
@@ -234,6 +351,7 @@ def main() -> None:
         print(f"    floor: a step costs {cpu * 1e3:.1f} ms of CPU (workers and server); "
               f"{ceiling} cores cap any number of workers at {ceiling / cpu:.0f} steps/s = "
               f"{ceiling / cpu / rate[1]:.2f}x one worker")
+    print_costs(args.url, args.reps)
 
 
 if __name__ == "__main__":

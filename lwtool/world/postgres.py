@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
+from lwtool.world import postgres_trips as trips
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
     ArtifactMissing,
@@ -46,17 +47,19 @@ from lwtool.world.base import (
 )
 from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
-from lwtool.world.local_events import chained, payloads_by_run, read_events, run_record
+from lwtool.world.local_events import chained, read_events, run_record
+from lwtool.world.postgres_inspected import CHUNK, InspectedRows
+from lwtool.world.postgres_trips import Statement
 from lwtool.world.postgres_url import reason_of, secrets_of, where
 
-CHUNK = 1024 * 1024
 DEFAULT_DATA_DIR = ".little-workflow"
 DEFAULT_MAX_CONCURRENT_STEPS = 32
+KEPT = 4096  # versions and run heads a process keeps in memory at most
 POOL_WAIT = 10.0  # seconds to wait for a connection (the pool reconnecting) before failing
 _RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
 
 
-class PostgresWorld:
+class PostgresWorld(InspectedRows):
     """The World over PostgreSQL; `data_dir` holds what stays per machine (memory,
     scratch, skills cache)."""
 
@@ -110,6 +113,11 @@ class PostgresWorld:
         self._guard = threading.Lock()
         # called with (run id, events) after each commit of events (a worker's metrics)
         self.on_commit: Callable[[str, list[Event]], None] | None = None
+        # what this process knows and need not ask again: versions stored (immutable),
+        # their checked text, and the head each run was at after its last commit here
+        self._versions: set[str] = set()
+        self._version_texts: dict[str, str] = {}
+        self._heads: dict[str, tuple[int, str]] = {}
 
     # -- connections ------------------------------------------------------------------
 
@@ -122,6 +130,22 @@ class PostgresWorld:
                 if not durable:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 yield conn
+        except psycopg.OperationalError as exc:
+            self._recover()
+            raise StoreUnavailable(f"PostgreSQL at {self._where}: "
+                                   f"{reason_of(exc, self._secrets)}") from None
+
+    def _one_trip(self, statements: Sequence[Statement], durable: bool = True,
+                  before: Callable[[], None] | None = None) -> list[Any]:
+        """Run `statements` as one transaction in one round trip (postgres_trips); the
+        rows of the last. `before` is called once a connection is in hand."""
+        import psycopg
+
+        try:
+            with self._pool.connection() as conn:
+                if before is not None:
+                    before()
+                return trips.script(conn, statements, durable)
         except psycopg.OperationalError as exc:
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
@@ -152,16 +176,21 @@ class PostgresWorld:
                          durable: bool = True, canonical: str | None = None) -> None:
         from lwtool.canonical.jcs import canonical_text
 
-        if self._read("SELECT 1 FROM lwtool.versions WHERE version_id = %s", (version_id,)):
+        if version_id in self._versions or self._read(
+                "SELECT 1 FROM lwtool.versions WHERE version_id = %s", (version_id,)):
+            self._versions.add(version_id)
             return
         text = canonical if canonical is not None else canonical_text(lwir)
-        with self._tx(durable) as conn:
-            conn.execute("INSERT INTO lwtool.versions VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                         (version_id, text))
+        self._one_trip([("INSERT INTO lwtool.versions VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (version_id, text))], durable)
+        self._versions.add(version_id)
 
     def get_version(self, version_id: str) -> dict[str, Any] | None:
         from lwtool.canonical.digest import sha256_of_bytes, workflow_version_id
 
+        text = self._version_texts.get(version_id)  # read and checked before
+        if text is not None:
+            return loads(text)  # type: ignore[no-any-return]
         rows = self._read("SELECT lwir FROM lwtool.versions WHERE version_id = %s",
                           (version_id,))
         if not rows:
@@ -176,6 +205,8 @@ class PostgresWorld:
         if not intact:
             raise StoreDamaged(f"WorkflowVersion {version_id} in {self._where} is damaged "
                                "(its LWIR no longer hashes to its id)")
+        if len(self._version_texts) < KEPT:
+            self._version_texts[version_id] = text
         return lwir
 
     def version_ids(self) -> list[str]:
@@ -190,18 +221,16 @@ class PostgresWorld:
 
         now = time.time()
         check_run_id(run_id)
+        out, rows, head = chained(run_id, (0, GENESIS), first_events, now, None)
         try:
-            with self._tx(durable) as conn:
-                conn.execute(f"INSERT INTO lwtool.runs ({_RUN_COLUMNS}) VALUES "
-                             "(%s, %s, 'running', %s, %s, %s, %s)",
-                             (run_id, version_id, now, now, dumps_text(run_input),
-                              dumps_text(options)))
-                out = self._insert(conn, run_id, (0, GENESIS), first_events, None, now)
-            if self.on_commit is not None:
-                self.on_commit(run_id, out)
-            return out
+            self._one_trip(trips.create(run_id, version_id, now, dumps_text(run_input),
+                                        dumps_text(options), rows, head), durable)
         except psycopg.errors.UniqueViolation:
             raise WorldError(f"run {run_id} already exists") from None
+        self._know_head(run_id, head)
+        if self.on_commit is not None:
+            self.on_commit(run_id, out)
+        return out
 
     def append(self, run_id: str, events: Sequence[NewEvent], status: str | None = None,
                artifacts: Sequence[tuple[str, bytes]] = (), durable: bool = True,
@@ -209,10 +238,21 @@ class PostgresWorld:
         """Append under the run row's lock: processes executing branches of one run
         (lwtool worker) append in turn, each onto the chain's head. A StepCompleted for
         a step path the log has completed already is refused (StepCommittedElsewhere).
-        `when_status`: only while the run's status is that one (RunStatusChanged)."""
+        `when_status`: only while the run's status is that one (RunStatusChanged). One
+        round trip when this process made the run's last commit (postgres_trips)."""
         import psycopg
 
+        known = self._heads.get(run_id) if when_status is None else None
         try:
+            if known is not None:
+                now = time.time()
+                out, rows, head = chained(run_id, known, events, now, None)
+                done = self._one_trip([*trips.artifact_puts(artifacts), trips.append_at(
+                    run_id, known, rows, head, status, now)], durable,
+                    lambda: self._check_lock(run_id))
+                if done:
+                    return self._appended(run_id, head, out)
+                artifacts = ()  # stored already; the head moved: read it under its lock
             with self._tx(durable) as conn:
                 self._check_lock(run_id)  # after any wait for a connection
                 for ref, data in artifacts:
@@ -223,19 +263,30 @@ class PostgresWorld:
                     raise RunNotFound(f"no run {run_id}")
                 if when_status is not None and row[2] != when_status:
                     raise RunStatusChanged(f"run {run_id} is {row[2]}, not {when_status}")
-                out = self._insert(conn, run_id, (int(row[0]), str(row[1])), events, status,
-                                   time.time())
-            if self.on_commit is not None:
-                self.on_commit(run_id, out)
-            return out
+                out, head = self._insert(conn, run_id, (int(row[0]), str(row[1])), events,
+                                         status, time.time())
+            return self._appended(run_id, head, out)
         except psycopg.errors.UniqueViolation:
             paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
             raise StepCommittedElsewhere(f"run {run_id}: {', '.join(paths)} completed "
                                          "already (committed by another worker)") from None
 
+    def _appended(self, run_id: str, head: tuple[int, str], out: list[Event]) -> list[Event]:
+        self._know_head(run_id, head)
+        if self.on_commit is not None:
+            self.on_commit(run_id, out)
+        return out
+
+    def _know_head(self, run_id: str, head: tuple[int, str]) -> None:
+        """Keep the head this process committed a run at: its next append is one round
+        trip while no other process appends between (a bounded memory)."""
+        if len(self._heads) >= KEPT and run_id not in self._heads:
+            self._heads.clear()
+        self._heads[run_id] = head
+
     @staticmethod
     def _insert(conn: Any, run_id: str, head: tuple[int, str], events: Sequence[NewEvent],
-                status: str | None, now: float) -> list[Event]:
+                status: str | None, now: float) -> tuple[list[Event], tuple[int, str]]:
         out, rows, (seq, prev) = chained(run_id, head, events, now, None)
         if rows:
             with conn.cursor() as cur:
@@ -244,7 +295,7 @@ class PostgresWorld:
         conn.execute("UPDATE lwtool.runs SET last_seq = %s, last_hash = %s, updated_at = %s, "
                      "status = coalesce(%s, status) WHERE run_id = %s",
                      (seq, prev, now, status, run_id))
-        return out
+        return out, (seq, prev)
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._read(f"SELECT {_RUN_COLUMNS} FROM lwtool.runs WHERE run_id = %s",
@@ -260,15 +311,15 @@ class PostgresWorld:
     def events(self, run_id: str, types: Sequence[str] | None = None) -> list[Event]:
         """A run's events in commit order (only those of `types`); the whole log is
         verified against its hash chain first, as the local world does."""
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            head = conn.execute("SELECT last_seq, last_hash FROM lwtool.runs WHERE "
-                                "run_id = %s", (run_id,)).fetchone()
-            rows = conn.execute("SELECT seq, type, step_path, payload, at, hash FROM "
-                                "lwtool.events WHERE run_id = %s ORDER BY seq",
-                                (run_id,)).fetchall()
-        if head is None:
+        # one statement, so one snapshot: the head and the events it heads
+        joined = self._read(
+            "SELECT r.last_seq, r.last_hash, e.seq, e.type, e.step_path, e.payload, e.at, "
+            "e.hash FROM lwtool.runs r LEFT JOIN lwtool.events e ON e.run_id = r.run_id "
+            "WHERE r.run_id = %s ORDER BY e.seq", (run_id,))
+        if not joined:
             return []
+        head = joined[0][:2]
+        rows = [row[2:] for row in joined if row[2] is not None]
         broken = chain_break(run_id, rows, int(head[0]), str(head[1]))
         if broken:
             raise StoreDamaged(f"run {run_id}: the event log is damaged: {broken}")
@@ -387,66 +438,6 @@ class PostgresWorld:
             for conn in conns:
                 conn.close()
         self._pool.close()
-
-    # -- what the inspector reads -----------------------------------------------------
-
-    def runs_page(self, status: str | None, text: str | None, offset: int, limit: int
-                  ) -> tuple[int, list[RunRecord]]:
-        clauses, args = [], []
-        if status:
-            clauses.append("status = %s")
-            args.append(status)
-        if text:
-            clauses.append("(strpos(run_id, %s) > 0 OR strpos(version_id, %s) > 0)")
-            args += [text, text]
-        condition = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        total = self._read(f"SELECT count(*) FROM lwtool.runs {condition}", args)[0][0]
-        rows = self._read("SELECT run_id, version_id, status, created_at, updated_at FROM "
-                          f"lwtool.runs {condition} ORDER BY created_at DESC, run_id DESC "
-                          "LIMIT %s OFFSET %s", (*args, limit, offset))
-        return int(total), [RunRecord(r[0], r[1], r[2], r[3], r[4], None, {}) for r in rows]
-
-    def status_counts(self) -> dict[str, int]:
-        return {str(s): int(n) for s, n in
-                self._read("SELECT status, count(*) FROM lwtool.runs GROUP BY status")}
-
-    def model_replies(self, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        if not run_ids:
-            return {}
-        return payloads_by_run(self._read(
-            "SELECT run_id, seq, type, step_path, payload, at, hash FROM lwtool.events "
-            "WHERE run_id = ANY(%s) AND type = 'harness.model.responded' ORDER BY seq",
-            (list(run_ids),)))
-
-    def executing(self, run_id: str) -> bool:
-        """Whether a live session holds the run's advisory lock (the server drops it when
-        the holder dies: a `running` run nobody holds was interrupted)."""
-        key = _lock_key(run_id) & 0xFFFFFFFFFFFFFFFF  # pg_locks shows it as two oids
-        return bool(self._read(
-            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s "
-            "AND objid = %s AND objsubid = 1 AND database = (SELECT oid FROM pg_database "
-            "WHERE datname = current_database())", (key >> 32, key & 0xFFFFFFFF)))
-
-    def run_head(self, run_id: str) -> tuple[int, str] | None:
-        rows = self._read("SELECT last_seq, status FROM lwtool.runs WHERE run_id = %s",
-                          (run_id,))
-        return (int(rows[0][0]), str(rows[0][1])) if rows else None
-
-    def artifact_slice(self, ref: str, offset: int, length: int) -> tuple[bytes, int, bool]:
-        size_rows = self._read("SELECT size FROM lwtool.artifacts WHERE ref = %s", (ref,))
-        if not size_rows:
-            raise ArtifactMissing(f"artifact {ref} is missing from {self._where}")
-        size = int(size_rows[0][0])
-        first, last = offset // CHUNK, (offset + max(length, 1) - 1) // CHUNK
-        rows = self._read("SELECT data FROM lwtool.artifact_chunks WHERE ref = %s AND n "
-                          "BETWEEN %s AND %s ORDER BY n", (ref, first, last))
-        joined = b"".join(bytes(r[0]) for r in rows)
-        part = joined[offset - first * CHUNK:][:length]
-        whole = offset == 0 and len(part) == size
-        if whole and hashlib.sha256(part).hexdigest() != ref.removeprefix("artifact://sha256:"):
-            raise StoreDamaged(f"artifact {ref} is damaged (its content does not match its "
-                               "hash)")
-        return part, size, whole
 
 
 def postgres_world(url: str, data_dir: str | Path = DEFAULT_DATA_DIR,

@@ -55,17 +55,15 @@ class BranchQueue:
         queue has already (a resumed owner's) is left as it is, unless it was cancelled
         (its owner left the run) or waited for a person (the run goes on now): then it
         is queued again."""
-        with self.world._tx(durable=False) as conn:
-            row = conn.execute(
-                "INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, state, "
-                "enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, %s, 'queued', %s, %s, "
-                "coalesce((SELECT queue FROM lwtool.queue WHERE run_id = %s), %s)) ON "
-                "CONFLICT (run_id, prefix) DO UPDATE SET state = 'queued', history = true "
-                "WHERE lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue",
-                (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
-                 needs_text(needs), run_id, DEFAULT_QUEUE)).fetchone()
-            if row is not None:
-                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, row[0]))
+        self.world._one_trip([(
+            "WITH queued AS (INSERT INTO lwtool.branches (run_id, prefix, parallel, item, "
+            "history, state, enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, %s, 'queued', "
+            "%s, %s, coalesce((SELECT queue FROM lwtool.queue WHERE run_id = %s), %s)) ON "
+            "CONFLICT (run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
+            "lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue) SELECT "
+            "pg_notify(%s, queue) FROM queued",
+            (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
+             needs_text(needs), run_id, DEFAULT_QUEUE, WORK_CHANNEL))], durable=False)
 
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
               queues: list[str] | None = None) -> BranchTask | None:
@@ -74,44 +72,39 @@ class BranchQueue:
         Runnable: queued, or claimed by a worker that is gone (its lease ran out, or,
         a claim older than GRACE, the worker's lock is free)."""
         now = time.time()
-        with self.world._tx(durable=False) as conn:  # a claim lost in a crash: queued again
-            row = conn.execute(
-                "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
-                "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
-                "prefix FROM lwtool.branches WHERE queue = ANY(%s) AND (state = 'queued' OR "
-                "(state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
-                f"{WORKER_GONE})))) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
-                "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, "
-                "history, claims", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
-                                    now - GRACE, needs_text(serves))).fetchone()
-        if row is None:
+        rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
+            "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
+            "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
+            "prefix FROM lwtool.branches WHERE queue = ANY(%s) AND (state = 'queued' OR "
+            "(state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
+            f"{WORKER_GONE})))) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
+            "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, history, "
+            "claims", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now, now - GRACE,
+                       needs_text(serves)))], durable=False)
+        if not rows:
             return None
+        row = rows[0]
         return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
                           int(row[5]))
 
     def renew(self, task: BranchTask, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the branch is no longer its own."""
-        with self.world._tx(durable=False) as conn:
-            moved = conn.execute(
-                "UPDATE lwtool.branches SET lease_until = %s WHERE run_id = %s AND prefix = %s "
-                "AND worker = %s AND state = 'claimed' RETURNING prefix",
-                (time.time() + lease, task.run_id, task.prefix, worker)).fetchone()
-        return moved is not None
+        return bool(self.world._one_trip([(
+            "UPDATE lwtool.branches SET lease_until = %s WHERE run_id = %s AND prefix = %s AND "
+            "worker = %s AND state = 'claimed' RETURNING prefix",
+            (time.time() + lease, task.run_id, task.prefix, worker))], durable=False))
 
     def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
         """End this worker's claim `done` or `failed` with `result`; False when the
         branch was no longer its own (its lease ran out and another took it). Not
         flushed: an end a server crash loses leaves the branch claimed; the next claim
         replays it from the run's log, where its steps are durable already."""
-        with self.world._tx(durable=False) as conn:
-            ended = conn.execute(
-                "UPDATE lwtool.branches SET state = %s, result = %s, lease_until = NULL WHERE "
-                "run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' RETURNING "
-                "prefix", (state, dumps_text(result), task.run_id, task.prefix, worker)
-            ).fetchone()
-            if ended is not None:  # delivered at commit, to whoever listens
-                conn.execute("SELECT pg_notify(%s, %s)", (ENDS_CHANNEL, task.run_id))
-        return ended is not None
+        return bool(self.world._one_trip([(  # NOTIFY: delivered at commit, to who listens
+            "WITH ended AS (UPDATE lwtool.branches SET state = %s, result = %s, lease_until = "
+            "NULL WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
+            "RETURNING run_id) SELECT pg_notify(%s, run_id) FROM ended",
+            (state, dumps_text(result), task.run_id, task.prefix, worker, ENDS_CHANNEL))],
+            durable=False))
 
     def listen_ends(self, stop: Callable[[], bool], heard: Callable[[str], None],
                     every: float = 0.5) -> None:
@@ -138,9 +131,9 @@ class BranchQueue:
 
     def cancel(self, run_id: str, prefixes: list[str]) -> None:
         """Branches not yet claimed that nobody waits for any more."""
-        with self.world._tx(durable=False) as conn:
-            conn.execute("UPDATE lwtool.branches SET state = 'cancelled' WHERE run_id = %s AND "
-                         "prefix = ANY(%s) AND state = 'queued'", (run_id, prefixes))
+        self.world._one_trip([("UPDATE lwtool.branches SET state = 'cancelled' WHERE run_id "
+                               "= %s AND prefix = ANY(%s) AND state = 'queued'",
+                               (run_id, prefixes))], durable=False)
 
     def holders(self) -> dict[str, list[tuple[str, str, float]]]:
         """run id -> [(branch prefix, worker, claimed at)] of branches being executed."""

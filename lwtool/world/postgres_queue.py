@@ -39,6 +39,12 @@ RUN_LOCK_KEY = ("('x' || left(encode(sha256(convert_to('lwtool-run:' || run_id, 
 UNLOCKED = f"pg_try_advisory_xact_lock({RUN_LOCK_KEY})"
 DEFAULT_QUEUE = "default"
 WORK_CHANNEL = "lwtool_work"  # NOTIFY payload: the queue a run was queued on
+# After `WITH x AS (... RETURNING queue)`: tell the listening workers, a row for each
+_NOTIFY_FROM = f"SELECT pg_notify('{WORK_CHANNEL}', queue) FROM"
+# Those of the claim's queues (its one parameter) whose limit is reached
+_FULL = ("SELECT q.name FROM lwtool.queues q WHERE q.name = ANY(%s) AND q.max_concurrent <= "
+         "(SELECT count(*) FROM lwtool.queue c WHERE c.queue = q.name AND c.state = "
+         "'claimed')")
 
 
 def needs_text(tools: list[str] | None) -> str | None:
@@ -93,14 +99,10 @@ class RunQueue:
     def requeue(self, run_id: str) -> bool:
         """Queue a run that waits for a person again (its answer is in: a worker goes on
         with it); False when the queue does not hold it as waiting."""
-        with self.world._tx() as conn:
-            row = conn.execute("UPDATE lwtool.queue SET state = 'queued', worker = NULL, "
-                               "lease_until = NULL, enqueued_at = %s WHERE run_id = %s AND "
-                               "state = 'waiting' RETURNING queue",
-                               (time.time(), run_id)).fetchone()
-            if row is not None:
-                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, row[0]))
-        return row is not None
+        return bool(self.world._one_trip([(
+            f"WITH queued AS (UPDATE lwtool.queue SET state = 'queued', worker = NULL, "
+            "lease_until = NULL, enqueued_at = %s WHERE run_id = %s AND state = 'waiting' "
+            f"RETURNING queue) {_NOTIFY_FROM} queued", (time.time(), run_id))]))
 
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
               queues: list[str] | None = None) -> Claim | None:
@@ -112,30 +114,31 @@ class RunQueue:
         `serves`: the tools the worker has (a run needing others is left to another);
         None takes any run."""
         now, names = time.time(), queues or [DEFAULT_QUEUE]
-        with self.world._tx() as conn:
-            full = _full(conn, names)
-            row = conn.execute(
-                "UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
-                "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
-                "lwtool.queue WHERE queue = ANY(%s) AND ((state = 'queued' AND NOT queue = "
-                "ANY(%s)) OR (state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
-                f"{UNLOCKED})))) AND {SERVED} ORDER BY enqueued_at, run_id FOR UPDATE SKIP "
-                "LOCKED LIMIT 1) RETURNING run_id, version_id, input, options, claims, queue, "
-                "enqueued_at",
-                (worker, now + lease, now, names, full, now, now - GRACE, needs_text(serves))
-            ).fetchone()
-        if row is None:
+        rows = self.world._one_trip([
+            # the limits of the worker's limited queues, locked until the claim commits
+            # (claims on one limited queue take turns; the next statement counts anew)
+            ("SELECT name FROM lwtool.queues WHERE name = ANY(%s) AND max_concurrent IS NOT "
+             "NULL ORDER BY name FOR UPDATE", (names,)),
+            ("UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
+             "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
+             "lwtool.queue WHERE queue = ANY(%s) AND ((state = 'queued' AND queue NOT IN "
+             f"({_FULL})) OR (state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
+             f"{UNLOCKED})))) AND {SERVED} ORDER BY enqueued_at, run_id FOR UPDATE SKIP "
+             "LOCKED LIMIT 1) RETURNING run_id, version_id, input, options, claims, queue, "
+             "enqueued_at",
+             (worker, now + lease, now, names, names, now, now - GRACE, needs_text(serves)))])
+        if not rows:
             return None
+        row = rows[0]
         return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]), row[5],
                      float(row[6]))
 
     def renew(self, run_id: str, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the run is no longer its own."""
-        with self.world._tx(durable=False) as conn:
-            moved = conn.execute("UPDATE lwtool.queue SET lease_until = %s WHERE run_id = %s "
-                                 "AND worker = %s AND state = 'claimed' RETURNING run_id",
-                                 (time.time() + lease, run_id, worker)).fetchone()
-        return moved is not None
+        return bool(self.world._one_trip([(
+            "UPDATE lwtool.queue SET lease_until = %s WHERE run_id = %s AND worker = %s AND "
+            "state = 'claimed' RETURNING run_id", (time.time() + lease, run_id, worker))],
+            durable=False))
 
     def finish(self, run_id: str, worker: str, state: str,
                needs: list[str] | None = None) -> bool:
@@ -143,14 +146,12 @@ class RunQueue:
         another may take it at once; `needs`, what this worker found it lacks, is then
         written to the row, so no worker without it claims the run again); False when
         the run's claim is no longer this worker's."""
-        with self.world._tx() as conn:
-            ended = conn.execute("UPDATE lwtool.queue SET state = %s, lease_until = NULL, "
-                                 "needs = coalesce(%s, needs) WHERE run_id = %s AND worker = "
-                                 "%s AND state = 'claimed' RETURNING queue",
-                                 (state, needs_text(needs), run_id, worker)).fetchone()
-            if ended is not None:  # a place on its queue is free, or the run is back
-                conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, ended[0]))
-        return ended is not None
+        # told: a place on its queue is free, or the run is back
+        return bool(self.world._one_trip([(
+            "WITH ended AS (UPDATE lwtool.queue SET state = %s, lease_until = NULL, needs = "
+            "coalesce(%s, needs) WHERE run_id = %s AND worker = %s AND state = 'claimed' "
+            f"RETURNING queue) {_NOTIFY_FROM} ended",
+            (state, needs_text(needs), run_id, worker))]))
 
     def pending(self, serves: list[str] | None = None, queues: list[str] | None = None
                 ) -> int:
@@ -225,17 +226,3 @@ class Held:
     since: float  # claimed at
     needs: list[str]  # tools and `model slot X` a worker must have to claim it
     queue: str
-
-
-def _full(conn: Any, queues: list[str]) -> list[str]:
-    """Those of `queues` whose limit is reached, their limit rows locked until the
-    claim commits (claims on limited queues take turns; others never wait)."""
-    limited = conn.execute("SELECT name, max_concurrent FROM lwtool.queues WHERE name = "
-                           "ANY(%s) AND max_concurrent IS NOT NULL ORDER BY name FOR UPDATE",
-                           (queues,)).fetchall()
-    if not limited:
-        return []
-    counts = dict(conn.execute("SELECT queue, count(*) FROM lwtool.queue WHERE state = "
-                               "'claimed' AND queue = ANY(%s) GROUP BY queue",
-                               ([name for name, _ in limited],)).fetchall())
-    return [name for name, most in limited if counts.get(name, 0) >= most]
