@@ -55,6 +55,7 @@ from lwtool.world.postgres_url import reason_of, secrets_of, where
 DEFAULT_DATA_DIR = ".little-workflow"
 DEFAULT_MAX_CONCURRENT_STEPS = 32
 KEPT = 4096  # versions and run heads a process keeps in memory at most
+OPTIMISTIC = 3  # appends tried at the head as read before one waits for the run's lock
 POOL_WAIT = 10.0  # seconds to wait for a connection (the pool reconnecting) before failing
 _RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
 
@@ -118,6 +119,7 @@ class PostgresWorld(InspectedRows):
         self._versions: set[str] = set()
         self._version_texts: dict[str, str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
+        self._run_guards: dict[str, threading.Lock] = {}
 
     # -- connections ------------------------------------------------------------------
 
@@ -239,21 +241,23 @@ class PostgresWorld(InspectedRows):
         (lwtool worker) append in turn, each onto the chain's head. A StepCompleted for
         a step path the log has completed already is refused (StepCommittedElsewhere).
         `when_status`: only while the run's status is that one (RunStatusChanged). One
-        round trip when this process made the run's last commit (postgres_trips)."""
+        round trip when this process made the run's last commit, two when another did
+        (postgres_trips); the locking way after OPTIMISTIC misses."""
         import psycopg
 
-        known = self._heads.get(run_id) if when_status is None else None
         try:
-            if known is not None:
-                now = time.time()
-                out, rows, head = chained(run_id, known, events, now, None)
-                done = self._one_trip([*trips.artifact_puts(artifacts), trips.append_at(
-                    run_id, known, rows, head, status, now)], durable,
-                    lambda: self._check_lock(run_id))
-                if done:
-                    return self._appended(run_id, head, out)
-                artifacts = ()  # stored already; the head moved: read it under its lock
-            with self._tx(durable) as conn:
+            with self._guard_of(run_id):  # this process's appends to a run take turns
+                for _ in range(OPTIMISTIC):
+                    known = self._heads.get(run_id) or self._head(run_id, when_status)
+                    now = time.time()
+                    out, rows, head = chained(run_id, known, events, now, None)
+                    if self._one_trip([*trips.artifact_puts(artifacts), trips.append_at(
+                            run_id, known, rows, head, status, now, when_status)], durable,
+                            lambda: self._check_lock(run_id)):
+                        return self._appended(run_id, head, out)
+                    self._heads.pop(run_id, None)  # another process appended meanwhile
+                    artifacts = ()  # stored already
+            with self._tx(durable) as conn:  # contended: wait for the run row's lock
                 self._check_lock(run_id)  # after any wait for a connection
                 for ref, data in artifacts:
                     self._put(conn, ref, data)
@@ -270,6 +274,23 @@ class PostgresWorld(InspectedRows):
             paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
             raise StepCommittedElsewhere(f"run {run_id}: {', '.join(paths)} completed "
                                          "already (committed by another worker)") from None
+
+    def _head(self, run_id: str, when_status: str | None) -> tuple[int, str]:
+        """The run's head as committed (RunNotFound; RunStatusChanged when its status is
+        not `when_status`)."""
+        rows = self._read("SELECT last_seq, last_hash, status FROM lwtool.runs WHERE "
+                          "run_id = %s", (run_id,))
+        if not rows:
+            raise RunNotFound(f"no run {run_id}")
+        if when_status is not None and rows[0][2] != when_status:
+            raise RunStatusChanged(f"run {run_id} is {rows[0][2]}, not {when_status}")
+        return int(rows[0][0]), str(rows[0][1])
+
+    def _guard_of(self, run_id: str) -> threading.Lock:
+        with self._guard:
+            if len(self._run_guards) >= KEPT and run_id not in self._run_guards:
+                self._run_guards = {k: v for k, v in self._run_guards.items() if v.locked()}
+            return self._run_guards.setdefault(run_id, threading.Lock())
 
     def _appended(self, run_id: str, head: tuple[int, str], out: list[Event]) -> list[Event]:
         self._know_head(run_id, head)

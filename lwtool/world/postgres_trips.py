@@ -4,11 +4,12 @@ one implicit transaction (all of it or, on an error, none). A transaction the us
 way costs a round trip for BEGIN, one a statement and one for COMMIT: five or six for
 a step's commit. Here a step's commit is one (bench/postgres.py `--only costs`).
 
-An append from a process that knows the run's head (it made the last commit of the run
-itself, `PostgresWorld._heads`) moves the head and inserts the events in one statement,
-only where the head is still the one it knows: the UPDATE takes the run row's lock (a
-second appender waits, then finds the head moved and inserts nothing); the caller then
-appends the locking way, reading the head first."""
+An append moves the run's head and inserts the events in one statement, only where the
+head is still the one it knows: the one this process committed last
+(`PostgresWorld._heads`, no round trip), else the one it reads first. The UPDATE takes
+the run row's lock (a second appender waits, then finds the head moved and inserts
+nothing); the caller then reads the head again, and after a few misses appends the
+locking way."""
 
 from __future__ import annotations
 
@@ -71,14 +72,15 @@ def create(run_id: str, version_id: str, now: float, input_text: str, options_te
 
 
 def append_at(run_id: str, known: tuple[int, str], rows: Sequence[tuple[Any, ...]],
-              head: tuple[int, str], status: str | None, now: float) -> Statement:
+              head: tuple[int, str], status: str | None, now: float,
+              when_status: str | None = None) -> Statement:
     """Move the run's head from `known` to `head` and insert `rows`, only where the head
-    is still `known`: returns a row per event inserted (one, with no events), none when
-    the head had moved."""
+    is still `known` (and the status `when_status`, when given): returns a row per
+    event inserted (one, with no events), none when the head had moved."""
     move = ("UPDATE lwtool.runs SET last_seq = %s, last_hash = %s, updated_at = %s, status = "
             "coalesce(%s, status) WHERE run_id = %s AND last_seq = %s AND last_hash = %s "
-            "RETURNING run_id")
-    moved = [head[0], head[1], now, status, run_id, known[0], known[1]]
+            "AND status = coalesce(%s, status) RETURNING run_id")
+    moved = [head[0], head[1], now, status, run_id, known[0], known[1], when_status]
     if not rows:
         return move, moved
     values, args = _values(rows)
