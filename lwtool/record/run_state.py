@@ -53,6 +53,7 @@ class RunState:
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
     # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).
     branches: Any = None
+    branched: bool = False  # a branch of this run was handed to `branches`
     # False where the event loop serves other runs too (a worker's runs and branches,
     # LOOP_SHARED): commits then always go to the commit thread instead of blocking the
     # loop for an fsync or a database's round trips.

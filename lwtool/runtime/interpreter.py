@@ -321,7 +321,7 @@ async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
                        status="completed", artifacts=inline)
     # No model reply in its log (none before, none now, no other process's branches)
     # and no linked run: its usage is known without reading the log back.
-    calls = bool(linked or state.replies or state.journal.replies or state.branches)
+    calls = bool(linked or state.replies or state.journal.replies or state.branched)
     return await result_of(world, run_id, version_id, output, state.artifacts, calls)
 
 

@@ -75,6 +75,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
     async def run_branch(item: Any, key: str) -> Any:
         await gate.acquire()
         if remote is not None:
+            run.branched = True  # other processes commit to the log: usage is read back
             try:
                 return await remote.run(scope, step, path, key, item)
             finally:

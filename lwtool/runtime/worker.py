@@ -114,13 +114,17 @@ class _Worker:
         self.runs: set[asyncio.Task[bool]] = set()
         self.branches: set[asyncio.Task[bool]] = set()
         self.known: dict[str, Any] = {}  # run records and versions, between branches
+        # whether a branch may be queued: not after a claim found none, until one is
+        # heard of (NOTIFY) or a look at the queue is due (a dead worker's branches)
+        self.branches_maybe = True
+        self.branch_notes = 0  # branch notifications heard
 
     async def work(self, stop: asyncio.Event) -> int:
         setup, log = self.setup, self.log
         ended, away = 0, 0.0
         wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
         stop_beat = _beat_thread(self, setup.beat_every)
-        stop_listen = _listen_thread(self.world, setup.queues, wake)
+        stop_listen = _listen_thread(self, wake)
         try:
             while self.runs or not stop.is_set():
                 wake.clear()
@@ -147,9 +151,12 @@ class _Worker:
     async def _claim(self, stop: asyncio.Event) -> bool:
         """Claim one branch, else one run, if a slot is free; whether one was."""
         setup, metrics = self.setup, self.setup.metrics
-        if len(self.branches) < setup.concurrency:
+        if len(self.branches) < setup.concurrency and self.branches_maybe:
+            notes = self.branch_notes
             task = await asyncio.to_thread(self.branch_queue.claim, setup.name, setup.lease,
                                            self.serves, setup.queues)
+            if task is None and notes == self.branch_notes:  # none heard of meanwhile
+                self.branches_maybe = False
             if task is not None:
                 self.log("branch_claimed", f"claimed branch {task.prefix} of run "
                          f"{task.run_id} (claim {task.claims})", run=task.run_id,
@@ -183,6 +190,8 @@ class _Worker:
         finally:
             woken.cancel()
             stopped.cancel()
+        if not done:  # a look is due: branches a dead worker left are claimable now
+            self.branches_maybe = True
         ended = 0
         for finished in done:
             if finished in self.runs and not finished.cancelled():  # cancelled: lease lost
@@ -377,24 +386,30 @@ def _beat_thread(worker: _Worker, every: float) -> Callable[[], None]:
     return stopped.set
 
 
-def _listen_thread(world: Any, queues: list[str], wake: asyncio.Event
-                   ) -> Callable[[], None]:
-    """Set `wake` (on the calling loop) each time work is queued on one of `queues`, or a
-    claim of one ends (NOTIFY on the world's work channel), from a thread listening on
-    a connection of its own; a lost connection is opened again. The returned call
-    stops it."""
-    from lwtool.world.postgres_queue import listen_work
+def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
+    """Set `wake` (on the calling loop) each time work is queued on one of the worker's
+    queues, or a claim of one ends (NOTIFY on the world's work channel), from a thread
+    listening on a connection of its own; a lost connection is opened again. The
+    returned call stops it."""
+    from lwtool.world.postgres_queue import BRANCH_NOTE, listen_work
 
     loop, stopped = asyncio.get_running_loop(), threading.Event()
-    wanted = set(queues)
+    wanted = set(worker.setup.queues)
 
-    def heard(queue: str) -> None:
+    def woken(branch: bool) -> None:
+        if branch:
+            worker.branches_maybe = True
+            worker.branch_notes += 1
+        wake.set()
+
+    def heard(payload: str) -> None:
+        queue = payload.removeprefix(BRANCH_NOTE)
         if queue in wanted:
-            loop.call_soon_threadsafe(wake.set)
+            loop.call_soon_threadsafe(woken, queue != payload)
 
     def listen() -> None:
         while not stopped.is_set():
-            listen_work(world.url, stopped.is_set, heard)
+            listen_work(worker.world.url, stopped.is_set, heard)
             stopped.wait(1.0)
 
     threading.Thread(target=listen, name="lwtool worker listener", daemon=True).start()

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
-from lwtool.world.postgres_queue import DEFAULT_QUEUE, GRACE, SERVED, WORK_CHANNEL, needs_text
+from lwtool.world.postgres_queue import (
+    BRANCH_NOTE,
+    DEFAULT_QUEUE,
+    GRACE,
+    SERVED,
+    WORK_CHANNEL,
+    needs_text,
+)
 from lwtool.world.postgres_workers import WORKER_GONE
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
@@ -61,7 +68,7 @@ class BranchQueue:
             "%s, %s, coalesce((SELECT queue FROM lwtool.queue WHERE run_id = %s), %s)) ON "
             "CONFLICT (run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
             "lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue) SELECT "
-            "pg_notify(%s, queue) FROM queued",
+            f"pg_notify(%s, '{BRANCH_NOTE}' || queue) FROM queued",
             (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
              needs_text(needs), run_id, DEFAULT_QUEUE, WORK_CHANNEL))], durable=False)
 

@@ -38,7 +38,10 @@ RUN_LOCK_KEY = ("('x' || left(encode(sha256(convert_to('lwtool-run:' || run_id, 
                 "'hex'), 16))::bit(64)::bigint")
 UNLOCKED = f"pg_try_advisory_xact_lock({RUN_LOCK_KEY})"
 DEFAULT_QUEUE = "default"
-WORK_CHANNEL = "lwtool_work"  # NOTIFY payload: the queue a run was queued on
+# NOTIFY payload: the queue a run was queued on (a claim of it ended), or BRANCH_NOTE and
+# the queue a branch was queued on
+WORK_CHANNEL = "lwtool_work"
+BRANCH_NOTE = "branch "
 # After `WITH x AS (... RETURNING queue)`: tell the listening workers, a row for each
 _NOTIFY_FROM = f"SELECT pg_notify('{WORK_CHANNEL}', queue) FROM"
 # Those of the claim's queues (its one parameter) whose limit is reached
@@ -203,9 +206,10 @@ class RunQueue:
 
 def listen_work(url: str, stop: Callable[[], bool], heard: Callable[[str], None],
                 every: float = 0.5) -> None:
-    """Call `heard(queue)` as runs and branches are queued there, or claims of it end
-    (NOTIFY on WORK_CHANNEL), on a connection of its own, until `stop()`; returns when
-    the server is lost (the caller polls meanwhile, and may listen again)."""
+    """Call `heard(payload)` as runs are queued (payload: the queue) or branches
+    (BRANCH_NOTE and the queue), or claims end (NOTIFY on WORK_CHANNEL), on a
+    connection of its own, until `stop()`; returns when the server is lost (the caller
+    polls meanwhile, and may listen again)."""
     import psycopg
 
     try:
