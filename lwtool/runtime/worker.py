@@ -2,9 +2,9 @@
 of any run, `concurrency` of each at a time.
 
 A worker claims the oldest runnable branch (lwtool.world.postgres_branches), else the
-oldest runnable run (lwtool.world.postgres_queue), renews its lease every third of it
-while it executes (from a thread, so a loop held up never lets it run out), and ends
-its claim `done` or `failed`. The runs it executes hand their parallel branches to the
+oldest runnable run (lwtool.world.postgres_queue), renews its lease while it executes
+(lwtool.runtime.worker_beat: one thread for every claim), and ends its claim `done` or
+`failed`. The runs it executes hand their parallel branches to the
 branch queue (lwtool.runtime.branches), so one run's branches spread over every
 worker. Each claimed run and branch executes on an event loop and thread of its own
 (lwtool.runtime.own_loop), so none holds up another or the claiming here. It starts a
@@ -29,6 +29,7 @@ from typing import Any
 from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_loop import on_own_loop
+from lwtool.runtime.worker_beat import Heartbeat
 from lwtool.runtime.worker_log import WorkerLog
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import RunLocked, WorldError
@@ -118,12 +119,14 @@ class _Worker:
         # heard of (NOTIFY) or a look at the queue is due (a dead worker's branches)
         self.branches_maybe = True
         self.branch_notes = 0  # branch notifications heard
+        self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
+                                   lambda: (len(self.runs), len(self.branches)))
 
     async def work(self, stop: asyncio.Event) -> int:
         setup, log = self.setup, self.log
         ended, away = 0, 0.0
         wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
-        stop_beat = _beat_thread(self, setup.beat_every)
+        stop_beat = self.heartbeat.start()
         stop_listen = _listen_thread(self, wake)
         try:
             while self.runs or not stop.is_set():
@@ -207,8 +210,8 @@ async def _execute_branch(worker: _Worker, task: Any) -> bool:
 
     setup, queue, log = worker.setup, worker.branch_queue, worker.log
     what = f"branch {task.prefix} of run {task.run_id}"
-    stop_beat = _heartbeat(lambda: queue.renew(task, setup.name, setup.lease), what,
-                           setup.lease, log)
+    stop_beat = worker.heartbeat.hold(lambda: queue.renew(task, setup.name, setup.lease),
+                                      what)
     try:
         state, result = await on_own_loop(
             lambda: execute_branch(worker.world, task, worker.tools, worker.models,
@@ -234,8 +237,8 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
 
     world, setup, queue, log = worker.world, worker.setup, worker.queue, worker.log
     run_id, what = claim.run_id, f"run {claim.run_id}"
-    stop_beat = _heartbeat(lambda: queue.renew(run_id, setup.name, setup.lease), what,
-                           setup.lease, log)
+    stop_beat = worker.heartbeat.hold(lambda: queue.renew(run_id, setup.name, setup.lease),
+                                      what)
     branches = BranchesFrom(worker.remote, asyncio.get_running_loop())
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
@@ -326,64 +329,6 @@ async def _end(finish: Callable[[], Any], what: str, log: WorkerLog) -> bool:
             "worker's", level="warning")
         return False
     return True
-
-
-def _heartbeat(renew: Callable[[], bool], what: str, lease: float,
-               log: WorkerLog) -> Callable[[], None]:
-    """Renew a claim every third of its lease while the current task executes it; the
-    returned call stops renewing. The beat runs in a thread of its own, so a loop held
-    up (a commit waiting for a server that is away, a tool that blocks the loop) never
-    lets the claim run out while this worker lives. A claim found to be another
-    worker's (this one's lease ran out while the world could not be reached, and
-    another worker took it) cancels the current task: two workers never go on
-    executing one run or branch. A world that cannot be reached is tried again at the
-    next beat."""
-    holder, loop = asyncio.current_task(), asyncio.get_running_loop()
-    stopped = threading.Event()
-
-    def beat() -> None:
-        while not stopped.wait(lease / 3):
-            try:
-                kept = renew()
-            except WorldError as exc:
-                if not stopped.is_set():  # (else the claim ended meanwhile)
-                    log("lease_not_renewed", f"{what}: the lease could not be renewed: "
-                        f"{exc}", level="warning")
-                continue
-            if not kept and not stopped.is_set():  # (set first when the claim ends)
-                log("lease_lost", f"{what}: the lease was lost to another worker; stopped "
-                    "here", level="warning")
-                if holder is not None:
-                    loop.call_soon_threadsafe(holder.cancel)
-                return
-
-    threading.Thread(target=beat, name=f"lwtool heartbeat: {what}", daemon=True).start()
-    return stopped.set
-
-
-def _beat_thread(worker: _Worker, every: float) -> Callable[[], None]:
-    """The worker's own heartbeat, from a thread: its row's last-seen time and what it
-    has in hand (`lwtool workers`), and its metrics' heartbeat age; the returned call
-    stops it."""
-    stopped = threading.Event()
-    metrics = worker.setup.metrics
-
-    def beat() -> None:
-        while True:
-            try:
-                worker.registration.beat(len(worker.runs), len(worker.branches))
-                error = None
-            except WorldError as exc:
-                error = str(exc)
-            if metrics is not None:
-                metrics.beat(error)
-                metrics.runs_in_hand.set(len(worker.runs))
-                metrics.branches_in_hand.set(len(worker.branches))
-            if stopped.wait(every):
-                return
-
-    threading.Thread(target=beat, name="lwtool worker heartbeat", daemon=True).start()
-    return stopped.set
 
 
 def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:

@@ -145,3 +145,29 @@ def test_model_calls_go_to_the_call_loop_and_are_cancelled_there() -> None:
 
     assert asyncio.run(worker()) == ("reply", True)
     assert where == ["MainThread", "MainThread"] and cancelled.wait(5)
+
+
+def test_loops_are_used_again_and_an_exit_from_a_task_comes_back() -> None:
+    """A loop and thread serve one coroutine after another (no new thread a branch);
+    a SystemExit out of one is raised to the awaiting task (nothing hangs), and what a
+    coroutine left running is cancelled before the next one starts."""
+    left: list[asyncio.Task[None]] = []
+
+    async def which() -> int:
+        left.append(asyncio.create_task(asyncio.sleep(30)))  # left behind
+        return threading.get_ident()
+
+    async def leaves() -> None:
+        raise SystemExit(3)
+
+    async def main() -> tuple[int, int, int]:
+        first = await on_own_loop(which, "lwtool test")
+        second = await on_own_loop(which, "lwtool test")
+        with pytest.raises(SystemExit):
+            await on_own_loop(leaves, "lwtool test")
+        third = await on_own_loop(which, "lwtool test")
+        return first, second, third
+
+    first, second, _ = asyncio.run(main())
+    assert first == second
+    assert all(task.cancelled() for task in left[:2])
