@@ -285,13 +285,41 @@ def distributed_costs(url: str, folder: Path, branches: bool) -> dict[str, float
             "start": statistics.median(s for _, s in latencies)}
 
 
+def chain_trips(url: str, folder: Path) -> float:
+    """Database round trips a step of a 200-step chain executed by one worker (the run's
+    claim, start and end included)."""
+    import subprocess
+
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.postgres_queue import RunQueue
+
+    world = PostgresWorld(url, folder)
+    lwir = chain_lwir(STEPS, uses="tool.call")
+    version = workflow_version_id(lwir)
+    world.register_version(version, lwir)
+    RunQueue(world).enqueue("chain", version, {"seed": "x"}, {"durability": "strict"})
+    world.close()
+    traces = Path(tempfile.mkdtemp(dir=folder))
+    done = subprocess.run(
+        [sys.executable, "-m", "lwtool", "worker", "--world", url, "--tools",
+         f"{WORKER_TOOLS}:tools", "--data-dir", str(folder), "--drain"], cwd=HERE.parent,
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(HERE / "_trace"),
+             "LWTOOL_BENCH_TRACE_DIR": str(traces)})
+    assert done.returncode == 0, done.stderr
+    return round_trips(traces) / STEPS
+
+
 def print_costs(url: str, reps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         found: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+        chains = []
         for _ in range(reps):
             for branches in (True, False):
                 with database(url) as one:
                     found[branches].append(distributed_costs(one, Path(tmp), branches))
+            with database(url) as one:
+                chains.append(chain_trips(one, Path(tmp)))
     print(f"One `lwtool worker` (concurrency 4), median of {reps}:")
     for branches, what in ((True, "distributed branch"), (False, "one-step run")):
         rows = found[branches]
@@ -300,6 +328,8 @@ def print_costs(url: str, reps: int) -> None:
         print(f"  a {what}: worker CPU {cpu:.2f} ms"
               + ("  (goal <= 1.5 ms)" if branches else "")
               + f", {trips:.1f} database round trips (goal <= 3)")
+    print(f"  a step of a {STEPS}-step chain: {statistics.median(chains):.2f} database round "
+          "trips (goal <= 3)")
     rows = found[True] + found[False]
     claim = statistics.median(r["claim"] for r in rows) * 1e3
     start = statistics.median(r["start"] for r in rows) * 1e3
