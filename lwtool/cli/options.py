@@ -70,5 +70,5 @@ def queue_names(param: typer.CallbackParam, value: str | list[str] | None
 
 QueueOption = Annotated[str | None, typer.Option(
     "--queue", callback=queue_names,
-    help="With --enqueue: the queue the run waits on (default: `default`); only workers "
-    "started with `--queue NAME` take it.")]
+    help="With --enqueue: the queue the run waits on (default: `default`, or the queue a "
+    "run was on before); only workers started with `--queue NAME` take it.")]

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.options import OfflineOption, WorldOption
+from lwtool.cli.options import OfflineOption, QueueOption, WorldOption
 from lwtool.cli.render import say
 from lwtool.cli.run import (
     AsJson,
@@ -61,8 +61,12 @@ def replay(
     offline: OfflineOption = False,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCost = None,
+    enqueue: EnqueueOption = False,
+    queue: QueueOption = None,
 ) -> None:
     """Resume a run from its event log (completed steps are never re-executed)."""
+    if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=False):
+        return
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             max_concurrent_steps, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd),
             accept_drift=accept_drift)
@@ -82,9 +86,13 @@ def retry(
     offline: OfflineOption = False,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCost = None,
+    enqueue: EnqueueOption = False,
+    queue: QueueOption = None,
 ) -> None:
     """Retry a failed run: its failed step(s) get new attempts and what follows runs,
     keeping every committed result (the log records a RunRetried event)."""
+    if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=True):
+        return
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
 
@@ -205,6 +213,25 @@ def respond(
         return
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, None)
+
+
+EnqueueOption = Annotated[bool, typer.Option(
+    "--enqueue", help="PostgreSQL world: queue the run again for `lwtool worker` processes "
+    "instead of going on with it here (no tools or models needed here).")]
+
+
+def _handed_to_workers(run_id: str, data_dir: Path, world_url: str | None, enqueue: bool,
+                       queue: str | None, retry: bool) -> bool:
+    """--enqueue: the run is queued again for the workers (lwtool.cli.requeue)."""
+    if queue is not None and not enqueue:
+        raise fail("--queue names the queue of --enqueue: it needs --enqueue")
+    if not enqueue:
+        return False
+    from lwtool.cli.requeue import requeue
+
+    use_world(world_url)
+    requeue(run_id, data_dir, retry, queue)
+    return True
 
 
 def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,

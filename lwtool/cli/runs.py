@@ -217,7 +217,9 @@ def _resume(world: Any, run_id: str, data_dir: Path) -> str:
     flags = (" --tools MODULE:ATTR" if any(not n.startswith(SLOT) for n in needs) else "") \
         + (" --models FILE" if any(n.startswith(SLOT) for n in needs) else "")
     said = f" (giving it {describe(needs)})" if needs else ""
-    return f"lwtool replay {run_id}{_where(data_dir)}{flags}{said}"
+    workers = f", or for the workers: lwtool replay {run_id} --world URL --enqueue" \
+        if postgres_url() is not None else ""
+    return f"lwtool replay {run_id}{_where(data_dir)}{flags}{said}{workers}"
 
 
 def _newest(records: list[Any], queued: dict[str, Any], limit: int

@@ -270,7 +270,8 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         await _end(lambda: queue.finish(run_id, setup.name, "queued", needs), what, log)
         return False
     except RunFailedError as failed:
-        state, said = "failed", f"{what} failed ({failed.cause_code}): {failed.message}"
+        state, said = "failed", (f"{what} failed ({failed.cause_code}): {failed.message}; "
+                                 f"retry it: lwtool retry {run_id} --enqueue")
     except RunWaitingError as waiting:  # `lwtool respond ... --resume` goes on with it
         paths = ", ".join(str(r["stepPath"]) for r in waiting.requests)
         state, said = "waiting", f"{what} waits for a person at {paths}"

@@ -107,6 +107,12 @@ class PostgresWorld(InspectedRows):
             first.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
                                     kwargs={"autocommit": True}, timeout=POOL_WAIT)
+        # for commits of process durability: the session commits without waiting for
+        # the server's flush (a killed lwtool process loses nothing either way)
+        self._relaxed = ConnectionPool(url, min_size=0, max_size=pool_size, open=True,
+                                       kwargs={"autocommit": True,
+                                               "options": "-c synchronous_commit=off"},
+                                       timeout=POOL_WAIT)
         # connections that held advisory locks, kept between uses, by what they hold
         # (its application_name: "run lock"; "model places", lwtool.world.postgres_limits)
         self._lock_idle: dict[str, list[Any]] = {}
@@ -140,14 +146,18 @@ class PostgresWorld(InspectedRows):
     def _one_trip(self, statements: Sequence[Statement], durable: bool = True,
                   before: Callable[[], None] | None = None) -> list[Any]:
         """Run `statements` as one transaction in one round trip (postgres_trips); the
-        rows of the last. `before` is called once a connection is in hand."""
+        rows of the last. `durable` False: on a connection that commits without waiting
+        for the server's flush. `before` is called once a connection is in hand."""
         import psycopg
 
         try:
-            with self._pool.connection() as conn:
+            with (self._pool if durable else self._relaxed).connection() as conn:
                 if before is not None:
                     before()
-                return trips.script(conn, statements, durable)
+                if len(statements) > 1:
+                    return trips.script(conn, statements)
+                cursor = conn.execute(*statements[0])  # prepared once it is seen often
+                return cursor.fetchall() if cursor.description else []
         except psycopg.OperationalError as exc:
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
@@ -156,10 +166,11 @@ class PostgresWorld(InspectedRows):
     def _recover(self) -> None:
         """After a lost connection: drop the pool's dead idle connections (a restarted
         server leaves them all dead), so the next attempt gets a live one."""
-        try:
-            self._pool.check()
-        except Exception:  # noqa: BLE001 - the server may still be away
-            pass
+        for pool in (self._pool, self._relaxed):
+            try:
+                pool.check()
+            except Exception:  # noqa: BLE001 - the server may still be away
+                pass
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         import psycopg
@@ -225,8 +236,8 @@ class PostgresWorld(InspectedRows):
         check_run_id(run_id)
         out, rows, head = chained(run_id, (0, GENESIS), first_events, now, None)
         try:
-            self._one_trip(trips.create(run_id, version_id, now, dumps_text(run_input),
-                                        dumps_text(options), rows, head), durable)
+            self._one_trip([trips.create(run_id, version_id, now, dumps_text(run_input),
+                                         dumps_text(options), rows, head)], durable)
         except psycopg.errors.UniqueViolation:
             raise WorldError(f"run {run_id} already exists") from None
         self._know_head(run_id, head)
@@ -251,9 +262,9 @@ class PostgresWorld(InspectedRows):
                     known = self._heads.get(run_id) or self._head(run_id, when_status)
                     now = time.time()
                     out, rows, head = chained(run_id, known, events, now, None)
-                    if self._one_trip([*trips.artifact_puts(artifacts), trips.append_at(
-                            run_id, known, rows, head, status, now, when_status)], durable,
-                            lambda: self._check_lock(run_id)):
+                    if self._one_trip([trips.append_at(run_id, known, rows, head, status, now,
+                                                       when_status, artifacts)], durable,
+                                      lambda: self._check_lock(run_id)):
                         return self._appended(run_id, head, out)
                     self._heads.pop(run_id, None)  # another process appended meanwhile
                     artifacts = ()  # stored already
@@ -459,6 +470,7 @@ class PostgresWorld(InspectedRows):
             for conn in conns:
                 conn.close()
         self._pool.close()
+        self._relaxed.close()
 
 
 def postgres_world(url: str, data_dir: str | Path = DEFAULT_DATA_DIR,

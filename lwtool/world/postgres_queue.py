@@ -107,6 +107,20 @@ class RunQueue:
             "lease_until = NULL, enqueued_at = %s WHERE run_id = %s AND state = 'waiting' "
             f"RETURNING queue) {_NOTIFY_FROM} queued", (time.time(), run_id))]))
 
+    def requeue_run(self, run_id: str, version_id: str, run_input: Any,
+                    options: dict[str, Any], needs: list[str], queue: str | None) -> bool:
+        """Queue a run that exists again (`lwtool retry|replay RUN --enqueue`): on its
+        queue, or `queue`; False when a worker holds it now."""
+        return bool(self.world._one_trip([(
+            "WITH queued AS (INSERT INTO lwtool.queue (run_id, version_id, input, options, "
+            "state, enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s) "
+            "ON CONFLICT (run_id) DO UPDATE SET state = 'queued', worker = NULL, lease_until "
+            "= NULL, enqueued_at = excluded.enqueued_at, needs = excluded.needs, queue = "
+            "coalesce(%s, lwtool.queue.queue) WHERE lwtool.queue.state <> 'claimed' "
+            f"RETURNING queue) {_NOTIFY_FROM} queued",
+            (run_id, version_id, dumps_text(run_input), dumps_text(options), time.time(),
+             needs_text(needs), queue or DEFAULT_QUEUE, queue))]))
+
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
               queues: list[str] | None = None) -> Claim | None:
         """The oldest runnable run of `queues` (None: the default queue), claimed for

@@ -266,3 +266,38 @@ def test_a_run_queued_without_its_needs_is_handed_back_once_and_marked(
     assert worker.returncode == 0, err
     assert _outputs(postgres_url, 1) == {"o0": EXPECTED}
     assert set(_marks(tmp_path).values()) == {1}
+
+
+def test_a_run_a_worker_failed_is_retried_by_the_workers(tmp_path: Path,
+                                                         postgres_url: str) -> None:
+    """The worker's log says how to retry; `lwtool retry RUN --enqueue` reopens the run
+    and queues it again (no tools needed there); a worker runs its failed step again
+    and nothing before it. `replay --enqueue` refuses a run that has ended."""
+    step = {"tool": "mark", "args": {"run": "f", "step": "s1", "value": "x", "failOnce": True}}
+    (tmp_path / "wf.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "once"}, "permissions": {"tools": ["mark"]},
+        "steps": [{"id": "s0", "uses": "tool.call", "with": {
+                       "tool": "mark", "args": {"run": "f", "step": "s0", "value": "v"}}},
+                  {"id": "s1", "uses": "tool.call", "needs": ["s0"], "with": step}]}))
+    (tmp_path / "in.json").write_text("{}")
+    world = ("--world", postgres_url)
+    assert run_cli("run", str(tmp_path / "wf.lwir.json"), "-i", str(tmp_path / "in.json"),
+                   "--enqueue", "--run-id", "f", *world).returncode == 0
+    first = _worker(tmp_path, postgres_url)
+    _, err = first.communicate(timeout=120)
+    assert "run f failed (step_failed)" in err and \
+        "retry it: lwtool retry f --enqueue" in err, err
+    ended = run_cli("replay", "f", "--enqueue", *world)
+    assert ended.returncode == 2 and "`lwtool retry f --enqueue`" in ended.stderr
+    retried = run_cli("retry", "f", "--enqueue", *world)
+    assert retried.returncode == 0, retried.stderr
+    assert "run f reopened and queued again" in retried.stderr
+    again = run_cli("retry", "f", "--enqueue", *world)  # reopened: not failed any more
+    assert again.returncode == 2 and "has not failed" in again.stderr
+    second = _worker(tmp_path, postgres_url)
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 0 and "run f completed" in err, err
+    assert _marks(tmp_path) == {"f:s0": 1, "f:s1": 2}
+    local = run_cli("retry", "f", "--enqueue", "--data-dir", str(tmp_path / "d"))
+    assert local.returncode == 2 and "--enqueue needs a PostgreSQL world" in local.stderr

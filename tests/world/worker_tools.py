@@ -2,7 +2,7 @@
 $LWTOOL_TEST_DIR/marks.log (one write, O_APPEND: lines from many processes never
 interleave), and blocks for good on the step named by LWTOOL_TEST_BLOCK (after writing
 `blocked`). Each call's label and process id go to who.log too; a call whose `value`
-equals its `failOn` raises; one with `gate` waits for an `open-gate` file (after
+equals its `failOn` raises, and so does the first call with `failOnce`; one with `gate` waits for an `open-gate` file (after
 writing `gate-started`). A call takes LWTOOL_TEST_SLEEP seconds (0.005). The first
 call on the step named by LWTOOL_TEST_END_LOCK has the server end the session holding
 its run's lock (the calling process's), as a server restart would. `loop_tools` adds
@@ -32,6 +32,9 @@ def mark(args: dict) -> dict:
         os.close(fd)
     if "failOn" in args and args["failOn"] == args["value"]:
         raise ValueError(f"{label} fails on purpose")
+    if args.get("failOnce") and not (folder / "failed-once").exists():
+        (folder / "failed-once").touch()
+        raise ValueError(f"{label} fails once on purpose")
     if args.get("gate"):  # says it started, then waits for the test to open the gate
         (folder / "gate-started").touch()
         while not (folder / "open-gate").exists():
