@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwtool.runtime.worker_log import WorkerLog
-from lwtool.world.base import WorldError
 
 
 @dataclass
@@ -79,7 +78,7 @@ class Heartbeat:
         try:
             self.registration.beat(runs, branches)
             error = None
-        except WorldError as exc:
+        except Exception as exc:  # noqa: BLE001 - the world away, or refusing: said, kept on
             error = str(exc)
         if self.metrics is not None:
             self.metrics.beat(error)
@@ -89,7 +88,7 @@ class Heartbeat:
     def _renew(self, claim: _Held) -> None:
         try:
             kept = claim.renew()
-        except WorldError as exc:
+        except Exception as exc:  # noqa: BLE001 - the world away, or refusing: tried again
             if not claim.ended:  # (else the claim ended meanwhile)
                 self.log("lease_not_renewed", f"{claim.what}: the lease could not be "
                          f"renewed: {exc}", level="warning")

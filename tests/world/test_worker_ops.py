@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,10 +150,23 @@ def _metric(text: str, name: str) -> float:
 
 def test_a_worker_is_seen_in_workers_metrics_health_and_json_logs(
         tmp_path: Path, postgres_url: str) -> None:
+    from tests.fixtures.otlp_receiver import otlp_receiver
+
+    with otlp_receiver() as receiver:
+        records = _watched_worker(tmp_path, postgres_url, receiver.url)
+        spans = receiver.spans()
+    exported = [r for r in records if r["event"] == "otel_exported"]
+    assert [r["runId"] for r in exported] == ["m0"] and spans
+    assert "invoke_workflow marks" in {span.name for span in spans}  # the run's root
+
+
+def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[Any]:
+    """A worker with metrics, JSON logs and an OTLP endpoint, through one run: what its
+    endpoints, `lwtool workers` and its log say; its log records."""
     worker = subprocess.Popen(
         [sys.executable, "-m", "lwtool", "worker", "--world", postgres_url, "--tools", TOOLS,
          "--data-dir", str(tmp_path / "data"), "--metrics-port", "0", "--log-format", "json",
-         "--queue", "default", "--queue", "batch"], cwd=ROOT,
+         "--queue", "default", "--queue", "batch", "--otel-endpoint", collector], cwd=ROOT,
         env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -200,6 +214,7 @@ def test_a_worker_is_seen_in_workers_metrics_health_and_json_logs(
     assert [(r["runId"], r["level"]) for r in claimed] == [("m0", "info")]
     assert records[-1]["event"] == "worker_stopped"
     assert run_cli("workers", "--world", postgres_url).stdout.strip() == "no live workers"
+    return records
 
 
 def test_a_killed_worker_leaves_the_list_at_once(tmp_path: Path, postgres_url: str) -> None:

@@ -22,6 +22,25 @@ from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs
 pytestmark = pytest.mark.slow
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _status(url: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
 @pytest.fixture()
 def cluster() -> Iterator[PrivateCluster]:
     server = PrivateCluster()
@@ -34,17 +53,27 @@ def cluster() -> Iterator[PrivateCluster]:
 
 def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
                                                cluster: PrivateCluster) -> None:
+    port = _free_port()
+    health = f"http://127.0.0.1:{port}/healthz"
     with database(cluster.url) as url:
         _enqueue(tmp_path, url, 1)
-        worker = _worker(tmp_path, url, "--lease-seconds", "2", LWTOOL_TEST_SLEEP="0.2")
+        worker = _worker(tmp_path, url, "--lease-seconds", "2", "--metrics-port", str(port),
+                         LWTOOL_TEST_SLEEP="0.2")
         deadline = time.monotonic() + 60
         while not (tmp_path / "marks.log").exists() or len(_marks(tmp_path)) < 4:
             assert worker.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
+        assert _status(health)[0] == 200
         cluster.stop()  # mid-run: a step is executing, its result not yet committed
         time.sleep(POOL_WAIT + 3)  # longer than a commit waits for a connection
         assert worker.poll() is None  # still there, waiting for the server
+        down, why = _status(health)  # the heartbeat cannot reach the world
+        assert down == 503 and why.startswith("no heartbeat reached the world for"), why
         cluster.start()
+        deadline = time.monotonic() + 60
+        while _status(health)[0] != 200:  # healthy again once a beat gets through
+            assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.2)
         _, err = worker.communicate(timeout=180)
         assert worker.returncode == 0, err
         # its commit failed while the server was away, or found its lock lost after

@@ -2,10 +2,11 @@
 $LWTOOL_TEST_DIR/marks.log (one write, O_APPEND: lines from many processes never
 interleave), and blocks for good on the step named by LWTOOL_TEST_BLOCK (after writing
 `blocked`). Each call's label and process id go to who.log too; a call whose `value`
-equals its `failOn` raises, and so does the first call with `failOnce`; one with `gate` waits for an `open-gate` file (after
-writing `gate-started`). A call takes LWTOOL_TEST_SLEEP seconds (0.005). The first
-call on the step named by LWTOOL_TEST_END_LOCK has the server end the session holding
-its run's lock (the calling process's), as a server restart would. `loop_tools` adds
+equals its `failOn` raises, and so does the first call with `failOnce`; one with
+`gate` waits for an `open-gate` file (after writing `gate-started`). A call takes
+LWTOOL_TEST_SLEEP seconds (0.005). The first call on the step named by
+LWTOOL_TEST_END_LOCK has the server end the session holding its run's lock (the
+calling process's), as a server restart would. `loop_tools` adds
 `hold({seconds})`, registered as not blocking, so it holds up its run's event loop
 (and writes when, to held.log)."""
 
