@@ -316,3 +316,13 @@ def test_a_run_a_worker_failed_is_retried_by_the_workers(tmp_path: Path,
     assert _marks(tmp_path) == {"f:s0": 1, "f:s1": 2}
     local = run_cli("retry", "f", "--enqueue", "--data-dir", str(tmp_path / "d"))
     assert local.returncode == 2 and "--enqueue needs a PostgreSQL world" in local.stderr
+
+
+def test_a_collector_that_is_away_is_a_warning_not_a_lost_run(tmp_path: Path,
+                                                               postgres_url: str) -> None:
+    _enqueue(tmp_path, postgres_url, "x0")
+    worker = _worker(tmp_path, postgres_url, "--otel-endpoint", "http://127.0.0.1:9")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and "run x0 completed" in err, err
+    assert "run x0: cannot export its trace:" in err
+    assert _outputs(postgres_url, 1) == {"x0": EXPECTED}
