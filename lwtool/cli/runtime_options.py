@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,20 @@ DEFAULT_DATA_DIR = Path(".little-workflow")  # the local world's, unless --data-
 def fail(message: str, code: int = exit_codes.USAGE) -> typer.Exit:
     error(message)
     return typer.Exit(code)
+
+
+@contextmanager
+def world_errors() -> Iterator[None]:
+    """A world's refusal as one line (exit 2); a run it does not have points at
+    `lwtool runs`."""
+    from lwtool.world.base import RunNotFound, WorldError
+
+    try:
+        yield
+    except RunNotFound as exc:
+        raise fail(f"{exc} (see `lwtool runs`)") from None
+    except WorldError as exc:
+        raise fail(str(exc)) from None
 
 
 def read_json_or_yaml(source: str, what: str) -> Any:

@@ -11,7 +11,7 @@ import typer
 from lwtool.cli import exit_codes
 from lwtool.cli.options import WorldOption
 from lwtool.cli.run import DataDir
-from lwtool.cli.runtime_options import fail, open_world, use_world
+from lwtool.cli.runtime_options import open_world, use_world, world_errors
 from lwtool.observe.terminal import safe_text
 
 VerifyJson = Annotated[bool, typer.Option(
@@ -31,15 +31,11 @@ def verify(
     anything is damaged (orphan temp files are only warnings)."""
     use_world(world_url)
     from lwtool.world import verify as check
-    from lwtool.world.base import RunNotFound, WorldError
 
     world = open_world(data_dir, must_exist=True)
     try:
-        result = check.verify(world, run_id, clean)
-    except RunNotFound as exc:
-        raise fail(f"{exc} (see `lwtool runs`)") from None
-    except WorldError as exc:
-        raise fail(str(exc)) from None
+        with world_errors():
+            result = check.verify(world, run_id, clean)
     finally:
         world.close()
     if as_json:

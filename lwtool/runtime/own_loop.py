@@ -116,16 +116,17 @@ async def on_own_loop(make: Callable[[], Coroutine[Any, Any, T]], name: str) -> 
 
     def finished(task: asyncio.Task[T]) -> None:
         threading.current_thread().name = "lwtool loop"
+        failure = None if task.cancelled() else task.exception()
+        # kept before the awaiting side hears of the end, so its next use finds it; a
+        # loop interrupted (KeyboardInterrupt, SystemExit) is not used again
+        _give_back(used, not isinstance(failure, (KeyboardInterrupt, SystemExit)))
         if task.cancelled():
             hand_back(ended.cancel)
-        elif (failure := task.exception()) is not None:
+        elif failure is not None:
             hand_back(lambda: ended.set_exception(failure))
         else:
             result = task.result()
             hand_back(lambda: ended.set_result(result))
-        # a loop interrupted (KeyboardInterrupt, SystemExit) is not used again
-        _give_back(used, not isinstance(task.exception() if not task.cancelled() else None,
-                                        (KeyboardInterrupt, SystemExit)))
 
     def start() -> None:  # in an empty context: nothing of the caller's loop carries over
         used.loop.create_task(_alone(main())).add_done_callback(finished)

@@ -337,7 +337,7 @@ def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
     queues, or a claim of one ends (NOTIFY on the world's work channel), from a thread
     listening on a connection of its own; a lost connection is opened again. The
     returned call stops it."""
-    from lwtool.world.postgres_queue import BRANCH_NOTE, listen_work
+    from lwtool.world.postgres_queue import BRANCH_NOTE, WORK_CHANNEL, listen
 
     loop, stopped = asyncio.get_running_loop(), threading.Event()
     wanted = set(worker.setup.queues)
@@ -353,10 +353,10 @@ def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
         if queue in wanted:
             loop.call_soon_threadsafe(woken, queue != payload)
 
-    def listen() -> None:
+    def keep_listening() -> None:
         while not stopped.is_set():
-            listen_work(worker.world.url, stopped.is_set, heard)
+            listen(worker.world.url, WORK_CHANNEL, stopped.is_set, heard)
             stopped.wait(1.0)
 
-    threading.Thread(target=listen, name="lwtool worker listener", daemon=True).start()
+    threading.Thread(target=keep_listening, name="lwtool worker listener", daemon=True).start()
     return stopped.set

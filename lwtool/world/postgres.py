@@ -48,7 +48,8 @@ from lwtool.world.base import (
 from lwtool.world.chain import GENESIS, chain_break
 from lwtool.world.local_artifacts import ARTIFACT_REF
 from lwtool.world.local_events import chained, read_events, run_record
-from lwtool.world.postgres_inspected import CHUNK, InspectedRows
+from lwtool.world.postgres_inspected import InspectedRows
+from lwtool.world.postgres_keys import CHUNK, run_lock_key
 from lwtool.world.postgres_trips import Statement
 from lwtool.world.postgres_url import reason_of, secrets_of, where
 
@@ -403,7 +404,7 @@ class PostgresWorld(InspectedRows):
         import psycopg
 
         check_run_id(run_id)
-        key = _lock_key(run_id)
+        key = run_lock_key(run_id)
         conn = self._lock_connection()
         held = False
         try:
@@ -497,13 +498,3 @@ def _hung_up(conn: Any) -> bool:
     except psycopg.Error:
         return True
     return False
-
-
-def advisory_key(text: str) -> int:
-    """`text` as a signed 64-bit advisory lock key (the first 8 bytes of its SHA-256)."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
-
-
-def _lock_key(run_id: str) -> int:
-    """A run id as an advisory lock key."""
-    return advisory_key(f"lwtool-run:{run_id}")

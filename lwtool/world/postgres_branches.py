@@ -33,6 +33,7 @@ from lwtool.world.postgres_queue import (
     GRACE,
     SERVED,
     WORK_CHANNEL,
+    listen,
     needs_text,
 )
 from lwtool.world.postgres_workers import WORKER_GONE
@@ -118,16 +119,7 @@ class BranchQueue:
         """Call `heard(run_id)` as branches of runs end (NOTIFY from `finish`), on a
         connection of its own, until `stop()`; returns when the server is lost (the
         caller looks at the table instead, and may listen again)."""
-        import psycopg
-
-        try:
-            with psycopg.connect(self.world.url, autocommit=True, connect_timeout=10) as conn:
-                conn.execute(f"LISTEN {ENDS_CHANNEL}")
-                while not stop():
-                    for note in conn.notifies(timeout=every):
-                        heard(note.payload)
-        except psycopg.Error:
-            return
+        listen(self.world.url, ENDS_CHANNEL, stop, heard, every)
 
     def ends(self, run_id: str, prefixes: list[str]) -> dict[str, tuple[str, Any]]:
         """prefix -> (state, result) of those of `prefixes` that have ended."""

@@ -11,8 +11,7 @@ from typing import Any
 
 from lwtool.world.base import ArtifactMissing, RunRecord, StoreDamaged
 from lwtool.world.local_events import payloads_by_run
-
-CHUNK = 1024 * 1024  # an artifact's bytes are stored in chunks of this size
+from lwtool.world.postgres_keys import CHUNK, run_lock_key
 
 
 class InspectedRows:
@@ -52,9 +51,7 @@ class InspectedRows:
     def executing(self, run_id: str) -> bool:
         """Whether a live session holds the run's advisory lock (the server drops it when
         the holder dies: a `running` run nobody holds was interrupted)."""
-        from lwtool.world.postgres import _lock_key
-
-        key = _lock_key(run_id) & 0xFFFFFFFFFFFFFFFF  # pg_locks shows it as two oids
+        key = run_lock_key(run_id) & 0xFFFFFFFFFFFFFFFF  # pg_locks shows it as two oids
         return bool(self._read(
             "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s "
             "AND objid = %s AND objsubid = 1 AND database = (SELECT oid FROM pg_database "

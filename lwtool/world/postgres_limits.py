@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lwtool.world.base import StoreUnavailable
-from lwtool.world.postgres import advisory_key
+from lwtool.world.postgres_keys import advisory_key
 
 POLL = 0.1  # seconds between looks while waiting for a place
 PLACES = "model places"  # the world's lock connections that hold them (their name)

@@ -218,17 +218,17 @@ class RunQueue:
             conn.execute("SELECT pg_notify(%s, %s)", (WORK_CHANNEL, queue))
 
 
-def listen_work(url: str, stop: Callable[[], bool], heard: Callable[[str], None],
-                every: float = 0.5) -> None:
-    """Call `heard(payload)` as runs are queued (payload: the queue) or branches
-    (BRANCH_NOTE and the queue), or claims end (NOTIFY on WORK_CHANNEL), on a
-    connection of its own, until `stop()`; returns when the server is lost (the caller
-    polls meanwhile, and may listen again)."""
+def listen(url: str, channel: str, stop: Callable[[], bool], heard: Callable[[str], None],
+           every: float = 0.5) -> None:
+    """Call `heard(payload)` for each NOTIFY on `channel`, on a connection of its own,
+    until `stop()`; returns when the server is lost (the caller polls meanwhile, and may
+    listen again). On WORK_CHANNEL: a run queued (payload: its queue) or a branch
+    (BRANCH_NOTE and the queue), or a claim ended."""
     import psycopg
 
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(f"LISTEN {WORK_CHANNEL}")
+            conn.execute(f"LISTEN {channel}")
             while not stop():
                 for note in conn.notifies(timeout=every):
                     heard(note.payload)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lwtool.world.postgres_inspected import CHUNK
+from lwtool.world.postgres_keys import CHUNK
 
 Statement = tuple[str, Sequence[Any]]
 

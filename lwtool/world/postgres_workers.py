@@ -17,6 +17,7 @@ from typing import Any
 
 from lwtool.canonical.compact import dumps_text, loads
 from lwtool.world.base import WorldError
+from lwtool.world.postgres_keys import advisory_key
 
 PURPOSE = "worker"  # the application_name of the connection holding a worker's lock
 FORGET_AFTER = 86400.0  # seconds after its last heartbeat a dead worker's row is removed
@@ -37,8 +38,6 @@ _HELD = ("EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.g
 
 
 def worker_key(name: str) -> int:
-    from lwtool.world.postgres import advisory_key
-
     return advisory_key(f"lwtool-worker:{name}")
 
 

@@ -13,8 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, run_cli
+from tests.fixtures.loopback import http_get
 from tests.world.test_workers import EXPECTED, TOOLS, _chain, _marks, _outputs, _worker
 
 pytestmark = pytest.mark.slow
@@ -134,14 +133,6 @@ def test_queues_keep_work_apart_and_a_limit_holds_across_workers(
     assert local.returncode == 0  # no data dir: nothing to filter
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as refused:
-        return refused.code, refused.read().decode()
-
-
 def _metric(text: str, name: str) -> float:
     found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     assert found, (name, text)
@@ -179,7 +170,7 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
                 port = int(re.search(r":(\d+)/metrics", record["message"]).group(1))
                 break
         assert port is not None
-        assert _get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
         listed = json.loads(run_cli("workers", "--world", postgres_url, "--json").stdout)
         assert [(w["pid"], w["queues"], w["live"]) for w in listed] == [
             (worker.pid, ["batch", "default"], True)]
@@ -190,7 +181,7 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
             assert time.monotonic() < deadline and worker.poll() is None
             time.sleep(0.1)
         time.sleep(0.3)  # the claim's end, after the run's last commit
-        status, text = _get(f"http://127.0.0.1:{port}/metrics")
+        status, text = http_get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200
         assert _metric(text, "lwtool_runs_claimed_total") == 1
         assert _metric(text, "lwtool_steps_completed_total") == 15
@@ -199,7 +190,7 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
         assert _metric(text, "lwtool_claim_latency_seconds_count") == 1
         assert _metric(text, 'lwtool_queue_depth{queue="default",state="queued"}') == 0
         assert _metric(text, "lwtool_heartbeat_age_seconds") < 10
-        assert _get(f"http://127.0.0.1:{port}/nothing")[0] == 404
+        assert http_get(f"http://127.0.0.1:{port}/nothing")[0] == 404
         table = run_cli("workers", "--world", postgres_url).stdout.splitlines()
         assert table[0].split()[:4] == ["WORKER", "STATE", "QUEUES", "RUNS"]
         assert table[1].split()[1:3] == ["live", "batch,default"]

@@ -16,6 +16,7 @@ import pytest
 
 from lwtool.world.postgres import POOL_WAIT
 from lwtool.world.postgres_url import where
+from tests.fixtures.loopback import http_get
 from tests.fixtures.postgres import PrivateCluster, database
 from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs, _worker
 
@@ -28,17 +29,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _status(url: str) -> tuple[int, str]:
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as refused:
-        return refused.code, refused.read().decode()
 
 
 @pytest.fixture()
@@ -63,15 +53,15 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
         while not (tmp_path / "marks.log").exists() or len(_marks(tmp_path)) < 4:
             assert worker.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        assert _status(health)[0] == 200
+        assert http_get(health)[0] == 200
         cluster.stop()  # mid-run: a step is executing, its result not yet committed
         time.sleep(POOL_WAIT + 3)  # longer than a commit waits for a connection
         assert worker.poll() is None  # still there, waiting for the server
-        down, why = _status(health)  # the heartbeat cannot reach the world
+        down, why = http_get(health)  # the heartbeat cannot reach the world
         assert down == 503 and why.startswith("no heartbeat reached the world for"), why
         cluster.start()
         deadline = time.monotonic() + 60
-        while _status(health)[0] != 200:  # healthy again once a beat gets through
+        while http_get(health)[0] != 200:  # healthy again once a beat gets through
             assert time.monotonic() < deadline and worker.poll() is None
             time.sleep(0.2)
         _, err = worker.communicate(timeout=180)

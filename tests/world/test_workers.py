@@ -240,7 +240,8 @@ def test_a_dead_workers_run_is_seen_and_taken_over_at_once(tmp_path: Path,
 def test_the_claims_lock_key_is_the_worlds(postgres_url: str, tmp_path: Path) -> None:
     """The claim computes a run's advisory lock key in SQL; it must be the one the
     world locks (lwtool.world.postgres.advisory_key)."""
-    from lwtool.world.postgres import PostgresWorld, advisory_key
+    from lwtool.world.postgres import PostgresWorld
+    from lwtool.world.postgres_keys import advisory_key
     from lwtool.world.postgres_queue import RUN_LOCK_KEY
 
     world = PostgresWorld(postgres_url, tmp_path)
