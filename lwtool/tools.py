@@ -47,6 +47,11 @@ class Refused(Exception):
     that is said (no class name, no location)."""
 
 
+class ToolFailed(Exception):
+    """A tool's failure said in its own words (an MCP server's `isError` answer, or its
+    error reply): its message is all that is said (no class name, no location)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A Python callable (sync or async) that takes the step input as one argument.
@@ -370,3 +375,16 @@ def load_tools(spec: str) -> ToolRegistry:
                 raise ToolsNotLoadable(f"'{spec}': tool '{name}' is a "
                                        f"{type(fn).__name__}, not a callable")
     return ToolRegistry.of(value)
+
+
+def merged(registries: list[tuple[str, ToolRegistry]]) -> ToolRegistry:
+    """One registry of several (each with the `--tools` value it came from); a name
+    two of them give is an error naming both."""
+    out, given = ToolRegistry(), dict[str, str]()
+    for spec, registry in registries:
+        for name, tool in registry.tools.items():
+            if name in out.tools:
+                raise ToolsNotLoadable(f"tool '{name}' is given twice: by {given[name]} and "
+                                       f"by {spec}")
+            out.tools[name], given[name] = tool, spec
+    return out

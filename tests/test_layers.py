@@ -27,6 +27,7 @@ LADDER: list[tuple[str, ...]] = [
     ("planner",),  # plan -> validate -> lock sessions, the outer loop, the run API
     ("runtime",),  # the scheduler: start/resume, scopes, dispatch, parallel, drift
     ("harness",),  # the roles: workflow harness, agent loop, sessions, fixer, bash, skills
+    ("mcp",),  # tools from MCP servers (the `mcp` SDK): servers file, hub, registry
     ("steps",),  # the step executors: tool.call, ai.generate, decision, code.run
     ("calls",),  # recorded model and tool calls: litellm, scripted, offline
     ("coderun",),  # code.run in Deno: policy, runner, pinned sources, type check

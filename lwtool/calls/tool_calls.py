@@ -23,7 +23,7 @@ from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import WaitingForInput
 from lwtool.record.ids import without_reserved
-from lwtool.tools import Refused, Tool
+from lwtool.tools import Refused, Tool, ToolFailed
 from lwtool.world.base import INLINE_LIMIT, NewEvent
 
 Caller = Literal["model", "code"]
@@ -63,6 +63,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         # file, never a local path; the traceback stays in the event for the user.
         where, trace = raised_at(exc, tool.fn, paths=False)
         message = f"tool '{tool.name}' refused the call: {exc}" if isinstance(exc, Refused) \
+            else f"tool '{tool.name}' failed: {exc}" if isinstance(exc, ToolFailed) \
             else f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message, "traceback": trace,

@@ -234,7 +234,7 @@ def _handed_to_workers(run_id: str, data_dir: Path, world_url: str | None, enque
     return True
 
 
-def _resume(run_id: str, tools: str | None, models: Path | None, data_dir: Path,
+def _resume(run_id: str, tools: list[str] | None, models: Path | None, data_dir: Path,
             world_url: str | None, step_timeout: float | None, harness: str | None,
             code_timeout: float | None, max_concurrent_steps: int | None, as_json: bool,
             quiet: bool, offline: bool, budget: dict[str, Any] | None,

@@ -31,8 +31,9 @@ from lwtool.cli.runtime_options import (
 
 DataDir = Annotated[Path, typer.Option("--data-dir", readable=False,  # lwtool says why
                                        help="The local world's folder.")]
-Tools = Annotated[str | None, typer.Option("--tools", help="MODULE:ATTR: a ToolRegistry or "
-                                           "a dict of name -> callable.")]
+Tools = Annotated[list[str] | None, typer.Option(
+    "--tools", help="MODULE:ATTR (a ToolRegistry or a dict of name -> callable), or an MCP "
+    "servers file (JSON/YAML `mcpServers`: its tools are SERVER.TOOL); repeatable.")]
 Models = Annotated[Path | None, typer.Option("--models", help="YAML/JSON: slot id -> litellm "
                                              "model string (or 'offline').")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the RunResult as JSON.")]

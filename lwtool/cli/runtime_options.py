@@ -124,14 +124,38 @@ def offline_models(*documents: Any) -> dict[str, str]:
     return dict.fromkeys(sorted(slots), "offline")
 
 
-def load_tool_registry(spec: str | None) -> Any:
-    from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools
+def load_tool_registry(spec: str | list[str] | None) -> Any:
+    """`--tools` (repeatable): each MODULE:ATTR, or an MCP servers file (its servers
+    started, lwtool.mcp), merged into one registry; exit 2 naming what cannot be
+    loaded."""
+    from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools, merged
 
-    if not spec:
-        return ToolRegistry()
+    specs = [spec] if isinstance(spec, str) else spec or []
     try:
-        return load_tools(spec)
+        return merged([(one, _mcp_tools(one) if _servers_file(one) else load_tools(one))
+                       for one in specs]) if specs else ToolRegistry()
     except ToolsNotLoadable as exc:
+        raise fail(str(exc)) from None
+
+
+def _servers_file(spec: str) -> bool:
+    return spec.lower().endswith((".json", ".yaml", ".yml"))
+
+
+def _mcp_tools(path: str) -> Any:
+    """The tools of an MCP servers file, its servers started (the SDK imported only
+    here: a tools file names MCP servers)."""
+    try:
+        from lwtool.mcp.tools import load_servers
+    except ImportError as exc:
+        raise fail(f"{path} names MCP servers, and the MCP SDK is not installed "
+                   f"({exc.name}): pip install 'lwtool[mcp]'") from None
+    from lwtool.mcp.config import McpConfigError
+    from lwtool.mcp.hub import McpUnavailable
+
+    try:
+        return load_servers(path)
+    except (McpConfigError, McpUnavailable) as exc:
         raise fail(str(exc)) from None
 
 
@@ -247,7 +271,7 @@ def open_world(data_dir: Path, must_exist: bool = False, durability: str = "stri
         raise fail(f"cannot use data dir {data_dir}: {exc.strerror or exc}") from None
 
 
-def again_flags(tools: str | None = None, models: Path | None = None,
+def again_flags(tools: str | list[str] | None = None, models: Path | None = None,
                 data_dir: Path | None = None, offline: bool = False,
                 harness: str | None = None) -> str:
     """The flags a resume of this command's run needs, as this command was given them
@@ -256,7 +280,9 @@ def again_flags(tools: str | None = None, models: Path | None = None,
     import shlex
 
     parts: list[str] = []
-    for flag, value in (("--tools", tools), ("--models", models), ("--harness", harness)):
+    for spec in [tools] if isinstance(tools, str) else tools or []:
+        parts += ["--tools", spec]
+    for flag, value in (("--models", models), ("--harness", harness)):
         if value is not None:
             parts += [flag, str(value)]
     if offline:

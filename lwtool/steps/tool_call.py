@@ -14,7 +14,7 @@ from lwtool.record.errors import StepFailure, TransientError
 from lwtool.record.run_state import step_timeout
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import OutputInvalid, check_output
-from lwtool.tools import WAIT_SLICE, Interrupted
+from lwtool.tools import WAIT_SLICE, Interrupted, Refused, ToolFailed
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
@@ -44,6 +44,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                           transient=True) from None
     except Interrupted:
         raise
+    except (Refused, ToolFailed) as exc:  # said in the tool's words: nothing more to add
+        said = "refused the call" if isinstance(exc, Refused) else "failed"
+        raise StepFailure("step_failed", f"tool '{name}' {said}: {exc}", path) from None
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
         # A tool's failure is the step's, even SystemExit or KeyboardInterrupt raised by
         # the tool itself (Ctrl-C reaches the main thread, never a tool's own frame).

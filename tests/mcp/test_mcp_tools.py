@@ -1,0 +1,157 @@
+"""Tools from a real MCP server nobody here wrote (`mcp-server-time`, PyPI, over stdio):
+`--tools servers.json` names them SERVER.TOOL for tool.call steps; a call's input is
+checked against the schema the server lists, its structured result is the step's
+output, an `isError` answer fails the step with the server's words; a run SIGKILLed
+after the call replays without calling the server again; the server's process ends
+with lwtool's, killed or not; a servers file lwtool cannot use, or a server that does
+not start or answer, is one line (exit 2) and nothing is run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+WORKER_TOOLS = f"{ROOT / 'tests' / 'world' / 'worker_tools.py'}:tools"
+pytestmark = pytest.mark.slow
+
+
+def _servers(folder: Path, **more: object) -> Path:
+    """The time server behind a shell that logs what lwtool sends it (calls.log) and
+    its own pid (server.pid)."""
+    script = (f"echo $$ > {folder / 'server.pid'}; tee -a {folder / 'calls.log'} | "
+              f"{sys.executable} -m mcp_server_time")
+    path = folder / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"time": {
+        "command": "sh", "args": ["-c", script], **more}}}))
+    return path
+
+
+def _workflow(folder: Path, then_mark: bool = False) -> Path:
+    steps: list[dict[str, object]] = [{"id": "now", "uses": "tool.call", "with": {
+        "tool": "time.get_current_time", "args": {"timezone": "{{ input.tz }}"}}}]
+    tools = ["time.get_current_time"]
+    if then_mark:
+        steps.append({"id": "mark", "uses": "tool.call", "needs": ["now"], "with": {
+            "tool": "mark", "args": {"run": "m", "step": "mark",
+                                     "value": "{{ steps.now.output.timezone }}"}}})
+        tools.append("mark")
+    path = folder / "clock.lwir.json"
+    path.write_text(json.dumps({"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+                                "metadata": {"name": "clock"},
+                                "permissions": {"tools": tools}, "steps": steps}))
+    return path
+
+
+def _calls(folder: Path) -> int:
+    log = folder / "calls.log"
+    return log.read_text().count('"tools/call"') if log.exists() else 0
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_tool_call_step_calls_the_servers_tool(tmp_path: Path) -> None:
+    servers, flow = _servers(tmp_path), _workflow(tmp_path)
+    (tmp_path / "in.json").write_text('{"tz": "UTC"}')
+    done = run_cli("run", str(flow), "-i", str(tmp_path / "in.json"), "--tools", str(servers),
+                   "--data-dir", str(tmp_path / "d"), "--json")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)["output"]
+    assert output["timezone"] == "UTC" and output["datetime"].endswith("+00:00")
+    assert _calls(tmp_path) == 1
+    assert _gone(int((tmp_path / "server.pid").read_text()))  # ended with lwtool
+
+    (tmp_path / "bad.json").write_text('{"tz": "Nowhere/Bad"}')
+    failed = run_cli("run", str(flow), "-i", str(tmp_path / "bad.json"), "--tools",
+                     str(servers), "--data-dir", str(tmp_path / "d"))
+    assert failed.returncode == 1
+    assert ("tool 'time.get_current_time' failed: MCP server 'time': Error executing tool "
+            "get_current_time: Invalid timezone") in failed.stderr
+    (tmp_path / "num.json").write_text('{"tz": 5}')
+    refused = run_cli("run", str(flow), "-i", str(tmp_path / "num.json"), "--tools",
+                      str(servers), "--data-dir", str(tmp_path / "d"))
+    assert refused.returncode == 1
+    assert ("tool 'time.get_current_time' refused the call: the input at /timezone: 5 is "
+            "not of type \"string\" (the schema MCP server 'time' lists)") in refused.stderr
+    assert _calls(tmp_path) == 2  # the refused input never reached the server
+
+
+def test_a_killed_run_replays_without_calling_the_server_again(tmp_path: Path) -> None:
+    servers, flow = _servers(tmp_path), _workflow(tmp_path, then_mark=True)
+    (tmp_path / "in.json").write_text('{"tz": "Europe/Paris"}')
+    args = ["--tools", str(servers), "--tools", WORKER_TOOLS, "--data-dir", str(tmp_path / "d")]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "run", str(flow), "-i", str(tmp_path / "in.json"),
+         "--run-id", "k", "-q", *args], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path), "LWTOOL_TEST_BLOCK": "m:mark"})
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "blocked").exists():  # `now` committed, `mark` in flight
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=30)
+    assert _gone(int((tmp_path / "server.pid").read_text()))  # no orphan
+    assert _calls(tmp_path) == 1
+    again = run_cli("replay", "k", "--json", *args, env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["output"] == {"value": "Europe/Paris-mark"}
+    assert _calls(tmp_path) == 1  # the completed call came from the log
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"command": "sh", "url": "http://x"}, "give `command` (a server lwtool starts) or `url`"),
+    ({"command": "sh", "env": {"K": "${LWTOOL_TEST_UNSET_KEY}"}},
+     "mcpServers.time.env.K: the environment variable LWTOOL_TEST_UNSET_KEY is not set"),
+    ({"command": "sh", "timeout": 0}, "mcpServers.time.timeout: a number of seconds above 0"),
+    ({"command": "sh", "colour": 1}, "unknown key 'colour'"),
+    ({"command": "/nonexistent/server"}, "MCP server 'time' could not be started"),
+    ({"command": "sleep", "args": ["30"], "timeout": 1},
+     "MCP server 'time' did not answer within 1 s (sleep 30)"),
+])
+def test_a_servers_file_lwtool_cannot_use_is_one_line(tmp_path: Path, entry: dict[str, object],
+                                                      said: str) -> None:
+    flow = _workflow(tmp_path)
+    (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": {"time": entry}}))
+    (tmp_path / "in.json").write_text('{"tz": "UTC"}')
+    started = time.monotonic()
+    refused = run_cli("run", str(flow), "-i", str(tmp_path / "in.json"), "--tools",
+                      str(tmp_path / "servers.json"), "--data-dir", str(tmp_path / "d"))
+    assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert time.monotonic() - started < 20
+    assert not (tmp_path / "d").exists()  # nothing was run or recorded
+
+
+def test_files_that_are_no_servers_file_and_a_tool_given_twice(tmp_path: Path) -> None:
+    flow = _workflow(tmp_path)
+    (tmp_path / "in.json").write_text('{"tz": "UTC"}')
+    base = ["run", str(flow), "-i", str(tmp_path / "in.json"), "--data-dir",
+            str(tmp_path / "d")]
+    (tmp_path / "empty.json").write_text('{"servers": {}}')
+    empty = run_cli(*base, "--tools", str(tmp_path / "empty.json"))
+    assert empty.returncode == 2 and 'expected {"mcpServers"' in empty.stderr
+    missing = run_cli(*base, "--tools", str(tmp_path / "nowhere.yaml"))
+    assert missing.returncode == 2 and "nowhere.yaml does not exist" in missing.stderr
+    (tmp_path / "broken.json").write_text('{"mcpServers": ')
+    broken = run_cli(*base, "--tools", str(tmp_path / "broken.json"))
+    assert broken.returncode == 2 and f"{tmp_path / 'broken.json'}:1:" in broken.stderr
+    twice = run_cli(*base, "--tools", WORKER_TOOLS, "--tools", WORKER_TOOLS)
+    assert twice.returncode == 2 and "tool 'mark' is given twice" in twice.stderr
