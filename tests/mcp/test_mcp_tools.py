@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 def _servers(folder: Path, **more: object) -> Path:
     """The time server behind a shell that logs what lwtool sends it (calls.log) and
-    its own pid (server.pid)."""
-    script = (f"echo $$ > {folder / 'server.pid'}; tee -a {folder / 'calls.log'} | "
+    its own pid, a line each start (server.pid)."""
+    script = (f"echo $$ >> {folder / 'server.pid'}; tee -a {folder / 'calls.log'} | "
               f"{sys.executable} -m mcp_server_time")
     path = folder / "servers.json"
     path.write_text(json.dumps({"mcpServers": {"time": {
@@ -56,6 +56,10 @@ def _calls(folder: Path) -> int:
     return log.read_text().count('"tools/call"') if log.exists() else 0
 
 
+def _last_pid(folder: Path) -> int:
+    return int((folder / "server.pid").read_text().split()[-1])
+
+
 def _gone(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -76,7 +80,7 @@ def test_a_tool_call_step_calls_the_servers_tool(tmp_path: Path) -> None:
     output = json.loads(done.stdout)["output"]
     assert output["timezone"] == "UTC" and output["datetime"].endswith("+00:00")
     assert _calls(tmp_path) == 1
-    assert _gone(int((tmp_path / "server.pid").read_text()))  # ended with lwtool
+    assert _gone(_last_pid(tmp_path))  # ended with lwtool
 
     (tmp_path / "bad.json").write_text('{"tz": "Nowhere/Bad"}')
     failed = run_cli("run", str(flow), "-i", str(tmp_path / "bad.json"), "--tools",
@@ -108,7 +112,7 @@ def test_a_killed_run_replays_without_calling_the_server_again(tmp_path: Path) -
         time.sleep(0.05)
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=30)
-    assert _gone(int((tmp_path / "server.pid").read_text()))  # no orphan
+    assert _gone(_last_pid(tmp_path))  # no orphan
     assert _calls(tmp_path) == 1
     again = run_cli("replay", "k", "--json", *args, env={"LWTOOL_TEST_DIR": str(tmp_path)})
     assert again.returncode == 0, again.stderr
@@ -155,3 +159,22 @@ def test_files_that_are_no_servers_file_and_a_tool_given_twice(tmp_path: Path) -
     assert broken.returncode == 2 and f"{tmp_path / 'broken.json'}:1:" in broken.stderr
     twice = run_cli(*base, "--tools", WORKER_TOOLS, "--tools", WORKER_TOOLS)
     assert twice.returncode == 2 and "tool 'mark' is given twice" in twice.stderr
+
+
+def test_a_worker_serves_runs_with_the_servers_tools(tmp_path: Path, postgres_url: str) -> None:
+    """`lwtool worker --tools servers.json`: the server starts once for the worker and
+    serves every run it claims (each on a loop of its own)."""
+    servers, flow = _servers(tmp_path), _workflow(tmp_path)
+    for n, zone in enumerate(("UTC", "Asia/Tokyo", "America/Lima")):
+        (tmp_path / f"in{n}.json").write_text(json.dumps({"tz": zone}))
+        queued = run_cli("run", str(flow), "-i", str(tmp_path / f"in{n}.json"), "--enqueue",
+                         "--run-id", f"c{n}", "--world", postgres_url)
+        assert queued.returncode == 0, queued.stderr
+    worker = run_cli("worker", "--world", postgres_url, "--tools", str(servers), "--drain",
+                     "--data-dir", str(tmp_path / "d"), "-v")
+    assert worker.returncode == 0 and worker.stderr.count("completed") == 3, worker.stderr
+    assert _calls(tmp_path) == 3  # one server process served the worker's three runs
+    assert len((tmp_path / "server.pid").read_text().split()) == 1
+    last = run_cli("replay", "c2", "--world", postgres_url, "--json", "--tools", str(servers))
+    assert json.loads(last.stdout)["output"]["timezone"] == "America/Lima"
+    assert _calls(tmp_path) == 3  # the replay called nothing
