@@ -62,10 +62,44 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
 
 
 def tool_specs(tools: ToolRegistry) -> list[dict[str, Any]]:
-    """The registry's tools as OpenAI-style function tools."""
+    """The registry's tools as OpenAI-style function tools, each under a name every
+    provider accepts (provider_names)."""
+    named = provider_names(tools)
     return [{"type": "function", "function": {
-        "name": name, "description": tools.tools[name].description,
+        "name": named[name], "description": tools.tools[name].description,
         "parameters": tool_schema(tools.tools[name])}} for name in tools.names()]
+
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def provider_names(tools: ToolRegistry) -> dict[str, str]:
+    """tool name -> the name a model is given: the same where providers accept it
+    (letters, digits, `_`, `-`; at most 64), else `.` as `__` and any other character
+    as `_` (an MCP tool `time.get_current_time` is `time__get_current_time`), shortened
+    with a hash past 64, and one name never given to two tools."""
+    out: dict[str, str] = {}
+    taken = set(tools.tools)
+    for name in tools.names():
+        if _PROVIDER_NAME.fullmatch(name):
+            out[name] = name
+            continue
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", name.replace(".", "__"))
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        if len(safe) > 64 or safe in taken:
+            safe = f"{safe[:55]}_{digest}"
+        out[name] = safe
+        taken.add(safe)
+    return out
+
+
+def tool_named(tools: ToolRegistry, name: str) -> Tool | None:
+    """The tool a model's call names: by its own name, or the one it was given."""
+    found = tools.get(name)
+    if found is not None:
+        return found
+    real = {given: own for own, given in provider_names(tools).items()}.get(name)
+    return tools.get(real) if real is not None else None
 
 
 def tool_fingerprint(tool: Tool) -> str:
@@ -156,7 +190,7 @@ async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
     """One call's result (or `{"error": ...}`), and the tool message the model reads."""
     call_id = f"{path}#{turn}.{n}"
     name, raw = str(call.get("name")), call.get("arguments")
-    tool = tools.get(name)
+    tool = tool_named(tools, name)
     problem: str | None
     try:
         args = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}

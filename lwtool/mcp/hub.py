@@ -141,6 +141,7 @@ def _target(spec: ServerSpec) -> Any:
 def _http(spec: ServerSpec) -> Any:
     """A streamable HTTP transport with the file's headers (the SDK's, when it takes
     them; else the URL alone)."""
+    assert spec.url is not None
     if not spec.headers:
         return spec.url
     import httpx2 as httpx  # the SDK's HTTP client

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -178,3 +179,50 @@ def test_a_worker_serves_runs_with_the_servers_tools(tmp_path: Path, postgres_ur
     last = run_cli("replay", "c2", "--world", postgres_url, "--json", "--tools", str(servers))
     assert json.loads(last.stdout)["output"]["timezone"] == "America/Lima"
     assert _calls(tmp_path) == 3  # the replay called nothing
+
+
+def test_an_agent_session_calls_a_server_tool_under_a_name_providers_accept(
+        tmp_path: Path) -> None:
+    """Providers take tool names of letters, digits, `_` and `-`: the model is given
+    `time__get_current_time`, calls it so, and the log names the tool as it is."""
+    import asyncio
+
+    from lwtool import local_world
+    from lwtool.calls.scripted import ScriptedModel
+    from lwtool.harness.agent import tool_specs
+    from lwtool.harness.session import run_session
+    from lwtool.harness.session_spec import SessionSpec
+    from lwtool.mcp.tools import load_servers
+
+    tools = load_servers(str(_servers(tmp_path)))
+    names = [spec["function"]["name"] for spec in tool_specs(tools)]
+    assert names == ["time__convert_time", "time__get_current_time"]
+    world = local_world(tmp_path / "data")
+    model = ScriptedModel([{"toolCalls": [{"name": "time__get_current_time",
+                                           "arguments": {"timezone": "UTC"}}]}, "done"])
+    result = asyncio.run(run_session(world, SessionSpec("agent", model, "What time is it?"),
+                                     tools, run_id="a1"))
+    assert result.text == "done" and _calls(tmp_path) == 1
+    started = world.events("a1", ["harness.tool_call.started"])
+    assert [e.payload["toolName"] for e in started] == [
+        "time.get_current_time"]
+    answered = json.loads(model.calls[-1][-1]["content"])
+    assert answered["timezone"] == "UTC"
+
+
+def test_provider_names_are_safe_and_never_shared() -> None:
+    from lwtool import ToolRegistry
+    from lwtool.harness.agent import provider_names, tool_named
+
+    tools = ToolRegistry()
+    for name in ("plain", "a.b", "a__b", "x y/z", "s." + "t" * 80):
+        tools.register(name, lambda args: args)
+    named = provider_names(tools)
+    assert named["plain"] == "plain" and named["a__b"] == "a__b"
+    assert named["a.b"] != "a__b" and named["a.b"].startswith("a__b_")
+    assert named["x y/z"] == "x_y_z"
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", given) for given in named.values())
+    assert len(set(named.values())) == len(named)
+    assert all(tool_named(tools, given).name == own  # type: ignore[union-attr]
+               for own, given in named.items())
+    assert tool_named(tools, "nope") is None
