@@ -226,3 +226,20 @@ def test_provider_names_are_safe_and_never_shared() -> None:
     assert all(tool_named(tools, given).name == own  # type: ignore[union-attr]
                for own, given in named.items())
     assert tool_named(tools, "nope") is None
+
+
+def test_code_run_calls_a_server_tool_through_its_tools_proxy(tmp_path: Path) -> None:
+    from tests.coderun.helpers import code_step, workflow
+
+    source = ("export async function run({ input, tools }) {\n"
+              "  const now = await tools['time.get_current_time']({ timezone: input.tz });\n"
+              "  return { zone: now.timezone, dst: now.is_dst };\n}\n")
+    flow = tmp_path / "code.lwir.json"
+    flow.write_text(json.dumps(workflow(code_step("c", source),
+                                        tools=["time.get_current_time"])))
+    (tmp_path / "in.json").write_text('{"tz": "Europe/Oslo"}')
+    done = run_cli("run", str(flow), "-i", str(tmp_path / "in.json"), "--tools",
+                   str(_servers(tmp_path)), "--data-dir", str(tmp_path / "d"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"]["zone"] == "Europe/Oslo"
+    assert _calls(tmp_path) == 1

@@ -45,8 +45,10 @@ def _enqueue(work: Path, url: str, runs: int) -> None:
 
 
 def _worker(work: Path, url: str, *extra: str, **env: str) -> subprocess.Popen[str]:
+    """A draining worker with the test's tools (or the `--tools` in `extra`)."""
+    tools = [] if "--tools" in extra else ["--tools", TOOLS]
     return subprocess.Popen(
-        [sys.executable, "-m", "lwtool", "worker", "--world", url, "--tools", TOOLS,
+        [sys.executable, "-m", "lwtool", "worker", "--world", url, *tools,
          "--data-dir", str(work / "data"), "--drain", "-v", *extra], cwd=ROOT,
         env={**os.environ, "LWTOOL_TEST_DIR": str(work), **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
