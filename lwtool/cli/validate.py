@@ -20,6 +20,11 @@ def validate(
     check_code: Annotated[bool, typer.Option(
         "--check-code", help="Also type-check code.run sources with deno check (offline; "
         "errors at their position in the file).")] = False,
+    tools: Annotated[list[str] | None, typer.Option(
+        "--tools", metavar="MODULE:ATTR|SERVERS.json",
+        help="Also check that every tool the files declare is provided: a module's "
+        "registry or an MCP servers file (its servers are started and listed); "
+        "repeatable.")] = None,
 ) -> None:
     """Validate LWIR, WorkflowDefinition and Pipeline files; print findings with positions.
 
@@ -39,12 +44,14 @@ def validate(
         raise typer.Exit(exit_codes.USAGE)
     reports = []
     documents: list[Any] = []
+    loaded: list[Any] = []  # each file's Compiled (None for a lock)
     for path in files:
         if path.name.lower().endswith(".lock.json"):
             from lwtool.lock.drift import lock_file_findings  # a lock: read as one
 
             reports.append(FileReport(str(path), lock_file_findings(path)))
             documents.append(None)
+            loaded.append(None)
             continue
         try:
             compiled = compile_file(path)
@@ -53,10 +60,26 @@ def validate(
             raise typer.Exit(exit_codes.USAGE) from None
         reports.append(FileReport(str(path), compiled.findings))
         documents.append(compiled.document if compiled.kind == "Workflow" else None)
+        loaded.append(compiled)
     if check_code:
         _type_check(reports, documents)
+    if tools:
+        _check_provided(reports, loaded, tools)
     typer.echo(render(reports, format.value), nl=False)
     raise typer.Exit(exit_codes.OK if all(r.valid for r in reports) else exit_codes.INVALID)
+
+
+def _check_provided(reports: list[FileReport], loaded: list[Any], tools: list[str]) -> None:
+    """Add `tools.unavailable` findings for declared tools the given tools lack."""
+    from lwtool.cli.runtime_options import load_tool_registry
+    from lwtool.validate.provided import unavailable_tools
+
+    provided = load_tool_registry(tools).names()
+    for report, compiled in zip(reports, loaded, strict=True):
+        if compiled is not None and compiled.document is not None:
+            report.findings.extend(unavailable_tools(compiled.document, compiled.kind,
+                                                     provided))
+            report.findings.sort(key=lambda f: f.sort_key())
 
 
 def _type_check(reports: list[FileReport], documents: list[Any]) -> None:

@@ -6,7 +6,9 @@ tools: a call is handed to the hub's loop and its result awaited where it was ma
 Servers start when the tools file is loaded (their tools are listed: names, schemas),
 each within its `timeout`; one that does not answer in time is one error naming it.
 They stop when the process ends (atexit; the SDK ends a stdio server's process tree),
-and a stdio server whose lwtool is killed sees its stdin close."""
+and a stdio server whose lwtool is killed sees its stdin close. A stdio server's stderr
+goes to a temporary file, not to lwtool's: its last lines are shown when it fails to
+start."""
 
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ import asyncio
 import atexit
 import concurrent.futures
 import logging
+import tempfile
 import threading
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, TextIO, cast
 
 from lwtool.mcp.config import ServerSpec
 
 STOP_WAIT = 5.0  # seconds a server has to stop before its connection is cancelled
+STDERR_TAIL = 5  # lines of a server's stderr a start failure shows
 
 
 class McpUnavailable(Exception):
@@ -32,6 +36,7 @@ class McpHub:
         self.specs = {spec.name: spec for spec in specs}
         self.clients: dict[str, Any] = {}
         self.server_info: dict[str, Any] = {}
+        self._stderr: dict[str, TextIO] = {}
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._served: list[concurrent.futures.Future[None]] = []
@@ -54,12 +59,14 @@ class McpHub:
                 self.clients[spec.name] = ready.result(timeout=spec.timeout + STOP_WAIT)
             except (TimeoutError, concurrent.futures.TimeoutError):
                 self.close()
+                said = self._said(spec.name)
                 raise McpUnavailable(f"MCP server '{spec.name}' did not answer within "
-                                     f"{spec.timeout:g} s ({_where(spec)})") from None
+                                     f"{spec.timeout:g} s ({_where(spec)}){said}") from None
             except Exception as exc:  # noqa: BLE001 - whatever the SDK or the OS raised
                 self.close()
+                said = self._said(spec.name)
                 raise McpUnavailable(f"MCP server '{spec.name}' could not be started "
-                                     f"({_where(spec)}): {_reason(exc)}") from None
+                                     f"({_where(spec)}): {_reason(exc)}{said}") from None
             listed[spec.name] = self._run(self._list(spec.name), spec.timeout)
         return listed
 
@@ -102,7 +109,7 @@ class McpHub:
             async with AsyncExitStack() as stack:
                 async with asyncio.timeout(spec.timeout):  # connected in time, or ended
                     client = await stack.enter_async_context(
-                        Client(_target(spec), read_timeout_seconds=spec.timeout))
+                        Client(self._target(spec), read_timeout_seconds=spec.timeout))
                 self.server_info[spec.name] = client.server_info
                 ready.set_result(client)
                 await self._stop.wait()
@@ -111,6 +118,30 @@ class McpHub:
                 ready.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
+
+    def _target(self, spec: ServerSpec) -> Any:
+        if spec.url is not None:
+            return _http(spec)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        assert spec.command is not None
+        self._stderr[spec.name] = cast(TextIO, tempfile.TemporaryFile(
+            "w+", encoding="utf-8", errors="replace"))
+        return stdio_client(StdioServerParameters(
+            command=spec.command, args=spec.args, env=spec.env or None, cwd=spec.cwd),
+            errlog=self._stderr[spec.name])
+
+    def _said(self, server: str) -> str:
+        """`; its stderr ends: ...`: the last lines a stdio server wrote (one line)."""
+        log = self._stderr.get(server)
+        if log is None:
+            return ""
+        try:
+            log.seek(0)
+            lines = [line.strip() for line in log.read()[-4096:].splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        return f"; its stderr ends: {' | '.join(lines[-STDERR_TAIL:])}" if lines else ""
 
     async def _list(self, server: str) -> list[Any]:
         client, tools, cursor = self.clients[server], [], None
@@ -126,16 +157,6 @@ class McpHub:
 
     def _run(self, coroutine: Any, timeout: float) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
-
-
-def _target(spec: ServerSpec) -> Any:
-    if spec.url is not None:
-        return _http(spec)
-    from mcp.client.stdio import StdioServerParameters
-
-    assert spec.command is not None
-    return StdioServerParameters(command=spec.command, args=spec.args, env=spec.env or None,
-                                 cwd=spec.cwd)
 
 
 def _http(spec: ServerSpec) -> Any:

@@ -6,7 +6,9 @@ that checks its input against that schema, calls the server through the process'
 the server's words (ToolFailed); a server that is away or too slow is a transient
 failure (the step's retry policy applies). A tool's fingerprint (what a run's manifest
 pins, lwtool.harness.agent.tool_fingerprint) is its server's name with its name,
-description and schemas: a changed schema is capability drift."""
+description and schemas: a changed schema is capability drift. Its origin (the server,
+the name and version the server gives itself, a hash of the schemas) is recorded beside
+it in the run's manifest: a new server version with the same schemas is no drift."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 from lwtool.mcp.config import read_servers
 from lwtool.mcp.hub import McpHub
 from lwtool.record.errors import TransientError
+from lwtool.record.ids import short_hash
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
 
 
@@ -25,10 +28,16 @@ def load_servers(path: str) -> ToolRegistry:
     hub = McpHub(read_servers(path))
     registry = ToolRegistry()
     for server, tools in hub.start().items():
+        info = hub.server_info.get(server)
         for tool in tools:
+            output_schema = getattr(tool, "output_schema", None)
             registry.register(f"{server}.{tool.name}", _caller(hub, server, tool),
-                              tool.description or "", tool.input_schema,
-                              getattr(tool, "output_schema", None))
+                              tool.description or "", tool.input_schema, output_schema,
+                              origin={"mcpServer": server,
+                                      "serverName": getattr(info, "name", None),
+                                      "serverVersion": getattr(info, "version", None),
+                                      "schemaHash": short_hash([tool.input_schema,
+                                                                output_schema])})
     return registry
 
 

@@ -5,7 +5,9 @@ A deliberate change is accepted with `lwtool replay RUN --accept-drift`
 (`replay_run(..., accept_drift=True)`): a CapabilityDriftAccepted event records what
 was and what is, and later resumes compare against what was accepted. A log written
 before tool fingerprints were recorded (a tool's entry is `true`) is compared by the
-tools' presence only.
+tools' presence only. Where a tool comes from (`toolOrigins`: an MCP tool's server, its
+name and version, its schema hash) is recorded beside the fingerprints and named in
+the message, never compared: a server's new version with the same schemas is no drift.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from lwtool.world.base import Event, NewEvent
 
 ACCEPTED = "CapabilityDriftAccepted"
+ORIGINS = "toolOrigins"
 
 
 def recorded_capabilities(events: list[Event], default_harness: str) -> dict[str, Any]:
@@ -40,7 +43,11 @@ def differs(recorded: dict[str, Any], current: dict[str, Any]) -> bool:
     now = {name: bool(value) if then.get(name) is True  # an older log
            else False if then.get(name) is False else value
            for name, value in (current.get("tools") or {}).items()}
-    return {**recorded, "tools": then} != {**current, "tools": now}
+    return _compared({**recorded, "tools": then}) != _compared({**current, "tools": now})
+
+
+def _compared(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in capabilities.items() if key != ORIGINS}
 
 
 def message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
@@ -55,12 +62,29 @@ def message(recorded: dict[str, Any], current: dict[str, Any]) -> str:
     accept = " (or accept the change: lwtool replay RUN --accept-drift)"
     if changed:
         return ("the code, description or schemas of tools the run used changed since it "
-                "started: " + ", ".join(changed) + accept)
+                "started: " + ", ".join(_with_origin(t, recorded, current) for t in changed)
+                + accept)
     if recorded.get("harness") != current.get("harness"):
         return (f"the run started under the harness {recorded.get('harness')!r}, now "
                 f"{current.get('harness')!r} (pass the same --harness)")
     return (f"the run started with models {recorded.get('models')} and tools "
             f"{sorted(then)}; now {current.get('models')} and {sorted(now)}" + accept)
+
+
+def _with_origin(tool: str, recorded: dict[str, Any], current: dict[str, Any]) -> str:
+    """`time.now (MCP server 'time': mcp-time 1.0 -> 1.1)` where the tool's origin says."""
+    then = (recorded.get(ORIGINS) or {}).get(tool) or {}
+    now = (current.get(ORIGINS) or {}).get(tool) or {}
+    if not now.get("mcpServer"):
+        return tool
+
+    name, version = now.get("serverName") or "?", now.get("serverVersion") or "?"
+    said = f"{name} {version}"
+    if then and (then.get("serverName"), then.get("serverVersion")) != (name, version):
+        was = then.get("serverVersion") or "?"
+        said = (f"{name} {was} -> {version}" if then.get("serverName") == name
+                else f"{then.get('serverName') or '?'} {was} -> {said}")
+    return f"{tool} (MCP server '{now['mcpServer']}': {said})"
 
 
 def accepted(recorded: dict[str, Any], current: dict[str, Any]) -> NewEvent:

@@ -84,10 +84,15 @@ def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, s
     if any(step.get("uses") == "code.run" for step in every_step(lwir.get("steps") or [])):
         used.update(str(name) for name in permitted)  # its code may call any of them
     slots = (lwir.get("permissions") or {}).get("models") or []
-    return {"tools": {name: tool_fingerprint(tools.tools[name]) if name in tools.tools
-                      else False for name in sorted(used)},
-            "models": {slot: models.get(slot, slot) for slot in sorted(slots)},
-            "harness": harness.harness_id}
+    found = {"tools": {name: tool_fingerprint(tools.tools[name]) if name in tools.tools
+                       else False for name in sorted(used)},
+             "models": {slot: models.get(slot, slot) for slot in sorted(slots)},
+             "harness": harness.harness_id}
+    origins = {name: dict(origin) for name in sorted(used) if name in tools.tools
+               and (origin := tools.tools[name].origin)}
+    if origins:  # where they come from (an MCP server and its version): not compared
+        found[drift.ORIGINS] = origins
+    return found
 
 
 async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: ToolRegistry,

@@ -86,6 +86,18 @@ The Python generator is the source; the committed file must be what it produces.
 
 ## Instead
 `lwtool generate MODULE:ATTR -o FILE` and commit the file with its lock.""",
+    "tools.unavailable": """## What it flags
+With `lwtool validate --tools FILE|MODULE:ATTR`: a tool a workflow's `permissions.tools`
+(or a definition's `tools`) declares that the given tools do not provide: an MCP server
+that does not list it (`SERVER.TOOL`), or a module that does not register it.
+
+## Why
+A run is refused before it starts when a declared tool is missing; checking the file
+against the servers it will meet finds a renamed or removed tool at review time.
+
+## Instead
+Name the tool as its server lists it (the message says what it lists), or give the
+`--tools` that provides it.""",
     "grant.tool": """## What it flags
 A planner's draft that lists a tool in `permissions.tools` that its definition does not
 declare.

@@ -69,6 +69,7 @@ OTHER_CODES: dict[str, str] = {
     "generate.stale": "a generated file no longer matches what its generator gives",
     "grant.tool": "a planner's draft lists a tool its definition does not declare",
     "grant.model": "a planner's draft lists a model slot its definition does not have",
+    "tools.unavailable": "a declared tool is not provided by `lwtool validate --tools`",
     "grant.sandbox": "a planner's draft asks for a code.run sandbox wider than its "
                      "definition's planner.maxCodeSandbox",
 }
