@@ -47,3 +47,16 @@ def compile_file(path: str | Path) -> Compiled:
     document, findings = load_and_validate(path)
     kind = document_kind(document) if document is not None else None
     return Compiled(str(path), document, kind, findings)
+
+
+def compile_text(text: str, path: str) -> Compiled:
+    """Load and validate text as the file `path` would be (its name picks YAML or
+    JSON; a definition's relative files are read beside it)."""
+    from lwtool.source.loader import LoadFailed, load_text
+    from lwtool.validate.run import validate_document
+
+    try:
+        document = load_text(text, path)
+    except LoadFailed as failed:
+        return Compiled(path, None, None, failed.findings)
+    return Compiled(path, document, document_kind(document), validate_document(document))
