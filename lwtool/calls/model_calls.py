@@ -80,7 +80,9 @@ async def _call(run: Any, path: str, turn: int, call_id: str, model: str | Scrip
     try:
         reply = await call_model(model, messages, mode, prompt_text, request, timeout, tools)
     except ModelCallFailed as exc:
-        raise StepFailure("step_failed", str(exc), path, transient=exc.transient) from None
+        waits = {"retryAfterS": exc.retry_after} if exc.retry_after is not None else {}
+        raise StepFailure(exc.cause, str(exc), path, transient=exc.transient,  # type: ignore[arg-type]
+                          details=waits) from None
     response: dict[str, Any] = {"text": reply.text, "usage": reply.usage}
     if reply.tool_calls:
         response["toolCalls"] = reply.tool_calls

@@ -4,13 +4,14 @@ only when a real provider call is about to happen)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.calls import providers
 from lwtool.calls.offline import OFFLINE_MODEL, offline_reply, offline_usage
+from lwtool.calls.provider_errors import classify, filtered_reply
 from lwtool.calls.scripted import ScriptedModel, ScriptExhausted
 from lwtool.record.report import LWTOOL_PROVIDER
 
@@ -73,10 +74,12 @@ def output_request(model: str, mode: dict[str, Any]) -> OutputRequest:
         return OutputRequest(None, native=False)
     if model == OFFLINE_MODEL:  # the offline model answers from the schema itself
         return OutputRequest(None, native=schema is not None)
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    if isinstance(schema, dict) and _supports(litellm.supports_response_schema, model):
+    litellm = providers.litellm()
+    endpoint, known = providers.endpoint_for(model), providers.catalog_name(model)
+    said = endpoint.structured if endpoint is not None else None
+    native = said == "native" or (said is None and _supports(
+        litellm.supports_response_schema, known))
+    if isinstance(schema, dict) and native:
         wrapped = kind == "array" or schema.get("type") != "object"
         root = {"type": "object", "properties": {"value": schema}, "required": ["value"],
                 "additionalProperties": False} if wrapped else schema
@@ -87,7 +90,7 @@ def output_request(model: str, mode: dict[str, Any]) -> OutputRequest:
             json_schema["description"] = str(mode["description"])
         return OutputRequest({"type": "json_schema", "json_schema": json_schema},
                              native=True, wrapped=wrapped)
-    params = _supports(litellm.get_supported_openai_params, model, default=None) or []
+    params = _supports(litellm.get_supported_openai_params, known, default=None) or []
     json_mode = "response_format" in params and (kind == "object" or (
         isinstance(schema, dict) and schema.get("type") == "object"))
     return OutputRequest({"type": "json_object"} if json_mode else None, native=False)
@@ -101,9 +104,15 @@ def _supports(check: Any, model: str, default: Any = False) -> Any:
 
 
 class ModelCallFailed(Exception):
-    def __init__(self, message: str, transient: bool) -> None:
+    """A model call that failed: its cause code (lwtool.calls.provider_errors), whether
+    the step may try again, and after how long the provider asked for (seconds)."""
+
+    def __init__(self, message: str, transient: bool, cause: str = "step_failed",
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.transient = transient
+        self.cause = cause
+        self.retry_after = retry_after
 
 
 class UnresolvedModel(ValueError):
@@ -130,10 +139,7 @@ def check_slots(slots: Iterable[str], mapping: Mapping[str, Any]) -> None:
 
 def _placed(model: str) -> bool:
     """Whether litellm can tell the provider of a model string."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True  # no provider list printed on a miss
+    litellm = providers.litellm()  # (quiet: no provider list printed on a miss)
     try:
         litellm.get_llm_provider(model)
     except Exception:  # noqa: BLE001 - litellm raises its BadRequestError, or ValueError
@@ -152,12 +158,9 @@ def provider_and_id(model: str | ScriptedModel) -> tuple[str, str]:
         return LWTOOL_PROVIDER, model.name
     if model == OFFLINE_MODEL:
         return LWTOOL_PROVIDER, OFFLINE_MODEL
-    provider, sep, model_id = model.partition("/")
+    provider, sep, model_id = providers.catalog_name(model).partition("/")
     return (provider, model_id) if sep else ("openai", model)
 
-
-_TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError",
-              "InternalServerError", "APIError")
 
 # The event loop this process makes its provider calls on, when one is set (`lwtool
 # worker`: its own loop, while each run executes on a loop of its own). litellm keeps its
@@ -202,11 +205,18 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
         text = offline_reply(prompt_for_offline, mode)
         return ModelReply(text, offline_usage(prompt_for_offline, text), provider, model_id,
                           _ms(started))
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True  # its "Give Feedback" banner is not ours to print
-    kwargs: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    litellm = providers.litellm()
+    # Retries are the step's (its policy, each attempt recorded), never the client's.
+    kwargs: dict[str, Any] = {"num_retries": 0, "max_retries": 0}
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    endpoint = providers.endpoint_for(model)
+    if endpoint is not None:
+        try:
+            kwargs.update(endpoint.arguments())
+        except KeyError as unset:
+            raise ModelCallFailed(f"{model}: no API key (set {unset.args[0]}, the "
+                                  "models file's apiKeyEnv)", transient=False) from None
     if tools:
         kwargs["tools"] = tools
     request = request or output_request(model, mode)
@@ -216,13 +226,21 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
         response = await _on_call_loop(
             lambda: litellm.acompletion(model=model, messages=messages, **kwargs))
     except Exception as exc:  # noqa: BLE001 - classify every provider failure
-        missing = _missing_keys(model, exc)
+        missing = [] if endpoint is not None and endpoint.api_key_env else \
+            _missing_keys(model, exc)
         if missing:  # one line a person can act on, and no retry: nothing will change
             raise ModelCallFailed(f"{model}: no API key (set {' or '.join(missing)})",
                                   transient=False) from None
-        name = type(exc).__name__
-        raise ModelCallFailed(f"{model}: {name}: {brief(exc)}",
-                              transient=name in _TRANSIENT) from None
+        failure = classify(exc)
+        said = brief(exc)
+        if kwargs.get("api_key"):  # a provider that echoes the key it refused
+            said = said.replace(str(kwargs["api_key"]), "***")
+        raise ModelCallFailed(f"{model}: {type(exc).__name__}: {said}", failure.transient,
+                              failure.cause, failure.retry_after) from None
+    if filtered_reply(response):
+        raise ModelCallFailed(f"{model}: the provider's content filter stopped the reply "
+                              "(finish reason content_filter)", transient=False,
+                              cause="content_filtered")
     choice = response.choices[0].message
     usage = getattr(response, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
@@ -258,10 +276,8 @@ def _missing_keys(model: str, exc: BaseException) -> list[str]:
     text = str(exc).lower()
     if not any(word in text for word in ("credentials", "api_key", "api key", "auth")):
         return []
-    import litellm
-
     try:
-        found = litellm.validate_environment(model)
+        found = providers.litellm().validate_environment(model)
     except Exception:  # noqa: BLE001 - an unknown provider: the plain message stands
         return []
     missing = found.get("missing_keys") if isinstance(found, dict) else None

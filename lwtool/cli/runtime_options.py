@@ -3,6 +3,7 @@ Each failure is a usage error (exit 2) with one sentence naming the file or flag
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Iterator
@@ -68,9 +69,14 @@ def read_json_or_yaml(source: str, what: str) -> Any:
         raise fail(f"{what} {document.path} is not plain JSON {exc}") from None
 
 
+MODEL_ENTRY = ("model", "maxConcurrent", "rpm", "tpm", "apiBase", "apiKeyEnv", "options",
+               "structuredOutput")
+
+
 def load_models(path: Path | None) -> dict[str, str]:
-    """A models file: slot id -> a model string, or `{model, maxConcurrent, rpm, tpm}`
-    (the limits are installed for the process: lwtool.calls.limits)."""
+    """A models file: slot id -> a model string, or `{model, maxConcurrent, rpm, tpm,
+    apiBase, apiKeyEnv, options}` (the limits are installed for the process:
+    lwtool.calls.limits; where the model is served: lwtool.calls.providers)."""
     if path is None:
         return {}
     value = read_json_or_yaml(str(path), "models")
@@ -78,25 +84,43 @@ def load_models(path: Path | None) -> dict[str, str]:
         raise fail(f"models file {path} must map slot ids to model strings")
     models: dict[str, str] = {}
     limits: dict[str, Any] = {}
+    endpoints: dict[str, Any] = {}
     for slot, entry in value.items():
         if isinstance(entry, str):
             models[str(slot)] = entry
             continue
-        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or \
-                set(entry) - {"model", "maxConcurrent", "rpm", "tpm"}:
+        unknown = sorted(set(entry) - set(MODEL_ENTRY)) if isinstance(entry, dict) else []
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or unknown:
+            near = difflib.get_close_matches(unknown[0], MODEL_ENTRY, n=1) if unknown else []
+            what = f"unknown key '{unknown[0]}'" + (f" (did you mean '{near[0]}'?)"
+                                                     if near else "") if unknown else ""
             raise fail(f"models file {path}: slot '{slot}' must be a model string or "
-                       "{model, maxConcurrent, rpm, tpm}")
+                       f"{{{', '.join(MODEL_ENTRY)}}}" + (f": {what}" if what else ""))
         from lwtool.calls.limits import ModelLimits
+        from lwtool.calls.providers import Endpoint
 
+        model = entry["model"]
         try:
-            limits[entry["model"]] = ModelLimits.of(entry)
+            limits[model] = ModelLimits.of(entry)
+            endpoint = Endpoint.of(entry)
         except ValueError as exc:
             raise fail(f"models file {path}: slot '{slot}': {exc}") from None
-        models[str(slot)] = entry["model"]
+        if endpoint is not None:
+            if endpoints.get(model, endpoint) != endpoint:
+                raise fail(f"models file {path}: slot '{slot}' serves {model} from another "
+                           "apiBase, key or options than an earlier slot: one model string, "
+                           "one endpoint (name the model differently, e.g. "
+                           "openai/NAME with its own apiBase)")
+            endpoints[model] = endpoint
+        models[str(slot)] = model
     if limits:
         from lwtool.calls.limits import configure
 
         configure(limits)
+    if endpoints:
+        from lwtool.calls.providers import configure as configure_endpoints
+
+        configure_endpoints(endpoints)
     return models
 
 

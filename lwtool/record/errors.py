@@ -10,6 +10,9 @@ CauseCode = Literal[
     "input_schema_error", "planner_validation_exhausted", "capability_drift",
     "runtime_config_error", "step_schema_error", "step_failed", "max_visits_exceeded",
     "timeout", "cancelled", "outer_loop_exhausted", "budget_exceeded",
+    # lwtool's, for a provider's refusal: a prompt over the model's context window, a
+    # reply its content filter stopped (lwtool.calls.provider_errors)
+    "context_length_exceeded", "content_filtered",
 ]
 
 

@@ -27,7 +27,8 @@ def price(provider: str, model_id: str, usage: dict[str, int]) -> float | None:
     models lwtool answers itself, provider `lwtool`: offline and scripted)."""
     if provider == LWTOOL_PROVIDER:
         return None
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # (as calls.providers)
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     try:
         import litellm
 

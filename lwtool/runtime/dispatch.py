@@ -102,11 +102,15 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
                     "stepId": sid, "attempt": attempt, "causeCode": failure.cause,
                     "transient": failure.transient, "final": final,
                     "error": failure.message,
+                    **({"retryAfterS": failure.details["retryAfterS"]}
+                       if "retryAfterS" in failure.details else {}),
                     **({"traceback": failure.details["traceback"]}
                        if "traceback" in failure.details else {})}, path)])
             if final:
                 raise
-            await asyncio.sleep(int(retry["backoffMs"]) * 2 ** (spent - 1) / 1000)
+            backoff = int(retry["backoffMs"]) * 2 ** (spent - 1) / 1000
+            # a provider's Retry-After (bounded in lwtool.calls.provider_errors) wins
+            await asyncio.sleep(max(backoff, float(failure.details.get("retryAfterS", 0))))
 
 
 def _input_hash(step_input: Any) -> tuple[str, bytes | None]:
