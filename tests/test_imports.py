@@ -1,4 +1,4 @@
-"""Fast paths stay fast: validate, check and lsp never import litellm."""
+"""Fast paths stay fast: validate, check and lsp never import litellm (nor the MCP SDK)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ try:
     runpy.run_module('lwtool', run_name='__main__')
 except SystemExit:
     pass
-heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'openai', 'jsonschema'))
+heavy = sorted(m for m in sys.modules
+               if m.split('.')[0] in ('litellm', 'openai', 'jsonschema', 'mcp'))
 print('HEAVY', heavy)
 """
 
@@ -34,7 +35,8 @@ def test_fast_path_imports_no_litellm(args: list[str]) -> None:  # noqa: D103
 
 def test_language_server_imports_no_litellm() -> None:
     code = ("import sys, lwtool.lsp.server; "
-            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] == 'litellm'))")
+            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('litellm', 'mcp')))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
@@ -143,7 +145,7 @@ def test_a_plain_lwir_run_does_not_load_the_agent_workspace(tmp_path: object) ->
     scratch is removed through lwtool.harness.scratch), nor the code.run sandbox's
     process confinement (ctypes) when no step runs code."""
     modules = ["lwtool.harness.workspace", "lwtool.harness.bash", "lwtool.harness.skills",
-               "lwtool.harness.stores", "lwtool.sandbox.confine", "ctypes"]
+               "lwtool.harness.stores", "lwtool.sandbox.confine", "ctypes", "mcp"]
     args = ["run", "examples/refine-loop.lwir.yaml", "--input",
             "examples/inputs/refine-loop.json", "--tools", "examples/tools.py:tools",
             "--data-dir", str(tmp_path), "--quiet"]

@@ -21,6 +21,7 @@ from lwtool.cli.run import (
     Tools,
     definition_of,
     execute,
+    lwir_for,
 )
 from lwtool.cli.runtime_options import (
     fail,
@@ -59,6 +60,17 @@ def plan(
     except ValueError as exc:
         raise fail(str(exc)) from None
     definition = definition_of(path)
+    fixed = (definition.get("planner") or {}).get("plan")
+    if fixed:  # nothing to plan: the definition's plan is written as it is
+        lwir = lwir_for(path)[0]
+        assert lwir is not None
+        _write(out, lwir)
+        say(f"{path} has a fixed plan (planner.plan: {fixed}): written to {out} as it is; "
+            "no planner ran")
+        _print({"workflowVersionId": _version(lwir), "path": str(out), "plannerRunId": None,
+                "drafts": 0, "addedNeeds": [], "usage": None, "fixedPlan": str(fixed)},
+               out, as_json)
+        return
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
     model_map = {**definition_models(definition),
@@ -75,10 +87,20 @@ def plan(
 
     summary = execute(planned, lambda: planner_run, as_json,
                       lambda run: f"resume it with `lwtool plan ... --run-id {run}`")
+    _print(summary, out, as_json)
+
+
+def _print(summary: dict[str, Any], out: Path, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     else:
         sys.stdout.write(f"{out}: {summary['workflowVersionId']}\n")
+
+
+def _version(lwir: dict[str, Any]) -> str:
+    from lwtool.canonical.digest import workflow_version_id
+
+    return workflow_version_id(lwir)
 
 
 def _write(out: Path, lwir: dict[str, Any]) -> None:

@@ -114,7 +114,7 @@ def run(
             check_run_id(run_id)
         except ValueError as exc:
             raise fail(str(exc)) from None
-    lwir, definition = _lwir_for(path)
+    lwir, definition = lwir_for(path)
     budget = budget_of(max_tokens, max_cost_usd)
     if inputs is not None or enqueue or queue is not None:
         from lwtool.cli.enqueue import enqueue_runs, read_inputs
@@ -245,7 +245,7 @@ def definition_of(path: Path) -> dict[str, Any]:
     return value
 
 
-def _lwir_for(path: Path, plan_of: Path | None = None
+def lwir_for(path: Path, plan_of: Path | None = None
               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The LWIR to run, and the definition it came from: the file itself, a
     definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
@@ -260,7 +260,7 @@ def _lwir_for(path: Path, plan_of: Path | None = None
     plan = (compiled.value.get("planner") or {}).get("plan")
     if not plan:
         return None, compiled.value
-    return _lwir_for(path.parent / plan, plan_of=path)[0], compiled.value
+    return lwir_for(path.parent / plan, plan_of=path)[0], compiled.value
 
 
 @contextmanager

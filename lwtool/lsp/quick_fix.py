@@ -128,16 +128,19 @@ def missing_permission_fix(analysis: Analysis, message: str) -> tuple[str, TextI
     return (title, insert) if insert is not None else None
 
 
-_NEAREST = re.compile(r"^(?:tool|model slot) '(.+)' is not in permissions\.\w+ .*; did you "
-                      r"mean '(.+)'\?$")
+_NEAREST = re.compile(r"^(?:(?:tool|model slot) '(.+)' is not in permissions\.\w+ .*"
+                      r"|unknown field '(.+)'); did you mean '(.+)'\?$")
 
 
 def nearest_name_fix(message: str, written: str) -> tuple[str, str] | None:
-    """For `permissions.unknown_tool` / `unknown_model` naming a near permitted name:
-    the title and the text to put in the diagnostic's range (`written`, the name as the
-    file has it, quoted or not, with the name replaced)."""
+    """For `permissions.unknown_tool` / `unknown_model` naming a near permitted name,
+    and `lwir.invalid_field` naming the field a misspelt key meant (`plannr` ->
+    `planner`): the title and the text to put in the diagnostic's range (`written`, the
+    name or key as the file has it, quoted or not, with the name replaced)."""
     match = _NEAREST.match(message)
-    if match is None or match.group(1) not in written:
+    if match is None:
         return None
-    typed, meant = match.group(1), match.group(2)
+    typed, meant = match.group(1) or match.group(2), match.group(3)
+    if typed not in written:
+        return None
     return f"Change '{typed}' to '{meant}'", written.replace(typed, meant, 1)

@@ -308,7 +308,8 @@ def completion(ls: LwtoolServer, params: types.CompletionParams) -> types.Comple
     code_action_kinds=[types.CodeActionKind.QuickFix]))
 def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """Quick fixes: `step.missing_dependency` adds the read step to `needs`;
-    `permissions.unknown_tool` / `unknown_model` add the name to `permissions`."""
+    `permissions.unknown_tool` / `unknown_model` change a misspelt name or add the name
+    to `permissions`; `lwir.invalid_field` changes a misspelt key to the one meant."""
     uri = params.text_document.uri
     found = _read(ls, uri)
     if found is None:
@@ -321,14 +322,12 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
             fix = missing_need_fix(analysis, from_position(diagnostic.range.start, lines,
                                                            codec))
         elif diagnostic.code in ("permissions.unknown_tool", "permissions.unknown_model"):
-            near = nearest_name_fix(diagnostic.message, _text_in(document, diagnostic.range))
-            if near is not None:  # a misspelt name: the permitted one comes first
-                actions.append(types.CodeAction(
-                    title=near[0], kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diagnostic], is_preferred=True,
-                    edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(
-                        range=diagnostic.range, new_text=near[1])]})))
+            # a misspelt name: the permitted one comes first
+            actions += _renamed(uri, document, diagnostic)
             fix = missing_permission_fix(analysis, diagnostic.message)
+        elif diagnostic.code == "lwir.invalid_field":  # a misspelt key: the one meant
+            actions += _renamed(uri, document, diagnostic)
+            continue
         else:
             continue
         if fix is None:
@@ -341,6 +340,17 @@ def code_action(ls: LwtoolServer, params: types.CodeActionParams) -> list[types.
             is_preferred=not actions or actions[-1].diagnostics != [diagnostic],
             edit=types.WorkspaceEdit(changes={uri: [edit]})))
     return actions
+
+
+def _renamed(uri: str, document: Any, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """The preferred fix of a diagnostic whose message names the name meant."""
+    near = nearest_name_fix(diagnostic.message, _text_in(document, diagnostic.range))
+    if near is None:
+        return []
+    return [types.CodeAction(title=near[0], kind=types.CodeActionKind.QuickFix,
+                             diagnostics=[diagnostic], is_preferred=True,
+                             edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(
+                                 range=diagnostic.range, new_text=near[1])]}))]
 
 
 def _text_in(document: Any, span: types.Range) -> str:

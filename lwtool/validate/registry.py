@@ -53,6 +53,7 @@ RULE_MODULES: tuple[str, ...] = (
     "lwir.not_canonicalizable",
     "definition.plan_is_itself",
     "definition.invalid_skill_source",
+    "definition.ignored_with_fixed_plan",
     "pipeline.invalid_workflow",
 )
 

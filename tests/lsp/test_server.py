@@ -212,6 +212,16 @@ async def test_quick_fix_permits_an_unlisted_tool(client: LanguageClient) -> Non
     await _the_one_fix_clears(client, text, diagnostic, "Add 'fetch2' to permissions.tools")
 
 
+async def test_quick_fix_changes_a_misspelt_top_level_key(client: LanguageClient) -> None:
+    text = FIXED.replace("permissions:", "permisions:")
+    _open(client, text)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    found = [d for d in client.diagnostics[URI] if d.code == "lwir.invalid_field"]
+    assert [d.message for d in found] == [
+        "unknown field 'permisions'; did you mean 'permissions'?"]
+    await _the_one_fix_clears(client, text, found[0], "Change 'permisions' to 'permissions'")
+
+
 async def test_quick_fix_offers_the_permitted_name_a_typo_is_near(client: LanguageClient) -> None:
     text = FIXED.replace("with: {tool: fetchCandidates}", "with: {tool: fetchCandidate}")
     _open(client, text)

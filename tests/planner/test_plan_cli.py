@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,3 +164,28 @@ def test_a_planned_runs_budget_counts_its_planner_session(folder: Path) -> None:
     assert (failed["causeCode"], failed["failedStepPath"]) == ("budget_exceeded", "summarize")
     assert "18 tokens used of 10" in failed["message"]  # the planner's reply
     assert len(server.requests) == 1
+
+
+def test_a_fixed_plan_is_written_as_it_is_and_its_ignored_settings_are_warned(
+        tmp_path: Path) -> None:
+    """`lwtool plan` on a definition with `planner.plan` writes that plan (no planner, no
+    model slot to map); `planner.maxOuterCycles` beside it is a warning finding."""
+    shutil.copy(ROOT / "examples" / "candidate-review.lwir.yaml", tmp_path / "cr.lwir.yaml")
+    (tmp_path / "fixed.definition.yaml").write_text(
+        "apiVersion: littleworkflow.dev/v0.1\nkind: WorkflowDefinition\nid: fixed\n"
+        "planner: {plan: cr.lwir.yaml, maxOuterCycles: 3}\n")
+    (tmp_path / "in.json").write_text("{}")
+    done = run_cli("plan", "fixed.definition.yaml", "-i", "in.json", "-o", "out.lwir.yaml",
+                   "--json", "--data-dir", "d", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    version = run_cli("hash", "cr.lwir.yaml", cwd=tmp_path).stdout.strip()
+    assert (summary["workflowVersionId"], summary["fixedPlan"], summary["plannerRunId"]) == \
+        (version, "cr.lwir.yaml", None)
+    assert run_cli("hash", "out.lwir.yaml", cwd=tmp_path).stdout.strip() == version
+    assert (tmp_path / "out.lwir.lock.json").exists() and not (tmp_path / "d").exists()
+    assert "has a fixed plan (planner.plan: cr.lwir.yaml)" in done.stderr
+    found = run_cli("validate", "fixed.definition.yaml", cwd=tmp_path)
+    assert found.returncode == 0  # a warning: the file is valid
+    assert "4:31: warning definition.ignored_with_fixed_plan planner.maxOuterCycles is " \
+        "ignored" in found.stdout
