@@ -79,7 +79,7 @@ async def fix_step(task: FixStepTask, ctx: HarnessContext,
         "stepConfigHash": run.config_hash(step), "fixerMaxAttempts": max_attempts})
     run.journal.check_session(run.run_id, run.version_id, session, manifest)
     run.note([NewEvent("harness.session.started", {
-        "runId": run.run_id, "role": "fixer",
+        "runId": run.run_id, "role": "fixer", "parentRunId": run.run_id,
         "task": {"kind": "fix_step", "priorFixAttempts": task.prior_fix_attempts},
         "manifest": manifest, "manifestHash": short_hash(manifest)}, session)])
     messages = [{"role": "system", "content": system},

@@ -97,6 +97,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                                         **({"links": spec.links} if spec.links else {})}),
                 NewEvent("harness.session.started", {
                     "runId": run_id, "role": spec.role, "task": {"kind": TASKS[spec.role]},
+                    **({"parentRunId": spec.links["parentRunId"]}
+                       if spec.links.get("parentRunId") else {}),
                     "manifest": space.manifest, "manifestHash": short_hash(space.manifest),
                     "skills": [s.listed() for s in space.skills],
                     **({"warnings": space.warnings} if space.warnings else {})},

@@ -149,7 +149,8 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
         return await plan_definition(world, folder, value, run_input, registry, model_map,
                                      planner_run, step_timeout, context, progress,
                                      planner_model, keep_scratch=True, budget=run_budget,
-                                     budget_root=root)
+                                     budget_root=root,
+                                     links={"parentRunId": root} if root else None)
 
     if planner.get("plan"):
         return await run(load_lwir(folder / str(planner["plan"])), run_id)

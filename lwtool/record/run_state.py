@@ -49,6 +49,7 @@ class RunState:
     harness: Any = None  # the worker harness (lwtool.harness.workflow.WorkflowHarness)
     on_end: list[Callable[[], None]] = field(default_factory=list)  # e.g. remove scratch
     memo: dict[str, Any] = field(default_factory=dict)  # what the roles compute once per run
+    parent_run_id: str | None = None  # the run this one is part of (links.parentRunId)
     # Where parallel branches execute: None, in this process; else an object whose
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
     # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).

@@ -209,10 +209,10 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash,
                                         **recorded_input}, path),
-        NewEvent("harness.session.started", {"runId": run.run_id, "role": "worker",
-                                             "task": {"kind": "execute_step"},
-                                             "manifest": manifest,
-                                             "manifestHash": short_hash(manifest)}, path),
+        NewEvent("harness.session.started", {
+            "runId": run.run_id, "role": "worker", "task": {"kind": "execute_step"},
+            "manifest": manifest, "manifestHash": short_hash(manifest),
+            **({"parentRunId": run.parent_run_id} if run.parent_run_id else {})}, path),
         *([NewEvent("harness.execute_step.started", execute_started, path)] if direct else []),
     ])
     limit, source = step_timeout(step, run.step_timeout)

@@ -286,6 +286,7 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     state.budget = run_budget(budget, world, run_id, links, branches is not None,
                               journal.replies.values())
     state.workspace = dict(workspace or {})
+    state.parent_run_id = (links or {}).get("parentRunId")
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
     # pipeline run's; a planned run's own planner session goes with it.

@@ -57,6 +57,7 @@ def test_the_fixer_heals_the_spec_example(tmp_path: Path, loopback: Any) -> None
     fixer = next(e for e in sessions if e.payload["role"] == "fixer")
     assert fixer.step_path == "compute-score#fix"
     assert fixer.payload["task"] == {"kind": "fix_step", "priorFixAttempts": 0}
+    assert fixer.payload["parentRunId"] == "r"  # the run whose step it fixes
     manifest = fixer.payload["manifest"]
     assert manifest["fixerModelSlotId"] == "gpt-4o-mini" and manifest["fixerMaxAttempts"] == 3
     done = [e for e in world.events("r", ["harness.session.completed"])

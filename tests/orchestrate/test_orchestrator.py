@@ -83,6 +83,10 @@ def test_orchestrator_plan_run_and_start_workflow_tool_dispatch(folder: Path) ->
     links = _events(folder, "pipe.sub.1.0", "RunStarted")[0]["links"]
     assert links == {"parentRunId": "pipe", "parentCallId": "session#1.0",
                      "plannerRunId": "pipe.plan.0.0"}
+    # and so do the sub-run's worker sessions
+    sessions = _events(folder, "pipe.sub.1.0", "harness.session.started")
+    assert sessions and {s.get("parentRunId") for s in sessions} == {"pipe"}
+    assert "parentRunId" not in _events(folder, "pipe", "harness.session.started")[0]
     assert not (folder / "data/runs/pipe").exists()  # the pipeline's scratch is gone
 
 

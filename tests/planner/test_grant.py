@@ -103,7 +103,12 @@ def test_a_hostile_planner_is_sent_findings_and_never_run(
     finding = next(f for f in answer["findings"] if f["code"] == code)
     assert finding["pointer"] == pointer and granted in finding["message"]
     runs = run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout
-    assert '"r1"' not in runs  # only the planner session ran
+    listed = json.loads(runs)  # only the planner session ran, as r1's part
+    assert [(r["runId"], r["parentRunId"]) for r in listed] == [("r1.plan", "r1")]
+    session = json.loads(run_cli("events", "r1.plan", "--json", "--type",
+                                 "harness.session.started", "--data-dir", "data",
+                                 cwd=folder).stdout)
+    assert session["payload"]["parentRunId"] == "r1"
 
 
 def test_every_door_of_a_wide_sandbox_gets_its_own_finding() -> None:
