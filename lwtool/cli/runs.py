@@ -92,7 +92,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     waiting = sorted((run_id, held) for run_id, held in queued.items() if run_id not in known)
     if as_json:
         typer.echo(json.dumps([*({"runId": r.run_id, "status": shown[r.run_id],
-                                  "workflow": names[r.version_id],
+                                  "workflow": names[r.run_id],
                                   "workflowVersionId": r.version_id,
                                   "createdAt": stamp(r.created_at),
                                   "updatedAt": stamp(r.updated_at),
@@ -122,7 +122,7 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         by = f"  held by {held.worker} since {stamp(held.since)}" if held and held.worker \
             and r.status == "running" else ""
         typer.echo(safe_text(f"{label:<{width}}  {shown[r.run_id]:<11}  "
-                             f"{names[r.version_id]:<{named}}  {stamp(r.created_at)}  "
+                             f"{names[r.run_id]:<{named}}  {stamp(r.created_at)}  "
                              f"{stamp(r.updated_at)}  {r.version_id[:19]}…{by}"))
         indent = " " * (len(label) - len(label.lstrip()) + 2)
         for prefix, worker, since in branches.get(r.run_id, []):
@@ -179,20 +179,19 @@ def _status(world: Any, record: Any) -> str:
 
 
 def _names(world: Any, records: list[Any]) -> dict[str, str]:
-    """version id -> the workflow's `metadata.name` (its kind when it has none; `?`
-    when the version cannot be read)."""
+    """run id -> what it is called (lwtool.record.names: a pipeline's id, a workflow's
+    `metadata.name`, ...; `?` when its version cannot be read)."""
+    from lwtool.record.names import run_name
     from lwtool.world.base import WorldError
 
-    names: dict[str, str] = {}
+    versions: dict[str, Any] = {}
     for version_id in {r.version_id for r in records}:
         try:
-            lwir = world.get_version(version_id) or {}
+            versions[version_id] = world.get_version(version_id) or {}
         except WorldError:
-            lwir = {}
-        metadata = lwir.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
-        names[version_id] = str(metadata.get("name") or lwir.get("kind") or "?")
-    return names
+            versions[version_id] = {}
+    return {r.run_id: run_name(versions[r.version_id], (r.options or {}).get("name"))
+            for r in records}
 
 
 def _where(data_dir: Path) -> str:

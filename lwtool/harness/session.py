@@ -88,12 +88,14 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                 from None
         if journal is None:
             journal = Journal()
-            options = {"session": True, **({"links": spec.links} if spec.links else {}),
+            named = {"name": spec.name} if spec.name else {}
+            options = {"session": True, **named,
+                       **({"links": spec.links} if spec.links else {}),
                        **({"budget": spec.budget} if spec.budget else {})}
             world.create_run(run_id, version_id, spec.prompt, options, [
                 NewEvent("RunStarted", {"workflowVersionId": version_id,
                                         "inputHash": short_hash(spec.prompt),
-                                        "role": spec.role, "pid": os.getpid(),
+                                        "role": spec.role, "pid": os.getpid(), **named,
                                         **({"links": spec.links} if spec.links else {})}),
                 NewEvent("harness.session.started", {
                     "runId": run_id, "role": spec.role, "task": {"kind": TASKS[spec.role]},

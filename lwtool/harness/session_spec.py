@@ -50,6 +50,9 @@ class SessionSpec:
     # `budget_root` (the run or pipeline the session serves; default: the session)
     budget: dict[str, Any] | None = None
     budget_root: str | None = None
+    # what `lwtool runs`, the inspector and OTel call the session (a pipeline's id; not
+    # part of its identity); default: its role and the workflow it serves
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:

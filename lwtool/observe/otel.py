@@ -28,6 +28,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from lwtool._version import __version__
 from lwtool.observe.timeline import Attempt, Call, Timeline
+from lwtool.record.names import run_name
 from lwtool.world.base import Event
 
 SCOPE = InstrumentationScope("lwtool", __version__)
@@ -64,7 +65,8 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
     timeline = Timeline.of(run_id, events)
     ids = _Ids(run_id, trace_run)
     last = events[-1].at if events else 0.0
-    name = str(((version or {}).get("metadata") or {}).get("name") or "workflow")
+    started = next((e.payload for e in events if e.type == "RunStarted"), {})
+    name = run_name(version, started.get("name"))
     resource = Resource.create({"service.name": "lwtool", "service.version": __version__})
     out: list[ReadableSpan] = []
 

@@ -141,7 +141,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
                   "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs},
-        budget=limits)
+        budget=limits, name=pipeline.id)
     result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)

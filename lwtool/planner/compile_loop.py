@@ -122,7 +122,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         skills=tuple(located(s, skills_base) for s in planner.get("skills") or ()),
         bash=bash, identity=_identity(request), keep_scratch=keep_scratch,
         pipeline_run=pipeline_run, links=dict(links or {}), budget=budget,
-        budget_root=budget_root)
+        budget_root=budget_root, name=f"{request.workflow_id} (planner)")
     say(f"planning {request.workflow_id} (planner run {run_id})")
     result = await run_session(world, spec,
                                ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lwtool.observe.timeline import Attempt, Call, Timeline, top_step_ids
+from lwtool.record.names import run_name
 from lwtool.ui.text import money, pretty, preview, short, span, stamp
 from lwtool.world.base import Event, RunRecord, shown_status
 
@@ -107,7 +108,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
     return {
         "run": {"id": record.run_id, "status": status, "version": record.version_id,
                 "short": short(record.version_id),
-                "name": (version.get("metadata") or {}).get("name", ""),
+                "name": run_name(version, (record.options or {}).get("name")),
                 "started": stamp(start), "duration": span(end - start),
                 **dict(zip(("done", "known"), timeline.counts(top_step_ids(version)),
                            strict=True)),

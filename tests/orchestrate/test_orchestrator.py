@@ -17,6 +17,7 @@ from lwtool.calls.scripted import ScriptedModel
 from lwtool.orchestrate.api import orchestrate, run_orchestration
 from lwtool.orchestrate.pipeline import load_pipeline
 from lwtool.record.errors import RunFailedError
+from tests.conftest import run_cli
 from tests.orchestrate.helpers import DOUBLE, Doubler, double_version, last_result, write_pipeline
 
 
@@ -332,3 +333,22 @@ def test_a_sub_runs_roles_see_the_orchestrators_scratch(tmp_path: Path) -> None:
     assert mounts["/mnt/scratch/from-orchestrator"] == ("runs/pipe/scratch", False)
     assert mounts["/mnt/scratch/from-planner"] == (
         "runs/pipe/sub-runs/pipe.plan.0.0/scratch", False)
+
+
+def test_a_pipeline_run_is_called_by_its_pipelines_id(folder: Path) -> None:
+    """`lwtool runs`, the inspector's run page and the OTel trace's root span name the
+    orchestrator session by its pipeline's id (they said HarnessSession, blank and
+    `workflow`); its sub-runs by their workflow's name."""
+    from lwtool.observe.otel import spans
+    from lwtool.ui.pages import run_page
+
+    _run(folder, [{"toolCalls": [{"name": "start_workflow", "arguments": {
+        "workflowId": "double", "input": {"n": 1}}}]}, "started"])
+    listed = run_cli("runs", "--json", "--data-dir", str(folder / "data"))
+    names = {r["runId"]: r["workflow"] for r in json.loads(listed.stdout)}
+    assert names["pipe"] == "numbers" and "double" in names.values(), names
+    world = local_world(folder / "data")
+    record, events = world.get_run("pipe"), world.events("pipe")
+    version = world.get_version(record.version_id)
+    assert run_page(world, record, events, [], 0)["run"]["name"] == "numbers"
+    assert spans("pipe", events, version)[0].name == "invoke_workflow numbers"

@@ -104,7 +104,8 @@ def test_a_hostile_planner_is_sent_findings_and_never_run(
     assert finding["pointer"] == pointer and granted in finding["message"]
     runs = run_cli("runs", "--data-dir", "data", "--json", cwd=folder).stdout
     listed = json.loads(runs)  # only the planner session ran, as r1's part
-    assert [(r["runId"], r["parentRunId"]) for r in listed] == [("r1.plan", "r1")]
+    assert [(r["runId"], r["parentRunId"], r["workflow"]) for r in listed] == [
+        ("r1.plan", "r1", "loan (planner)")]
     session = json.loads(run_cli("events", "r1.plan", "--json", "--type",
                                  "harness.session.started", "--data-dir", "data",
                                  cwd=folder).stdout)
