@@ -17,6 +17,8 @@ _EXPORTS = {
     "RunWaitingError": "lwtool.record.errors",
     "TransientError": "lwtool.record.errors",
     "ToolRegistry": "lwtool.tools",
+    "create_tool_registry": "lwtool.tools",
+    "model": "lwtool.authoring.definitions",
     "LockedWorkflow": "lwtool.runtime.api",
     "WorkflowInvalid": "lwtool.runtime.api",
     "local_world": "lwtool.world.local",

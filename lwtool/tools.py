@@ -318,6 +318,25 @@ class ToolRegistry:
         return registry
 
 
+def create_tool_registry(tools: Mapping[str, Any] | None = None) -> ToolRegistry:
+    """The spec's `createToolRegistry({...})`: name -> a callable, or a mapping
+    `{execute, description?, inputSchema?, outputSchema?}` (the spec's tool shape)."""
+    registry = ToolRegistry()
+    for name, entry in (tools or {}).items():
+        if callable(entry):
+            registry.register(name, entry)
+            continue
+        if not isinstance(entry, Mapping) or not callable(entry.get("execute")):
+            raise TypeError(f"tool {name!r}: give a callable or {{execute, description, "
+                            f"inputSchema, outputSchema}}, not {type(entry).__name__}")
+        unknown = set(entry) - {"execute", "description", "inputSchema", "outputSchema"}
+        if unknown:
+            raise TypeError(f"tool {name!r}: unknown key {sorted(unknown)[0]!r}")
+        registry.register(name, entry["execute"], str(entry.get("description") or ""),
+                          entry.get("inputSchema"), entry.get("outputSchema"))
+    return registry
+
+
 class ToolsNotLoadable(Exception):
     pass
 

@@ -25,6 +25,16 @@ def model_slot(slot_id: str, model: str, description: str | None = None) -> dict
                                               if description else {})}
 
 
+def model(name: str, *, id: str | None = None,  # noqa: A002 - the slot's `id`, as LWIR
+          description: str | None = None) -> dict[str, Any]:
+    """The spec's `model(...)`: a model slot for `define_workflow(models=[...])` from a
+    litellm model string; its id defaults to the model's own name
+    (`model("openai/gpt-4o-mini")` is the slot `gpt-4o-mini`)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"model(...) takes a litellm model string, not {name!r}")
+    return model_slot(id or name.rsplit("/", 1)[-1], name, description)
+
+
 def planner(*, model: str | None = None, system: str | None = None,
             skills: Iterable[str] = (), plan: str | None = None,
             max_revisions: int | None = None, max_outer_cycles: int | None = None,
@@ -75,6 +85,14 @@ class Definition:
 
     def document(self) -> dict[str, Any]:
         return self.value
+
+    @property
+    def workflow_definition_hash(self) -> str:
+        """Its WorkflowDefinitionHash (`sha256:...`), as `lwtool hash` gives a
+        definition file's (skills read relative to `folder`)."""
+        from lwtool.authoring.snapshot import digest_of
+
+        return digest_of("WorkflowDefinition", self.value, self.folder)
 
 
 def define_workflow(workflow_id: str, *, planner: dict[str, Any], description: str | None = None,

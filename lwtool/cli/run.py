@@ -189,8 +189,8 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                    shown: AbstractContextManager[Any],
                    budget: dict[str, Any] | None = None, again: str = "") -> None:
     """Plan (the planner session is run `<run id>.plan`) then run, or the outer loop
-    (lwtool.planner.api.run_definition); the same --run-id resumes either."""
-    from lwtool.planner.api import run_definition
+    (lwtool.planner.api.execute_definition); the same --run-id resumes either."""
+    from lwtool.planner.api import execute_definition
     from lwtool.record.ids import new_run_id
 
     run_id = run_id or new_run_id()
@@ -200,7 +200,7 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
                                                                    str):
         supervise = load_callable(planner["supervise"], path.parent, "supervise")
 
-    drive(lambda: run_definition(path, run_input, world=world, tools=registry,
+    drive(lambda: execute_definition(path, run_input, world=world, tools=registry,
                                   models=model_map, run_id=run_id, step_timeout=step_timeout,
                                   harness=worker_harness, supervise=supervise,
                                   on_start=announce, progress=say, budget=budget),

@@ -97,7 +97,8 @@ async def plan_definition(world: World, base: Path, definition: dict[str, Any],
                                links=links, budget=budget, budget_root=budget_root)
 
 
-async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_input: Any, *,
+async def execute_definition(definition: str | Path | Mapping[str, Any] | Any,
+                             run_input: Any, *,
                          world: World | None = None,
                          tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                          models: Mapping[str, str] | None = None, run_id: str | None = None,
@@ -110,8 +111,9 @@ async def run_definition(definition: str | Path | Mapping[str, Any] | Any, run_i
                          durability: str | None = None,
                          budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Plan (unless the plan is fixed) and run a definition; an existing `run_id`
-    resumes whichever part was interrupted. `base` is the folder relative paths in a
-    definition given as a dict are read from (default: the current folder);
+    resumes whichever part was interrupted (the RunResult the CLI prints; the Python
+    API's `run_definition` adds the run's `events`). `base` is the folder relative
+    paths in a definition given as a dict are read from (default: the current folder);
     `planner_model` (a litellm string or a ScriptedModel) overrides `planner.model`.
     `durability` (strict | process) overrides the definition's `runtime.durability`
     for the workflow runs; default: the world's."""
@@ -195,10 +197,25 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
 
     run_id = run_id or new_run_id()
     world = world or local_world()
-    return api.with_events(world, await api.within(timeout, run_id, run_definition(
+    return api.with_events(world, await api.within(timeout, run_id, execute_definition(
         workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
         step_timeout=step_timeout, harness=harness, on_start=on_start,
         durability=durability)))
+
+
+async def run_definition(definition: Any, run_input: Any, *, world: World | None = None,
+                         run_id: str | None = None, **options: Any) -> dict[str, Any]:
+    """`lwtool.run_definition`: plan (unless the plan is fixed) and run a definition, as
+    execute_definition does (every option is its), and return the RunResult with the
+    run's `events`, as `run_workflow` does."""
+    from lwtool.record.ids import new_run_id
+    from lwtool.runtime import api
+    from lwtool.world.local import local_world
+
+    run_id = run_id or new_run_id()
+    world = world or local_world()
+    return api.with_events(world, await execute_definition(
+        definition, run_input, world=world, run_id=run_id, **options))
 
 
 def _document_of(value: Any) -> Any:

@@ -67,6 +67,8 @@ def test_run_definition_takes_what_define_workflow_returns(tmp_path: Path) -> No
     world = local_world(tmp_path / "data")
     result = asyncio.run(run_definition(definition, run_input, world=world, tools=tools))
     assert result["status"] == "completed"
+    assert [e["type"] for e in result["events"]][0] == "RunStarted"  # as run_workflow's
+    assert result["events"][-1]["type"] == "RunCompleted"
     again = asyncio.run(run_workflow(definition.document(), run_input, world=world,
                                      tools=tools, run_id="via-run-workflow"))
     assert again["output"] == result["output"] and again["runId"] == "via-run-workflow"
@@ -122,3 +124,33 @@ def test_the_run_result_carries_its_events(tmp_path: Path) -> None:
     assert all(e["runId"] == "e1" for e in result["events"])
     replayed = asyncio.run(replay_run("e1", world=world, tools=_tools(0, calls)))
     assert replayed["events"] == result["events"] and calls == ["done", "wait"]
+
+
+def test_the_specs_helper_names(tmp_path: Path) -> None:
+    """`model(...)` makes a model slot, `create_tool_registry` takes callables or the
+    spec's `{execute, description, inputSchema}`, and what `define_workflow` returns
+    carries its WorkflowDefinitionHash (the one `lwtool hash` gives its file)."""
+    import lwtool
+
+    assert lwtool.model("openai/gpt-4o-mini") == {"id": "gpt-4o-mini",
+                                                  "model": "openai/gpt-4o-mini"}
+    assert lwtool.model("anthropic/claude-haiku-4-5", id="writer")["id"] == "writer"
+    with pytest.raises(ValueError):
+        lwtool.model("")
+    registry = lwtool.create_tool_registry({
+        "double": lambda args: {"n": args["n"] * 2},
+        "shout": {"execute": lambda args: args["t"].upper(), "description": "Loud.",
+                  "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}}}})
+    assert registry.names() == ["double", "shout"]
+    assert registry.tools["shout"].description == "Loud."
+    assert registry.tools["shout"].input_schema["properties"]["t"] == {"type": "string"}
+    with pytest.raises(TypeError, match="tool 'x': give a callable"):
+        lwtool.create_tool_registry({"x": 3})
+    definition = lwtool.define_workflow(
+        "ticket", planner={"model": "writer"}, models=[lwtool.model("openai/gpt-4o-mini",
+                                                                   id="writer")])
+    path = tmp_path / "ticket.definition.yaml"
+    path.write_text(json.dumps(definition.document()))  # JSON is YAML
+    hashed = subprocess.run([sys.executable, "-m", "lwtool", "hash", str(path)],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert definition.workflow_definition_hash == hashed
