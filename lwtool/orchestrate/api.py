@@ -84,7 +84,9 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
                       session_tools: ToolRegistry | None = None,
                       budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run (or, with an existing `run_id`, resume) the pipeline; returns its RunResult:
-    {runId, status, output (the orchestrator's answer), turns, toolCalls, usage,
+    {runId, status, output (the orchestrator's answer), turns, toolCalls, usage (the
+    whole pipeline's, as `lwtool report` and the budget count it: the orchestrator, its
+    planner sessions and sub-runs; tokens, costUsd, pricedCalls, unpricedCalls),
     subRuns}. `models` maps model slots (the orchestrator's `model`, the definitions'
     slots) to litellm models; `planner_model` overrides every planner's model. `typed`:
     each workflow is a tool of its own (create_harness) instead of the three tools, and
@@ -145,7 +147,10 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
-    return {**result.as_json(), "pipeline": pipeline.id, "subRuns": sub_runs(world, run_id)}
+    from lwtool.record.rollup import rolled_usage
+
+    return {**result.as_json(), "usage": rolled_usage(world, run_id)["total"],
+            "pipeline": pipeline.id, "subRuns": sub_runs(world, run_id)}
 
 
 async def run_orchestration(*, workflows: Sequence[Any], input: Any,  # noqa: A002 - spec

@@ -352,3 +352,16 @@ def test_a_pipeline_run_is_called_by_its_pipelines_id(folder: Path) -> None:
     version = world.get_version(record.version_id)
     assert run_page(world, record, events, [], 0)["run"]["name"] == "numbers"
     assert spans("pipe", events, version)[0].name == "invoke_workflow numbers"
+
+
+def test_a_pipelines_usage_is_the_whole_pipelines(folder: Path) -> None:
+    """The result's usage counts the orchestrator, its planner sessions and sub-runs
+    (as `lwtool report` does), with costUsd and priced/unpriced call counts."""
+    result = _run(folder, [{"toolCalls": [{"name": "run_workflow", "arguments": {
+        "workflowId": "double", "input": {"n": 1}}}]}, "done"])
+    usage = result["usage"]
+    assert set(usage) >= {"inputTokens", "outputTokens", "costUsd", "pricedCalls",
+                          "unpricedCalls"}
+    report = json.loads(run_cli("report", "pipe", "--json", "--data-dir",
+                                str(folder / "data")).stdout)
+    assert usage == report["run"] and usage["unpricedCalls"] == 2  # scripted: unpriced
