@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lwtool.calls.offline import OFFLINE_MODEL
 from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
 from lwtool.source.skill_source import located
 from lwtool.tools import ToolRegistry, check_tools
@@ -131,6 +132,10 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
 
         check_slots([model], model_map)  # before the session starts
         model = model_map.get(model, model)
+    if model == OFFLINE_MODEL:  # the offline model orchestrates too: real sub-runs
+        from lwtool.orchestrate.offline import offline_orchestrator
+
+        model = offline_orchestrator(pipeline, run_input, typed)
     prompt = (run_input if isinstance(run_input, str) else json.dumps(
         run_input, ensure_ascii=False, indent=1)) if typed else orchestrator_prompt(
         pipeline, run_input)
