@@ -198,7 +198,7 @@ def _path_pattern(info: StepInfo) -> re.Pattern[str]:
 
 # -- Mermaid ---------------------------------------------------------------------------
 
-_MERMAID_CLASSES = {"done": "fill:#d3f9d8,stroke:#2b8a3e",
+MERMAID_CLASSES = {"done": "fill:#d3f9d8,stroke:#2b8a3e",
                     "failed": "fill:#ffe3e3,stroke:#c92a2a",
                     "running": "fill:#fff3bf,stroke:#e67700",
                     "skipped": "fill:#f1f3f5,stroke:#adb5bd,color:#868e96",
@@ -244,7 +244,7 @@ def mermaid(graph: Graph) -> str:
         members = [ids[info.pointer] for info in graph.steps
                    if getattr(graph.states.get(info.pointer), "status", "") == status]
         if members:
-            lines.append(f"  classDef {status} {_MERMAID_CLASSES[status]}")
+            lines.append(f"  classDef {status} {MERMAID_CLASSES[status]}")
             lines.append(f"  class {','.join(members)} {status}")
     return "\n".join(lines) + "\n"
 
@@ -261,7 +261,7 @@ def group_bounds(info: StepInfo) -> str:
 
 # -- DOT -------------------------------------------------------------------------------
 
-_DOT_COLORS = {"done": "#d3f9d8", "failed": "#ffe3e3", "running": "#fff3bf",
+DOT_COLORS = {"done": "#d3f9d8", "failed": "#ffe3e3", "running": "#fff3bf",
                "skipped": "#f1f3f5", "waiting": "#e7f5ff"}
 
 
@@ -282,7 +282,7 @@ def dot(graph: Graph) -> str:
         attrs = {"shape": quote("diamond" if info.uses == "decision" else
                                 "box3d" if info.uses == "parallel" else "box")}
         if state and state.status:
-            attrs["fillcolor"] = quote(_DOT_COLORS[state.status])
+            attrs["fillcolor"] = quote(DOT_COLORS[state.status])
         attrs["label"] = f'"{escape(info.id)}\\n{escape(caption(graph, info))}"'
         rendered = ", ".join(f"{k}={v}" for k, v in attrs.items())
         lines.append(f"{indent}{ids[info.pointer]} [{rendered}];")

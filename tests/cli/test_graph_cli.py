@@ -14,7 +14,7 @@ from lwtool.graph import build, mermaid, with_run
 from lwtool.source.loader import load_text
 from lwtool.validate.context import Context
 from lwtool.world.base import Event
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 EXAMPLES = ["candidate-review.lwir.yaml", "refine-loop.lwir.yaml", "filter-candidates.lwir.json"]
 
@@ -117,3 +117,18 @@ def test_refusals(tmp_path: Path) -> None:
                           "id: x\nplanner: {model: m}\n")
     refused = run_cli("graph", str(definition))
     assert refused.returncode == 2 and "draws an LWIR workflow" in refused.stderr
+
+
+def test_a_pipeline_is_drawn_and_an_unknown_run_of_it_refused(tmp_path: Path) -> None:
+    pipeline = ROOT / "examples" / "pipeline" / "numbers.pipeline.yaml"
+    drawn = run_cli("graph", str(pipeline))
+    assert drawn.returncode == 0, drawn.stderr
+    assert drawn.stdout.splitlines()[:4] == [
+        "flowchart TD",
+        '  p["numbers<br/><small>pipeline · orchestrator orchestrator · 4 sub-runs at '
+        'once</small>"]',
+        '  w0["double<br/><small>Doubles a number.</small>"]', "  p --> w0"]
+    (tmp_path / "d").mkdir()
+    unknown = run_cli("graph", str(pipeline), "--run", "nope", "--data-dir",
+                      str(tmp_path / "d"))
+    assert unknown.returncode == 2 and unknown.stdout == ""

@@ -67,3 +67,21 @@ def test_statuses_of_a_run_render_in_mermaid(mermaid_page: Any, tmp_path: Path) 
 def test_text_mermaid_cannot_read_is_refused(mermaid_page: Any) -> None:
     drawn = _render(mermaid_page, "flowchart TD\n  a[\"unclosed --> b\n")
     assert "error" in drawn
+
+
+def test_a_pipeline_and_its_sub_runs_render_in_mermaid(mermaid_page: Any,
+                                                       tmp_path: Path) -> None:
+    """`lwtool graph PIPELINE --run RUN`: the pipeline, its workflows and the run's
+    sub-runs under them, coloured by status (the offline orchestrator runs three)."""
+    pipeline = "examples/pipeline/numbers.pipeline.yaml"
+    ran = run_cli("orchestrate", pipeline, "-i", "examples/pipeline/input.json", "--offline",
+                  "--tools", "examples/pipeline/tools.py:tools", "--data-dir", str(tmp_path),
+                  "--run-id", "p", "-q")
+    assert ran.returncode == 0, ran.stderr
+    text = run_cli("graph", pipeline, "--run", "p", "--data-dir", str(tmp_path)).stdout
+    assert text.count("w0 -.-> r") == 3 and "class r0,r1,r2 done" in text, text
+    drawn = _render(mermaid_page, text)
+    assert "error" not in drawn, drawn.get("error")
+    assert "p.sub.1.2" in drawn["svg"] and drawn["svg"].count('class="node') >= 5
+    dot = run_cli("graph", pipeline, "--format", "dot").stdout
+    assert dot.startswith("digraph pipeline {") and "p -> w0;" in dot
