@@ -24,6 +24,8 @@ vim.api.nvim_create_autocmd("FileType", {
       name = "lwtool",
       cmd = { "lwtool", "lsp" },
       root_dir = vim.fs.root(args.buf, { ".git", "pyproject.toml" }) or vim.fn.getcwd(),
+      -- { portable = true }: each use of an lwtool extension is a warning
+      init_options = { portable = vim.g.lwtool_portable == true },
     })
   end,
 })

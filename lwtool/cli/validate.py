@@ -20,6 +20,10 @@ def validate(
     check_code: Annotated[bool, typer.Option(
         "--check-code", help="Also type-check code.run sources with deno check (offline; "
         "errors at their position in the file).")] = False,
+    portable: Annotated[bool, typer.Option(
+        "--portable", help="Also report each use of an lwtool extension (human.input, "
+        "timeoutMs, retry, sandbox limits, expression functions beyond sha256 and "
+        "coalesce, runtime, ...) as a portable.extension warning.")] = False,
     tools: Annotated[list[str] | None, typer.Option(
         "--tools", metavar="MODULE:ATTR|SERVERS.json",
         help="Also check that every tool the files declare is provided: a module's "
@@ -65,6 +69,13 @@ def validate(
         _type_check(reports, documents)
     if tools:
         _check_provided(reports, loaded, tools)
+    if portable:
+        from lwtool.validate.portable import portable_findings
+
+        for report, compiled in zip(reports, loaded, strict=True):
+            if compiled is not None and compiled.document is not None:
+                report.findings.extend(portable_findings(compiled.document, compiled.kind))
+                report.findings.sort(key=lambda f: f.sort_key())
     typer.echo(render(reports, format.value), nl=False)
     raise typer.Exit(exit_codes.OK if all(r.valid for r in reports) else exit_codes.INVALID)
 

@@ -18,6 +18,15 @@ from lwtool.validate.context import Context, StepInfo
 from lwtool.validate.flow import decision_targets
 from lwtool.validate.run import document_kind, validate_document
 
+# `initializationOptions.portable` (the early phase and the server read `initialize`):
+# every analysis then also reports lwtool's extensions (lwtool.validate.portable)
+PORTABLE = [False]
+
+
+def set_options(options: Any) -> None:
+    """Take a client's `initializationOptions` (`{"portable": true}`)."""
+    PORTABLE[0] = isinstance(options, dict) and options.get("portable") is True
+
 
 @dataclass
 class Analysis:
@@ -37,6 +46,11 @@ class Analysis:
             return cls(path, text, None, failed.findings, None)
         findings = validate_document(document)
         kind = document_kind(document)
+        if PORTABLE[0]:
+            from lwtool.validate.portable import portable_findings
+
+            findings = sorted(findings + portable_findings(document, kind),
+                              key=Finding.sort_key)
         context = Context(document, kind) if kind == "Workflow" else None
         return cls(path, text, document, findings, context)
 

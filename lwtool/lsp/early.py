@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lwtool._version import __version__
-from lwtool.lsp.analysis import TOKEN_TYPES, Analysis
+from lwtool.lsp.analysis import TOKEN_TYPES, Analysis, set_options
 from lwtool.lsp.transport import FrameReader
 from lwtool.source.finding import Finding, Severity
 
@@ -148,6 +148,7 @@ class EarlySession:
             result = initialize_result(message.get("params"))
             if result is None:
                 return False
+            set_options((message.get("params") or {}).get("initializationOptions"))
             self.initialize_id = message["id"]
             self.sent_result = result
             self.write({"jsonrpc": "2.0", "id": message["id"], "result": result})

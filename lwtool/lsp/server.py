@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from lwtool._version import __version__
-from lwtool.lsp.analysis import TOKEN_TYPES, Analysis, rename_problem
+from lwtool.lsp.analysis import TOKEN_TYPES, Analysis, rename_problem, set_options
 from lwtool.lsp.completion import completions
 from lwtool.lsp.convert import from_position, to_position, to_range
 from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
@@ -140,6 +140,13 @@ class LwtoolProtocol(LanguageServerProtocol):
 
 
 server = LwtoolServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: LwtoolServer, params: types.InitializeParams) -> None:
+    """The client's `initializationOptions` (`{"portable": true}`; when the early phase
+    answered `initialize`, it took them)."""
+    set_options(params.initialization_options)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -86,6 +86,21 @@ The Python generator is the source; the committed file must be what it produces.
 
 ## Instead
 `lwtool generate MODULE:ATTR -o FILE` and commit the file with its lock.""",
+    "portable.extension": """## What it flags
+With `lwtool validate --portable` (or the language server's `portable` option): each
+use of an lwtool extension, where a file leaves the Little Workflow spec's portable
+subset: a `human.input` step, a step's `timeoutMs` or `retry`, code.run sandbox limits
+beyond network, env and fs, expression functions beyond `sha256` and `coalesce`, a
+definition's `runtime` or `planner.maxCodeSandbox`, a pipeline's
+`orchestrator.maxSubRuns`. A warning: lwtool runs the file as it is.
+
+## Why
+Another runtime of the spec would reject the file or ignore what it asks for.
+
+## Instead
+What each message says the spec offers (e.g. the run's timeout for a step's
+`timeoutMs`, a code.run step or a tool for `upper(...)`), or keep the extension and
+run the file with lwtool.""",
     "tools.unavailable": """## What it flags
 With `lwtool validate --tools FILE|MODULE:ATTR`: a tool a workflow's `permissions.tools`
 (or a definition's `tools`) declares that the given tools do not provide: an MCP server

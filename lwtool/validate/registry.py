@@ -70,6 +70,8 @@ OTHER_CODES: dict[str, str] = {
     "generate.stale": "a generated file no longer matches what its generator gives",
     "grant.tool": "a planner's draft lists a tool its definition does not declare",
     "grant.model": "a planner's draft lists a model slot its definition does not have",
+    "portable.extension": "a use of an lwtool extension, outside the spec's portable LWIR "
+                          "(`lwtool validate --portable`)",
     "tools.unavailable": "a declared tool is not provided by `lwtool validate --tools`",
     "grant.sandbox": "a planner's draft asks for a code.run sandbox wider than its "
                      "definition's planner.maxCodeSandbox",

@@ -231,3 +231,12 @@ async def test_quick_fix_offers_the_permitted_name_a_typo_is_near(client: Langua
     await _the_one_fix_clears(client, text, diagnostic,
                               "Change 'fetchCandidate' to 'fetchCandidates'",
                               "Add 'fetchCandidate' to permissions.tools")
+
+
+async def test_without_the_portable_option_extensions_are_no_finding(
+        client: LanguageClient) -> None:
+    uri = "file:///work/ask.lwir.yaml"
+    _open(client, "apiVersion: littleworkflow.dev/v0.1\nkind: Workflow\nmetadata: {name: a}\n"
+          "steps:\n  - {id: ask, uses: human.input, with: {prompt: x, schema: {}}}\n", uri)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []

@@ -124,6 +124,10 @@ async function start() {
     ],
     // A server that cannot start is said once, not retried five times.
     initializationFailedHandler: () => false,
+    // lwtool.portable: every use of an lwtool extension is a warning (portable.extension)
+    initializationOptions: {
+      portable: vscode.workspace.getConfiguration("lwtool").get("portable", false) === true,
+    },
   };
   // The server is spawned first, the language client loaded and set up while it starts
   // (both take a few hundred milliseconds); a restart after a crash spawns anew.
@@ -162,8 +166,9 @@ function restart() {
 function activate(context) {
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration("lwtool.command")) {
-        restart(); // a changed command takes effect without a reload
+      if (event.affectsConfiguration("lwtool.command")
+          || event.affectsConfiguration("lwtool.portable")) {
+        restart(); // a changed command or setting takes effect without a reload
       }
     }),
     // a folder trusted now may run its own lwtool (its .venv)
