@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import threading
+from pathlib import Path
 from typing import Any, BinaryIO, cast
 from urllib.parse import unquote
 
@@ -30,6 +31,7 @@ from lwtool.lsp.completion import completions
 from lwtool.lsp.convert import from_position, to_position, to_range
 from lwtool.lsp.early import TRIGGER_CHARACTERS, EarlySession, document_name
 from lwtool.lsp.early import diagnostic as as_diagnostic
+from lwtool.lsp.files import field_hover, linked_file
 from lwtool.lsp.quick_fix import missing_need_fix, missing_permission_fix, nearest_name_fix
 from lwtool.lsp.transport import serve
 from lwtool.source.loader import read_regular_file
@@ -203,7 +205,7 @@ def hover(ls: LwtoolServer, params: types.HoverParams) -> types.Hover | None:
     if where is None or where[1].document is None:
         return None
     document, analysis, pos = where
-    found = analysis.hover(analysis.offset(pos))
+    found = analysis.hover(analysis.offset(pos)) or field_hover(analysis, analysis.offset(pos))
     if found is None:
         return None
     text, span = found
@@ -217,6 +219,11 @@ def definition(ls: LwtoolServer, params: types.DefinitionParams) -> types.Locati
     if where is None or where[1].document is None:
         return None
     document, analysis, pos = where
+    here = to_fs_path(params.text_document.uri)
+    linked = linked_file(analysis, analysis.offset(pos), Path(here)) if here else None
+    if linked is not None:  # a pipeline's workflow, a definition's fixed plan: the file
+        return types.Location(uri=linked[0].as_uri(), range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)))
     span = analysis.definition(analysis.offset(pos))
     if span is None:
         return None

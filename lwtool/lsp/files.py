@@ -1,0 +1,69 @@
+"""Definition and pipeline files in the editor: go to the file an entry names (a
+pipeline's `workflows:` entries, a definition's `planner.plan`), and hover on a field
+with its description from the file's JSON Schema (definition.schema.json,
+pipeline.schema.json: what `lwtool validate` checks it against)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lwtool.source.position import Span
+
+SCHEMAS = {"WorkflowDefinition": "definition.schema.json", "Pipeline": "pipeline.schema.json"}
+
+
+def kind_of(analysis: Any) -> str | None:
+    value = analysis.document.value if analysis.document is not None else None
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return kind if kind in SCHEMAS else None
+
+
+def linked_file(analysis: Any, offset: int, here: Path) -> tuple[Path, Span] | None:
+    """The file the entry under `offset` names (relative to this file, `here`), if it
+    exists, and the entry's span."""
+    kind, found = kind_of(analysis), analysis.pointer_at(offset)
+    if kind is None or found is None or found[1]:
+        return None
+    pointer = found[0]
+    parts = pointer.split("/")[1:]
+    linking = (kind == "Pipeline" and len(parts) == 2 and parts[0] == "workflows") or \
+        (kind == "WorkflowDefinition" and parts == ["planner", "plan"])
+    if not linking:
+        return None
+    value: Any = analysis.document.value
+    for part in parts:
+        value = value[int(part)] if isinstance(value, list) else value.get(part)
+    if not isinstance(value, str) or not value:
+        return None
+    target = (here.parent / value).resolve()
+    return (target, analysis.span_of(pointer)) if target.is_file() else None
+
+
+def field_hover(analysis: Any, offset: int) -> tuple[str, Span] | None:
+    """The description of the field whose key (or value) is under `offset`."""
+    from lwtool._resources import load_schema
+
+    kind, found = kind_of(analysis), analysis.pointer_at(offset)
+    if kind is None or found is None or not found[0]:
+        return None
+    schema: Any = load_schema(SCHEMAS[kind])
+    parts = found[0].split("/")[1:]
+    for part in parts:
+        schema = _child(schema, part)
+        if schema is None:
+            return None
+    about = schema.get("description") if isinstance(schema, dict) else None
+    if not about:
+        return None
+    name = next((p for p in reversed(parts) if not p.isdigit()), parts[-1])
+    return f"**{name}**: {about}", analysis.span_of(found[0], key=found[1])
+
+
+def _child(schema: Any, part: str) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    if part.isdigit() and "items" in schema:
+        return schema["items"]
+    properties = schema.get("properties")
+    return properties.get(part) if isinstance(properties, dict) else None
