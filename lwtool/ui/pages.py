@@ -68,8 +68,38 @@ def runs_page(world: Any, status: str, text: str, page: int) -> dict[str, Any]:
                      "tokens": usage["inputTokens"] + usage["outputTokens"],
                      "cost": money(usage["costUsd"], calls)})
     pages = max(1, -(-total // RUNS_PER_PAGE))
-    return {"rows": rows, "total": total, "page": page, "pages": pages, "status": wanted,
-            "text": text, "counts": counts}
+    return {"rows": _grouped(world, records, rows), "total": total, "page": page,
+            "pages": pages, "status": wanted, "text": text, "counts": counts}
+
+
+def _grouped(world: Any, records: list[RunRecord], rows: list[dict[str, Any]]
+             ) -> list[dict[str, Any]]:
+    """The page's rows named (a pipeline's id, a workflow's name), each sub-run right
+    under its parent when both are on the page (`child`: drawn indented)."""
+    from lwtool.world.base import WorldError
+
+    versions: dict[str, Any] = {}
+    for record, row in zip(records, rows, strict=True):
+        try:  # the page's records come without options (a damaged one still lists)
+            whole = world.get_run(record.run_id)
+            if record.version_id not in versions:
+                versions[record.version_id] = world.get_version(record.version_id) or {}
+        except WorldError:
+            row["name"], row["parent"] = "?", ""
+            continue
+        row["name"] = run_name(versions[record.version_id], whole.options.get("name"))
+        row["parent"] = whole.parent_run_id or ""
+    on_page = {row["id"] for row in rows}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["parent"] in on_page:
+            children.setdefault(row["parent"], []).append(row)
+    ordered: list[dict[str, Any]] = []
+    for row in rows:
+        if row["parent"] not in on_page:
+            ordered.append(row)
+            ordered.extend({**child, "child": True} for child in children.get(row["id"], []))
+    return ordered
 
 
 # -- one run -----------------------------------------------------------------------------
@@ -120,7 +150,8 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "failure": failure, "input": preview(record.input, 400),
                 "waiting_for": _waiting_for(events) if status in ("waiting", "running")
                 else [],
-                "parent": record.parent_run_id or ""},
+                "parent": record.parent_run_id or "",
+                "sub_runs": _sub_runs(world, record.run_id)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
         "calls": [_call_row(call) for call in timeline.loose_calls()],
@@ -132,6 +163,26 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
         "types": counts, "chosen": chosen, "offset": offset, "shown": len(page),
         "selected": len(selected), "per_page": EVENTS_PER_PAGE,
     }
+
+
+def _sub_runs(world: Any, run_id: str) -> list[dict[str, Any]]:
+    """A pipeline run's sub-runs, in call order: id, workflow, status (what each one's
+    own record says; `running` for one its call started and that has no record yet)."""
+    from lwtool.orchestrate.subruns import sub_runs
+    from lwtool.world.base import RunNotFound
+
+    rows = []
+    for row in sub_runs(world, run_id):
+        try:
+            record = world.get_run(row["runId"])
+        except RunNotFound:
+            rows.append({"id": row["runId"], "workflow": "", "status": row["status"]})
+            continue
+        rows.append({"id": record.run_id, "status": shown_status(world, record.run_id,
+                                                                  record.status),
+                     "workflow": str((record.options.get("workspace") or {}).get(
+                         "workflowId") or "")})
+    return rows
 
 
 def _waiting_for(events: list[Event]) -> list[dict[str, Any]]:

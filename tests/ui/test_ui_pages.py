@@ -16,7 +16,7 @@ from lwtool.ui.app import create_app
 from lwtool.ui.layout import svg
 from lwtool.world.base import NewEvent, StoreUnavailable
 from lwtool.world.local import LocalWorld
-from tests.conftest import edit_store, run_cli
+from tests.conftest import ROOT, edit_store, run_cli
 
 
 @pytest.fixture()
@@ -320,3 +320,34 @@ def test_an_executing_run_shows_what_it_asks_meanwhile(tmp_path: Path) -> None:
     finally:
         world.close()
         holder.close()
+
+
+def test_a_pipeline_run_shows_its_sub_runs_and_the_list_groups_them(tmp_path: Path) -> None:
+    """The pipeline page: its name, `N of M sub-runs completed` (not "0 of 0 steps"),
+    each sub-run linked with its workflow and status; a sub-run's page links back; the
+    runs list puts each sub-run under its pipeline run."""
+    pipeline = ROOT / "examples" / "pipeline"
+    done = run_cli("orchestrate", str(pipeline / "numbers.pipeline.yaml"), "-i",
+                   str(pipeline / "input.json"), "--offline", "--tools",
+                   f"{pipeline / 'tools.py'}:tools", "--data-dir", str(tmp_path / "data"),
+                   "--run-id", "p", "-q")
+    assert done.returncode == 0, done.stderr
+    world = LocalWorld(tmp_path / "data", read_only=True)
+    try:
+        with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+            page = client.get("/runs/p").text
+            assert "<dd>numbers ·" in page and "0 of 0 steps" not in page
+            assert '<span id="sub-runs-done">3</span> of 3 sub-runs completed' in page
+            assert page.count('<a class="mono sub-run" href="/runs/p.sub.1.') == 3
+            assert 'p.sub.1.2</a> double <span class="badge completed">' in page
+            sub = client.get("/runs/p.sub.1.0").text
+            assert '<a class="mono" id="parent-run" href="/runs/p">p</a>' in sub
+            listed = client.get("/").text
+            rows = re.findall(r'<tr class="([a-z ]+)"><td>(?:<span class="tree">└ </span>)?'
+                              r'<a href="/runs/([^"]+)">', listed)
+            at = [run for _, run in rows].index("p")
+            assert sorted(rows[at + 1: at + 4]) == [("completed child", f"p.sub.1.{n}")
+                                                    for n in (0, 1, 2)], rows
+            assert "<td>numbers</td>" in listed and "<td>double</td>" in listed
+    finally:
+        world.close()
