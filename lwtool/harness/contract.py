@@ -81,6 +81,18 @@ class HarnessContext:
     bash: Any = None
     skills: list[Any] = field(default_factory=list)
     workspace: Any = None
+    path: str = ""  # the session's step path, where `call` records its tool calls
+
+    async def call(self, name: str, args: Any, call_id: str) -> Any:
+        """Call one of `tools` durably, recorded under `path` in the session's log: a
+        call whose `call_id` was committed before (a resumed session) is answered from
+        the log, not made again. Give each call its own stable id ("orchestrate#1")."""
+        from lwtool.calls.tool_calls import call_tool
+
+        tool = self.tools.get(name)
+        if tool is None:
+            raise KeyError(f"no tool '{name}' (offered: {', '.join(self.tools.names())})")
+        return await call_tool(self.recorder, self.path, tool, args, "model", call_id)
 
 
 @dataclass

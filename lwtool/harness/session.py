@@ -21,6 +21,7 @@ removed when the session ends.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,7 +82,8 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
         journal = _existing(world, run_id, version_id)
         try:
             space = session_workspace(world, spec, ToolRegistry.of(tools), run_id,
-                                      HARNESS_ID, SESSION_PATH)
+                                      getattr(spec.harness, "harness_id", HARNESS_ID),
+                                      SESSION_PATH)
         except (SkillError, BashUnavailable, ValueError, OSError) as exc:
             # Nothing recorded: once the cause is fixed the session starts (or resumes).
             raise RunFailedError(run_id, version_id, "runtime_config_error", str(exc)) \
@@ -167,9 +169,10 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace, timeout: 
     messages = ([{"role": "system", "content": space.system}] if space.system else []) + [
         {"role": "user", "content": spec.prompt}]
     try:
-        result: AgentResult = await run_agent(state, SESSION_PATH, spec.model, messages,
-                                              space.tools, max_turns=spec.max_turns,
-                                              timeout=timeout, finish=finish)
+        result: AgentResult = await (
+            _custom(state, spec, space) if spec.harness is not None else
+            run_agent(state, SESSION_PATH, spec.model, messages, space.tools,
+                      max_turns=spec.max_turns, timeout=timeout, finish=finish))
     except WaitingForInput as wait:  # a pipeline's sub-run waits for a person
         await state.record([NewEvent("RunWaiting", {"waitingFor": wait.requests})],
                            status="waiting")
@@ -193,6 +196,27 @@ async def _drive(state: RunState, spec: SessionSpec, space: Workspace, timeout: 
                                   **summary})], status="completed")
     return SessionResult(state.run_id, result.text, result.turns, result.tool_calls,
                          result.usage, result.final)
+
+
+async def _custom(state: RunState, spec: SessionSpec, space: Workspace) -> AgentResult:
+    """The session's answer from its custom harness (`spec.harness.run(spec.task, ctx)`),
+    its tool calls recorded through ctx.call."""
+    from lwtool.harness.contract import HarnessContext
+
+    ctx = HarnessContext(recorder=state, tools=space.tools, model=spec.model,
+                         system=space.system, path=SESSION_PATH)
+    try:
+        answered = await spec.harness.run(spec.task, ctx)
+    except (StepFailure, WaitingForInput):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the harness's failure fails the session
+        raise StepFailure("step_failed", f"harness {spec.harness.harness_id} failed: "
+                          f"{type(exc).__name__}: {exc}", SESSION_PATH) from None
+    output = getattr(answered, "output", answered)
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
+                                                             default=str)
+    calls = len(state.world.events(state.run_id, ["harness.tool_call.started"]))
+    return AgentResult(text, [], 0, calls)
 
 
 def _finished(run_id: str, version_id: str, journal: Journal) -> SessionResult:

@@ -53,6 +53,11 @@ class SessionSpec:
     # what `lwtool runs`, the inspector and OTel call the session (a pipeline's id; not
     # part of its identity); default: its role and the workflow it serves
     name: str | None = None
+    # A custom harness (an orchestrator's `orchestrator.harness`): its `run(task, ctx)`
+    # answers `task` instead of the model's agent loop; its harness_id goes into the
+    # manifest (resumed under another harness: capability drift)
+    harness: Any = None
+    task: Any = None
 
     def __post_init__(self) -> None:
         if self.role not in TASKS:

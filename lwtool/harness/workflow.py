@@ -20,6 +20,8 @@ from lwtool.harness.contract import (
     HarnessContext,
     HarnessResult,
     HarnessTask,
+    OrchestrateTask,
+    PlanTask,
 )
 from lwtool.record.errors import StepFailure
 
@@ -49,8 +51,41 @@ class WorkflowHarness:
                                   f"execute '{uses}' steps", task.step_path)
             result: HarnessResult = await getattr(self, name)(task, ctx)
             return result
-        raise StepFailure("runtime_config_error", f"{type(self).__name__} does not run "
-                          f"{task.kind} tasks yet", getattr(task, "step_path", None))
+        if isinstance(task, OrchestrateTask):
+            return await self.orchestrate(task, ctx)
+        return await self.plan(task, ctx)
+
+    async def orchestrate(self, task: OrchestrateTask, ctx: HarnessContext) -> HarnessResult:
+        """The built-in orchestrator: ctx.model in an agent loop over ctx.tools (the
+        pipeline's plan_workflow/run_workflow/start_workflow), recorded under ctx.path."""
+        from lwtool.harness.agent import run_agent
+
+        messages = ([{"role": "system", "content": ctx.system}] if ctx.system else []) + [
+            {"role": "user", "content": _request_text(task.request)}]
+        result = await run_agent(ctx.recorder, ctx.path or "session", ctx.model, messages,
+                                 ctx.tools)
+        return HarnessResult("orchestrate", result.text)
+
+    async def plan(self, task: PlanTask, ctx: HarnessContext) -> HarnessResult:
+        """The built-in planner's draft in one model call: the request (and any
+        priorFindings) in, an LWIR document (JSON) out, checked by the caller."""
+        import json
+
+        from lwtool.calls.models import ModelCallFailed, call_model
+
+        messages = ([{"role": "system", "content": ctx.system}] if ctx.system else []) + [
+            {"role": "user", "content": _request_text(task.request) + "\n\nReply with only "
+             "the LWIR workflow as one JSON object."}]
+        mode = {"mode": "object", "schema": {"type": "object"}}
+        try:
+            reply = await call_model(ctx.model, messages, mode, messages[-1]["content"])
+        except ModelCallFailed as exc:
+            raise StepFailure("step_failed", str(exc)) from None
+        try:
+            draft = json.loads(reply.text)
+        except ValueError:
+            draft = reply.text  # the caller's check says what is wrong with it
+        return HarnessResult("plan", draft)
 
     async def execute_ai_generate(self, task: ExecuteStepTask,
                                   ctx: HarnessContext) -> HarnessResult:
@@ -95,6 +130,13 @@ class WorkflowHarness:
         from lwtool.steps import decision
 
         return await _builtin(decision, task, ctx)
+
+
+def _request_text(request: Any) -> str:
+    import json
+
+    return request if isinstance(request, str) else json.dumps(request, ensure_ascii=False,
+                                                               indent=1, default=str)
 
 
 async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.calls.offline import OFFLINE_MODEL
+from lwtool.harness.contract import OrchestrateTask
 from lwtool.orchestrate.pipeline import Pipeline, pipeline_of
 from lwtool.source.skill_source import located
 from lwtool.tools import ToolRegistry, check_tools
@@ -139,6 +140,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     prompt = (run_input if isinstance(run_input, str) else json.dumps(
         run_input, ensure_ascii=False, indent=1)) if typed else orchestrator_prompt(
         pipeline, run_input)
+    custom = _orchestrator_harness(pipeline, run_id)
     spec = SessionSpec(
         "orchestrator", model, prompt,
         "\n\n".join(p for p in ((() if typed else (ORCHESTRATOR_SYSTEM,))
@@ -148,7 +150,8 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
                   "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs},
-        budget=limits, name=pipeline.id)
+        budget=limits, name=pipeline.id, harness=custom,
+        task=OrchestrateTask(_request(pipeline, run_input)) if custom is not None else None)
     result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,
                                timeout=step_timeout or DEFAULT_STEP_TIMEOUT)
@@ -156,6 +159,31 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
 
     return {**result.as_json(), "usage": rolled_usage(world, run_id)["total"],
             "pipeline": pipeline.id, "subRuns": sub_runs(world, run_id)}
+
+
+def _orchestrator_harness(pipeline: Pipeline, run_id: str) -> Any:
+    """The pipeline's own orchestrator harness (`orchestrator.harness`, read relative
+    to the pipeline file), or None; one that cannot be loaded: runtime_config_error."""
+    if not pipeline.harness:
+        return None
+    from lwtool.harness.workflow import HarnessNotLoadable, load_harness
+    from lwtool.record.errors import RunFailedError
+    from lwtool.tools import relative_spec
+
+    try:
+        return load_harness(relative_spec(pipeline.harness, pipeline.base))
+    except HarnessNotLoadable as exc:
+        raise RunFailedError(run_id, "-", "runtime_config_error",
+                             f"orchestrator.harness: {exc}") from None
+
+
+def _request(pipeline: Pipeline, run_input: Any) -> dict[str, Any]:
+    """What an orchestrator harness is asked: the pipeline, its input, its workflows."""
+    return {"pipelineId": pipeline.id, "input": run_input, "system": pipeline.system,
+            "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs,
+            "workflows": [{"id": w.id, "description": w.definition.get("description"),
+                           "inputSchema": (w.definition.get("input") or {}).get("schema"),
+                           "workflowDefinitionHash": w.hash} for w in pipeline.workflows]}
 
 
 async def run_orchestration(*, workflows: Sequence[Any], input: Any,  # noqa: A002 - spec

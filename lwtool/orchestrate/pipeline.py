@@ -45,6 +45,7 @@ class Pipeline:
     description: str = ""
     base: Path = field(default_factory=Path.cwd)  # where relative skill paths are read
     max_sub_runs: int = DEFAULT_MAX_SUB_RUNS
+    harness: str | None = None  # orchestrator.harness: MODULE:ATTR (relative to `base`)
 
     def __post_init__(self) -> None:
         for name, value in (("maxConcurrentSubRuns", self.max_concurrent_sub_runs),
@@ -91,7 +92,8 @@ def pipeline_of(workflows: Sequence[Any], orchestrator: Mapping[str, Any],
                     int(orchestrator.get("maxConcurrentSubRuns",
                                          DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
                     base=base or Path.cwd(),
-                    max_sub_runs=int(orchestrator.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)))
+                    max_sub_runs=int(orchestrator.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)),
+                    harness=orchestrator.get("harness"))
 
 
 def load_pipeline(path: str | Path) -> Pipeline:
@@ -119,4 +121,5 @@ def load_pipeline(path: str | Path) -> Pipeline:
                     tuple(str(s) for s in settings.get("skills") or ()),
                     int(settings.get("maxConcurrentSubRuns", DEFAULT_MAX_CONCURRENT_SUB_RUNS)),
                     str(value.get("description") or ""), folder,
-                    int(settings.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)))
+                    int(settings.get("maxSubRuns", DEFAULT_MAX_SUB_RUNS)),
+                    settings.get("harness"))
