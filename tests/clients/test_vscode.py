@@ -149,3 +149,28 @@ def test_an_untrusted_folder_never_runs_its_own_program(
         assert not (workspace / "ran").exists()
     finally:
         page.close()
+
+
+def test_a_json_workflows_structural_error_is_shown_once(browser: Any,
+                                                          host: dict[str, Any]) -> None:
+    """VS Code's JSON service and lwtool both read a `*.lwir.json` file: the extension's
+    schema association gives completion and hover only (schemas/editor/), so an unknown
+    field is one problem, lwtool's (it was two: VS Code's "Property ... is not
+    allowed" too)."""
+    workspace: Path = host["workspace"]
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "lwtool").symlink_to(LWTOOL)
+    document = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+                "metadata": {"name": "j"}, "permissions": {"tools": ["t"]},
+                "colour": "red",
+                "steps": [{"id": "a", "uses": "tool.call", "with": {"tool": "t"}}]}
+    (workspace / "flow.lwir.json").write_text(json.dumps(document, indent=2))
+    page = workbench(browser, host["url"])
+    try:
+        open_file(page, "flow.lwir.json")
+        problems(page, "lwir.invalid_field")
+        page.wait_for_timeout(3000)  # time for VS Code's own JSON validation to report
+        text = page.inner_text(".markers-panel")
+        assert text.count("colour") == 1 and "is not allowed" not in text, text
+    finally:
+        page.close()

@@ -147,3 +147,59 @@ async def test_a_new_step_offers_fields_not_one_snippet_per_variant(
                            "\n  - |\n")
     assert "uses" in labels, labels
     assert not [label for label in labels if label.endswith(" step")], labels
+
+
+EDITOR_SCHEMA = (ROOT / "schemas" / "editor" / "lwir.schema.json").as_uri()
+EDITOR_SETTINGS = {**SETTINGS, "schemas": {EDITOR_SCHEMA: "*.lwir.yaml"}}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[NODE or "node", str(SERVER), "--stdio"]))
+async def yls_beside_lwtool(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    """yaml-language-server as editors/README sets it up beside `lwtool lsp`: with the
+    editor schema (schemas/editor/), for completion and hover only."""
+    lsp_client.set_configuration(EDITOR_SETTINGS, section="yaml")
+    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
+    lsp_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"yaml": EDITOR_SETTINGS}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_beside_lwtool_each_finding_comes_once(yls_beside_lwtool: LanguageClient,
+                                                     tmp_path: Path) -> None:
+    """A bad step type, a field of another type and an unknown field: yamlls with the
+    editor schema reports none of them, lwtool reports each once; completion and hover
+    still come from the schema."""
+    text = HEAD + ("  - id: get\n    uses: tool.cal\n    with: {tool: fetch}\n"
+                   "  - id: put\n    uses: tool.call\n    maxVisits: many\n    colour: red\n"
+                   "    with: {tool: fetch}\n")
+    _, diagnostics = await _open(yls_beside_lwtool, text)
+    assert diagnostics == []
+    (tmp_path / "doc.lwir.yaml").write_text(text)
+    import json
+    import subprocess
+    import sys
+
+    found = subprocess.run([sys.executable, "-m", "lwtool", "validate", "--format", "json",
+                            str(tmp_path / "doc.lwir.yaml")], capture_output=True, text=True)
+    lines = [(f["code"], f["line"]) for f in json.loads(found.stdout)["files"][0]["findings"]]
+    assert sorted(set(lines)) == sorted(lines) and len(lines) >= 3, lines
+    labels = await _labels(yls_beside_lwtool, HEAD + "  - id: get\n    uses: tool.call\n"
+                           "    with: {tool: fetch}\n    |\n")
+    assert {"needs", "input", "output", "retry", "timeoutMs", "maxVisits"} <= set(labels)
+    assert "onFailure" not in labels and "steps" not in labels
+    kinds = await _labels(yls_beside_lwtool, HEAD + "  - id: s\n    uses: |\n")
+    assert {"ai.generate", "tool.call", "code.run", "decision", "parallel"} <= set(kinds)
+
+
+def test_the_editor_schemas_are_current(tmp_path: Path) -> None:
+    from lwtool.lsp.editor_schemas import NAMES, main
+
+    main([str(tmp_path)])
+    for name in NAMES:
+        assert (tmp_path / name).read_text() == \
+            (ROOT / "schemas" / "editor" / name).read_text(), \
+            f"run: python -m lwtool.lsp.editor_schemas ({name} is stale)"
