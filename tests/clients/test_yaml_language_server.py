@@ -38,17 +38,22 @@ steps:
 @pytest_lsp.fixture(config=ClientServerConfig(
     server_command=[NODE or "node", str(SERVER), "--stdio"]))
 async def yls(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await _start(lsp_client, SETTINGS)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _start(client: LanguageClient, settings: dict[str, Any]) -> None:
+    """Start the server with these `yaml` settings."""
     if not SERVER.exists():
         pytest.fail(f"{SERVER} is missing: run `npm ci --prefix tests/clients` "
                     "(scripts/bootstrap.sh does where npm is present)")
-    lsp_client.set_configuration(SETTINGS, section="yaml")
-    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
-    await lsp_client.initialize_session(types.InitializeParams(
+    client.set_configuration(settings, section="yaml")
+    client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
+    await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
-    lsp_client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"yaml": SETTINGS}))
-    yield
-    await lsp_client.shutdown_session()
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"yaml": settings}))
 
 
 async def _open(client: LanguageClient, text: str) -> tuple[str, list[types.Diagnostic]]:
@@ -158,12 +163,7 @@ EDITOR_SETTINGS = {**SETTINGS, "schemas": {EDITOR_SCHEMA: "*.lwir.yaml"}}
 async def yls_beside_lwtool(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     """yaml-language-server as editors/README sets it up beside `lwtool lsp`: with the
     editor schema (schemas/editor/), for completion and hover only."""
-    lsp_client.set_configuration(EDITOR_SETTINGS, section="yaml")
-    lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri="file:///work"))
-    lsp_client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"yaml": EDITOR_SETTINGS}))
+    await _start(lsp_client, EDITOR_SETTINGS)
     yield
     await lsp_client.shutdown_session()
 
