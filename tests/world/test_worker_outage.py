@@ -73,7 +73,8 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
         assert "claimed run r00 (claim 2)" in err, err  # resumed from its log
         marks = _marks(tmp_path)
         assert sorted(marks) == sorted(f"r00:s{i}" for i in range(STEPS))
-        assert sum(n - 1 for n in marks.values()) <= 1  # at most the step in flight again
+        # at most the step in flight again
+        assert sum(n - 1 for n in marks.values()) <= 1, (marks, err)
         assert _outputs(url, 1) == {"r00": EXPECTED}
 
 
