@@ -205,22 +205,39 @@ MERMAID_CLASSES = {"done": "fill:#d3f9d8,stroke:#2b8a3e",
                     "waiting": "fill:#e7f5ff,stroke:#1971c2"}
 
 
+def mermaid_text(value: str) -> str:
+    """Text inside a Mermaid node label (its quotes and angle brackets as entities)."""
+    return value.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+
+
+def mermaid_label(title: str, detail: str) -> str:
+    """A node's label: its title, and a detail line in small print."""
+    return f"{mermaid_text(title)}<br/><small>{mermaid_text(detail)}</small>"
+
+
+def dot_escape(value: str) -> str:
+    """Text inside a DOT string literal."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def dot_quote(value: str) -> str:
+    """A DOT string literal."""
+    return f'"{dot_escape(value)}"'
+
+
 def mermaid(graph: Graph) -> str:
     ids = {info.pointer: f"s{index}" for index, info in enumerate(graph.steps)}
     lines = ["flowchart TD"]
 
-    def text(value: str) -> str:
-        return value.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
-
     def label(info: StepInfo) -> str:
-        return f"{text(info.id)}<br/><small>{text(caption(graph, info))}</small>"
+        return mermaid_label(info.id, caption(graph, info))
 
     def scope(pointer: str, indent: str) -> None:
         for info in graph.in_scope(pointer):
             node = ids[info.pointer]
             if info.uses == "parallel":
-                bounds = text(group_bounds(info))
-                lines.append(f'{indent}subgraph {node}_body["{text(info.id)} · {bounds}"]')
+                bounds = mermaid_text(group_bounds(info))
+                lines.append(f'{indent}subgraph {node}_body["{mermaid_text(info.id)} · {bounds}"]')
                 lines.append(f"{indent}  direction TB")
                 scope(info.pointer, indent + "  ")
                 lines.append(f"{indent}end")
@@ -238,7 +255,7 @@ def mermaid(graph: Graph) -> str:
         source = ids[edge.source]
         target = ids.get(edge.target) or _end_id(edge.target.split("#")[0], ids)
         arrow = {"needs": "-->", "case": "-->", "default": "-->", "back": "-.->"}[edge.kind]
-        lines.append(f'  {source} {arrow}|"{text(edge.label)}"| {target}' if edge.label
+        lines.append(f'  {source} {arrow}|"{mermaid_text(edge.label)}"| {target}' if edge.label
                      else f"  {source} {arrow} {target}")
     for status in STATUSES:
         members = [ids[info.pointer] for info in graph.steps
@@ -271,19 +288,13 @@ def dot(graph: Graph) -> str:
              'shape=box, style="rounded,filled", fillcolor=white];',
              '  edge [fontname="Helvetica", fontsize=10];']
 
-    def escape(value: str) -> str:
-        return value.replace("\\", "\\\\").replace('"', '\\"')
-
-    def quote(value: str) -> str:
-        return f'"{escape(value)}"'
-
     def node(info: StepInfo, indent: str) -> None:
         state = graph.states.get(info.pointer)
-        attrs = {"shape": quote("diamond" if info.uses == "decision" else
+        attrs = {"shape": dot_quote("diamond" if info.uses == "decision" else
                                 "box3d" if info.uses == "parallel" else "box")}
         if state and state.status:
-            attrs["fillcolor"] = quote(DOT_COLORS[state.status])
-        attrs["label"] = f'"{escape(info.id)}\\n{escape(caption(graph, info))}"'
+            attrs["fillcolor"] = dot_quote(DOT_COLORS[state.status])
+        attrs["label"] = f'"{dot_escape(info.id)}\\n{dot_escape(caption(graph, info))}"'
         rendered = ", ".join(f"{k}={v}" for k, v in attrs.items())
         lines.append(f"{indent}{ids[info.pointer]} [{rendered}];")
 
@@ -292,7 +303,7 @@ def dot(graph: Graph) -> str:
             node(info, indent)
             if info.uses == "parallel":
                 lines.append(f"{indent}subgraph cluster_{ids[info.pointer]} {{")
-                lines.append(f"{indent}  label={quote(info.id + ' · ' + group_bounds(info))};")
+                lines.append(f"{indent}  label={dot_quote(info.id + ' · ' + group_bounds(info))};")
                 lines.append(f'{indent}  style="rounded,dashed";')
                 scope(info.pointer, indent + "  ")
                 lines.append(f"{indent}}}")
@@ -307,7 +318,7 @@ def dot(graph: Graph) -> str:
     scope("", "  ")
     for edge in graph.edges:
         target = ids.get(edge.target) or _end_id(edge.target.split("#")[0], ids)
-        attrs = [f"label={quote(edge.label)}"] if edge.label else []
+        attrs = [f"label={dot_quote(edge.label)}"] if edge.label else []
         if edge.kind == "back":
             attrs += ["style=dashed", "constraint=false"]
         suffix = f" [{', '.join(attrs)}]" if attrs else ""

@@ -61,27 +61,17 @@ def _pipeline(path: Path, format: GraphFormat, run: str | None, data_dir: Path) 
     workflows."""
     from lwtool.orchestrate import pipeline_graph
     from lwtool.orchestrate.pipeline import load_pipeline
-    from lwtool.orchestrate.subruns import sub_runs
+    from lwtool.orchestrate.subruns import sub_run_states
     from lwtool.runtime.api import WorkflowInvalid
-    from lwtool.world.base import RunNotFound, shown_status
 
     try:
         pipeline = load_pipeline(path)
     except WorkflowInvalid as exc:
         error(str(exc))
         raise typer.Exit(exit_codes.INVALID) from None
-    drawn: list[pipeline_graph.SubRun] = []
+    drawn: list[dict[str, str]] = []
     if run is not None:
         run_events(data_dir, run)  # a run that does not exist: said, exit 2
-        world = open_world(data_dir, must_exist=True)
-        for row in sub_runs(world, run):
-            try:
-                record = world.get_run(row["runId"])
-            except RunNotFound:  # started by the call, not yet created
-                drawn.append(pipeline_graph.SubRun(row["runId"], "", row["status"]))
-                continue
-            workflow = str((record.options.get("workspace") or {}).get("workflowId") or "")
-            drawn.append(pipeline_graph.SubRun(
-                record.run_id, workflow, shown_status(world, record.run_id, record.status)))
+        drawn = sub_run_states(open_world(data_dir, must_exist=True), run)
     render = pipeline_graph.mermaid if format is GraphFormat.mermaid else pipeline_graph.dot
     return render(pipeline, drawn)

@@ -201,9 +201,10 @@ def _plan_then_run(world: Any, path: Path, definition: dict[str, Any], run_input
         supervise = load_callable(planner["supervise"], path.parent, "supervise")
 
     drive(lambda: execute_definition(path, run_input, world=world, tools=registry,
-                                  models=model_map, run_id=run_id, step_timeout=step_timeout,
-                                  harness=worker_harness, supervise=supervise,
-                                  on_start=announce, progress=say, budget=budget),
+                                     models=model_map, run_id=run_id,
+                                     step_timeout=step_timeout, harness=worker_harness,
+                                     supervise=supervise, on_start=announce, progress=say,
+                                     budget=budget),
            as_json, lambda: run_id, shown, again)
 
 
@@ -246,7 +247,7 @@ def definition_of(path: Path) -> dict[str, Any]:
 
 
 def lwir_for(path: Path, plan_of: Path | None = None
-              ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The LWIR to run, and the definition it came from: the file itself, a
     definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
     itself included, would never end), or None for a definition its planner drafts."""

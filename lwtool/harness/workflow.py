@@ -12,6 +12,7 @@ default wall-clock limit of a code.run execution (default 30; a step's
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from lwtool.harness.contract import (
@@ -69,8 +70,6 @@ class WorkflowHarness:
     async def plan(self, task: PlanTask, ctx: HarnessContext) -> HarnessResult:
         """The built-in planner's draft in one model call: the request (and any
         priorFindings) in, an LWIR document (JSON) out, checked by the caller."""
-        import json
-
         from lwtool.calls.models import ModelCallFailed, call_model
 
         messages = ([{"role": "system", "content": ctx.system}] if ctx.system else []) + [
@@ -133,8 +132,6 @@ class WorkflowHarness:
 
 
 def _request_text(request: Any) -> str:
-    import json
-
     return request if isinstance(request, str) else json.dumps(request, ensure_ascii=False,
                                                                indent=1, default=str)
 

@@ -8,14 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwtool.source import pointer as pointers
 from lwtool.source.position import Span
+from lwtool.validate.run import document_kind
 
 SCHEMAS = {"WorkflowDefinition": "definition.schema.json", "Pipeline": "pipeline.schema.json"}
 
 
 def kind_of(analysis: Any) -> str | None:
-    value = analysis.document.value if analysis.document is not None else None
-    kind = value.get("kind") if isinstance(value, dict) else None
+    """A definition's or pipeline's kind (None for anything else)."""
+    kind = document_kind(analysis.document) if analysis.document is not None else None
     return kind if kind in SCHEMAS else None
 
 
@@ -26,14 +28,12 @@ def linked_file(analysis: Any, offset: int, here: Path) -> tuple[Path, Span] | N
     if kind is None or found is None or found[1]:
         return None
     pointer = found[0]
-    parts = pointer.split("/")[1:]
+    parts = pointers.split(pointer)
     linking = (kind == "Pipeline" and len(parts) == 2 and parts[0] == "workflows") or \
         (kind == "WorkflowDefinition" and parts == ["planner", "plan"])
     if not linking:
         return None
-    value: Any = analysis.document.value
-    for part in parts:
-        value = value[int(part)] if isinstance(value, list) else value.get(part)
+    value = pointers.resolve(analysis.document.value, pointer)
     if not isinstance(value, str) or not value:
         return None
     target = (here.parent / value).resolve()
@@ -48,7 +48,7 @@ def field_hover(analysis: Any, offset: int) -> tuple[str, Span] | None:
     if kind is None or found is None or not found[0]:
         return None
     schema: Any = load_schema(SCHEMAS[kind])
-    parts = found[0].split("/")[1:]
+    parts = pointers.split(found[0])
     for part in parts:
         schema = _child(schema, part)
         if schema is None:

@@ -340,3 +340,22 @@ def sub_runs(world: World, run_id: str) -> list[dict[str, Any]]:
         elif call_id in rows:  # refused before a sub-run started
             del rows[call_id]
     return list(rows.values())
+
+
+def sub_run_states(world: World, run_id: str) -> list[dict[str, str]]:
+    """A pipeline run's sub-runs, in call order, as each one's own record says:
+    {runId, workflow (the workflow id it ran), status (`interrupted` for one no process
+    executes)}; one its call started that has no record yet: `running`, no workflow."""
+    from lwtool.world.base import shown_status
+
+    states = []
+    for row in sub_runs(world, run_id):
+        try:
+            record = world.get_run(row["runId"])
+        except RunNotFound:
+            states.append({"runId": row["runId"], "workflow": "", "status": row["status"]})
+            continue
+        workflow = (record.options.get("workspace") or {}).get("workflowId")
+        states.append({"runId": record.run_id, "workflow": str(workflow or ""),
+                       "status": shown_status(world, record.run_id, record.status)})
+    return states

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lwtool.observe.timeline import Attempt, Call, Timeline, top_step_ids
+from lwtool.orchestrate.subruns import sub_run_states
 from lwtool.record.names import run_name
 from lwtool.ui.text import money, pretty, preview, short, span, stamp
 from lwtool.world.base import Event, RunRecord, shown_status
@@ -151,7 +152,7 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 "waiting_for": _waiting_for(events) if status in ("waiting", "running")
                 else [],
                 "parent": record.parent_run_id or "",
-                "sub_runs": _sub_runs(world, record.run_id)},
+                "sub_runs": sub_run_states(world, record.run_id)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
         "calls": [_call_row(call) for call in timeline.loose_calls()],
@@ -163,26 +164,6 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
         "types": counts, "chosen": chosen, "offset": offset, "shown": len(page),
         "selected": len(selected), "per_page": EVENTS_PER_PAGE,
     }
-
-
-def _sub_runs(world: Any, run_id: str) -> list[dict[str, Any]]:
-    """A pipeline run's sub-runs, in call order: id, workflow, status (what each one's
-    own record says; `running` for one its call started and that has no record yet)."""
-    from lwtool.orchestrate.subruns import sub_runs
-    from lwtool.world.base import RunNotFound
-
-    rows = []
-    for row in sub_runs(world, run_id):
-        try:
-            record = world.get_run(row["runId"])
-        except RunNotFound:
-            rows.append({"id": row["runId"], "workflow": "", "status": row["status"]})
-            continue
-        rows.append({"id": record.run_id, "status": shown_status(world, record.run_id,
-                                                                  record.status),
-                     "workflow": str((record.options.get("workspace") or {}).get(
-                         "workflowId") or "")})
-    return rows
 
 
 def _waiting_for(events: list[Event]) -> list[dict[str, Any]]:

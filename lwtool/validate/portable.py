@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lwtool.expr import ast
+from lwtool.source import pointer as pointers
 from lwtool.source.finding import Finding, Severity
 from lwtool.validate.context import Context
 
@@ -81,8 +82,10 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
 
 def _fields(ctx: Context, fields: dict[tuple[str, ...], str]) -> Iterator[Finding]:
     for path, instead in fields.items():
-        value: Any = ctx.value
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is not None:
-            yield _warning(ctx, "/" + "/".join(path), f"`{'.'.join(path)}`", instead)
+        where = pointers.from_parts(path)
+        try:
+            used = pointers.resolve(ctx.value, where) is not None
+        except (KeyError, IndexError, ValueError):
+            used = False
+        if used:
+            yield _warning(ctx, where, f"`{'.'.join(path)}`", instead)

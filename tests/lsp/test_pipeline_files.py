@@ -20,34 +20,34 @@ def _position(text: str, needle: str, line_of: str) -> types.Position:
     return types.Position(line=line, character=lines[line].index(needle) + 1)
 
 
+async def _goes_and_hovers(client: LanguageClient, path: Path, link: tuple[str, str],
+                           field: tuple[str, str]) -> tuple[str, str]:
+    """Open `path`; (the URI go to definition at `link` gives, the hover text at
+    `field`): each a (needle, a text of its line)."""
+    text = path.read_text()
+    open_document(client, text, path.as_uri())
+    found = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+        position=_position(text, *link)))
+    assert isinstance(found, types.Location)
+    shown = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+        position=_position(text, *field)))
+    assert shown is not None and isinstance(shown.contents, types.MarkupContent)
+    return found.uri, shown.contents.value
+
+
 async def test_go_to_a_pipelines_workflow_and_hover_its_fields(client: LanguageClient,
                                                                tmp_path: Path) -> None:
     for name in ("numbers.pipeline.yaml", "double.definition.yaml", "double.lwir.yaml"):
         shutil.copy(ROOT / "examples" / "pipeline" / name, tmp_path / name)
-    pipeline = tmp_path / "numbers.pipeline.yaml"
-    text = pipeline.read_text()
-    open_document(client, text, pipeline.as_uri())
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    found = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=types.TextDocumentIdentifier(uri=pipeline.as_uri()),
-        position=_position(text, "double.definition.yaml", "workflows:")))
-    assert isinstance(found, types.Location)
-    assert found.uri == (tmp_path / "double.definition.yaml").as_uri()
-    shown = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=pipeline.as_uri()),
-        position=_position(text, "maxConcurrentSubRuns", "maxConcurrentSubRuns")))
-    assert shown is not None and isinstance(shown.contents, types.MarkupContent)
-    assert shown.contents.value.startswith("**maxConcurrentSubRuns**: How many sub-runs")
-
-    definition = tmp_path / "double.definition.yaml"
-    text = definition.read_text()
-    open_document(client, text, definition.as_uri())
-    found = await client.text_document_definition_async(types.DefinitionParams(
-        text_document=types.TextDocumentIdentifier(uri=definition.as_uri()),
-        position=_position(text, "double.lwir.yaml", "plan:")))
-    assert isinstance(found, types.Location)
-    assert found.uri == (tmp_path / "double.lwir.yaml").as_uri()
-    shown = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=definition.as_uri()),
-        position=_position(text, "plan: double", "planner:")))
-    assert shown is not None and "A fixed plan" in shown.contents.value  # type: ignore[union-attr]
+    uri, hover = await _goes_and_hovers(
+        client, tmp_path / "numbers.pipeline.yaml", ("double.definition.yaml", "workflows:"),
+        ("maxConcurrentSubRuns", "maxConcurrentSubRuns"))
+    assert uri == (tmp_path / "double.definition.yaml").as_uri()
+    assert hover.startswith("**maxConcurrentSubRuns**: How many sub-runs")
+    uri, hover = await _goes_and_hovers(
+        client, tmp_path / "double.definition.yaml", ("double.lwir.yaml", "plan:"),
+        ("plan: double", "planner:"))
+    assert uri == (tmp_path / "double.lwir.yaml").as_uri()
+    assert "A fixed plan" in hover
