@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("runs", "runs"), "graph": ("graph", "graph"),
     "export-otel": ("export_otel", "export_otel"), "ui": ("ui", "ui"),
     "lsp": ("lsp", "lsp"), "mcp": ("mcp_serve", "mcp"), "verify": ("verify", "verify"),
+    "version": ("versions", "version"),
 }
 _SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False,
                              "rich_markup_mode": None}

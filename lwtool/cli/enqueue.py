@@ -1,7 +1,10 @@
 """`lwtool run FILE --enqueue`: record runs in a PostgreSQL world's queue for `lwtool
 worker` processes, one (`--input`) or a batch (`--inputs FILE.jsonl`, one input a
 line, queued in one transaction: an input that is not JSON or that the workflow's input
-schema refuses refuses the whole batch, naming its line)."""
+schema refuses refuses the whole batch, naming its line). The version is registered with
+its record (lwtool.lock.version_record); with `--tools`, that record pins the tools'
+schemas (when the version is new here) and the run is queued for workers whose tools
+have the schemas the version was registered with."""
 
 from __future__ import annotations
 
@@ -47,12 +50,14 @@ def read_inputs(path: Path, lwir: dict[str, Any] | None) -> list[tuple[str | Non
 def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, Any] | None,
                  batch: list[tuple[str | None, Any]], data_dir: Path, models: Path | None,
                  durability: Any, step_timeout: float | None, as_json: bool,
-                 budget: dict[str, Any] | None, queue: str | None = None) -> None:
+                 budget: dict[str, Any] | None, queue: str | None = None,
+                 tools: list[str] | None = None) -> None:
     """Record each (run id or None, input) of `batch` on `queue` (None: the default
     queue), all in one transaction; print the run ids, one a line (`--json`: one object
     a run)."""
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.canonical.plain_json import NotJson, to_json
+    from lwtool.lock.version_record import drift_message, drifted, pin_needs, pinned, validated_meta
     from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
         definition_budget,
         definition_durability,
@@ -82,10 +87,17 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     budget = {**definition_budget(definition), **(budget or {})}
     if budget:
         options["budget"] = budget
+    registry = _tools_for(lwir, tools)
     world = open_world(data_dir, durability=mode)
     version_id = workflow_version_id(lwir)
     try:
-        world.register_version(version_id, lwir)
+        world.register_version(version_id, lwir, meta=lambda: validated_meta(
+            lwir, None if registry is None else registry.tools))
+        meta = world.version_meta(version_id)
+        if registry is not None and (drift := drifted(meta, registry.tools)):
+            raise fail(drift_message(version_id, drift, registry.tools) + "; nothing was "
+                       "queued (a change of schemas is a new workflow version: change the "
+                       "LWIR with them)")
         taken = [run_id for run_id, _ in runs if find_run(world, run_id) is not None]
         if taken:
             raise fail(f"run {taken[0]} exists already (choose a new run id)")
@@ -93,7 +105,7 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
         # claims it
         RunQueue(world).enqueue_many([(run_id, version_id, value, options)
                                       for run_id, value in runs],
-                                     run_needs(lwir, mapped),
+                                     run_needs(lwir, mapped) + pin_needs(pinned(meta)),
                                      queue or DEFAULT_QUEUE)
     except WorldError as exc:
         raise fail(str(exc)) from None
@@ -106,3 +118,19 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     flag = f" --queue {queue}" if where else ""
     say(f"{what} queued{where}; `lwtool worker{flag}` processes execute "
         f"{'it' if len(runs) == 1 else 'them'}")
+
+
+def _tools_for(lwir: dict[str, Any], tools: list[str] | None) -> Any:
+    """The registry of `--tools` (None without), holding every tool the LWIR calls."""
+    if not tools:
+        return None
+    from lwtool.cli.runtime_options import load_tool_registry
+    from lwtool.runtime.interpreter import needed_tools
+    from lwtool.tools import MissingTools, check_tools
+
+    registry = load_tool_registry(tools)
+    try:
+        check_tools(needed_tools(lwir), registry)
+    except MissingTools as exc:
+        raise fail(f"{exc}; nothing was queued") from None
+    return registry

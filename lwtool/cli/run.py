@@ -96,7 +96,8 @@ def run(
     quiet: Quiet = False,
     enqueue: Annotated[bool, typer.Option(
         "--enqueue", help="PostgreSQL world: record the run for `lwtool worker` processes "
-        "and print its id at once (no tools needed here: the workers bring them).")] = False,
+        "and print its id at once (no tools needed here: the workers bring them; --tools "
+        "pins their schemas: only workers whose tools have them take the run).")] = False,
     offline: OfflineOption = False,
     max_tokens: MaxTokens = None,
     max_cost_usd: MaxCost = None,
@@ -127,7 +128,7 @@ def run(
         batch = read_inputs(inputs, lwir) if inputs is not None else \
             [(run_id, read_json_or_yaml(_given(input), "input"))]
         enqueue_runs(path, lwir, definition, batch, data_dir, models, durability,
-                     step_timeout, as_json, budget, queue)
+                     step_timeout, as_json, budget, queue, tools)
         return
     run_input = read_json_or_yaml(_given(input), "input")
     registry = load_tool_registry(tools)

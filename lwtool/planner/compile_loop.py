@@ -28,6 +28,7 @@ from lwtool.harness.bash import BashOptions
 from lwtool.harness.session import run_session
 from lwtool.harness.session_spec import SESSION_PATH, SessionSpec
 from lwtool.harness.stores import MemoryConfig
+from lwtool.lock.version_record import version_meta
 from lwtool.planner.grant import Grant, describe, excesses
 from lwtool.planner.offline import offline_planner
 from lwtool.planner.prompt import SUBMIT_TOOL, planner_system, request_message
@@ -111,7 +112,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         from lwtool.planner.custom import plan_with_harness
 
         say(f"planning {request.workflow_id} with planner.harness {harness.harness_id}")
-        locked = await plan_with_harness(world, harness, request, grant,
+        locked = await plan_with_harness(world, harness, request, grant, tools,
                                          max_revisions, model,
                                          planner_system(planner.get("system")), run_id)
         return PlanResult(locked[0], locked[1], run_id, locked[2])
@@ -125,7 +126,7 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
         budget_root=budget_root, name=f"{request.workflow_id} (planner)")
     say(f"planning {request.workflow_id} (planner run {run_id})")
     result = await run_session(world, spec,
-                               ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant)}),
+                               ToolRegistry({SUBMIT_TOOL: submit_tool(world, grant, tools)}),
                                run_id=run_id, timeout=timeout, finish=finish)
     final = result.final
     if not isinstance(final, dict) or final.get("accepted") is not True:
@@ -144,9 +145,10 @@ async def plan_workflow(world: World, definition: dict[str, Any], run_input: Any
                       list(final.get("addedNeeds") or []), result.usage)
 
 
-def submit_tool(world: World, grant: Grant | None = None) -> Tool:
-    """`submit_workflow(<LWIR>)`: check the draft (inside `grant`, where given); lock it,
-    or return its findings."""
+def submit_tool(world: World, grant: Grant | None = None,
+                tools: ToolRegistry | None = None) -> Tool:
+    """`submit_workflow(<LWIR>)`: check the draft (inside `grant`, where given); lock it
+    (with its record: its warnings and `tools`' surface), or return its findings."""
 
     async def submit_workflow(draft: Any) -> dict[str, Any]:
         data = json.dumps(draft, ensure_ascii=False, sort_keys=True).encode("utf-8")
@@ -155,7 +157,8 @@ def submit_tool(world: World, grant: Grant | None = None) -> Tool:
         if not check.ok:
             return {**rejection(check), "draftRef": draft_ref}
         version_id = workflow_version_id(check.lwir)
-        world.register_version(version_id, check.lwir)
+        world.register_version(version_id, check.lwir, meta=lambda: version_meta(
+            check.lwir, check.notes, None if tools is None else tools.tools))
         return {"accepted": True, "workflowVersionId": version_id, "draftRef": draft_ref,
                 "addedNeeds": [{"step": a.step_id, "need": a.need} for a in check.added_needs]}
 

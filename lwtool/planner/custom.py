@@ -11,10 +11,12 @@ be loaded, or a harness that does not handle PlanTask, is `runtime_config_error`
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from lwtool.canonical.digest import workflow_version_id
 from lwtool.harness.contract import HarnessContext, PlanTask
+from lwtool.lock.version_record import version_meta
 from lwtool.planner.grant import Grant
 from lwtool.planner.repair import check_draft
 from lwtool.planner.request import OrchestrationRequest
@@ -35,9 +37,11 @@ def load_planner_harness(spec: str, run_id: str) -> Any:
 
 
 async def plan_with_harness(world: World, harness: Any, request: OrchestrationRequest,
-                            grant: Grant, max_revisions: int, model: Any, system: str,
-                            run_id: str) -> tuple[str, dict[str, Any], int]:
-    """(version id, LWIR, drafts) of the first valid draft the harness returns."""
+                            grant: Grant, tools: ToolRegistry, max_revisions: int,
+                            model: Any, system: str, run_id: str
+                            ) -> tuple[str, dict[str, Any], int]:
+    """(version id, LWIR, drafts) of the first valid draft the harness returns; its
+    version is recorded as checked against `tools` (the definition's)."""
     findings: list[dict[str, Any]] = []
     for draft_number in range(1, max_revisions + 2):
         task = PlanTask({**request.as_json(), **({"priorFindings": findings} if findings
@@ -56,7 +60,8 @@ async def plan_with_harness(world: World, harness: Any, request: OrchestrationRe
         check = check_draft(draft, grant)
         if check.ok:
             version_id = workflow_version_id(check.lwir)
-            world.register_version(version_id, check.lwir)
+            world.register_version(version_id, check.lwir, meta=partial(
+                version_meta, check.lwir, check.notes, tools.tools))
             return version_id, check.lwir, draft_number
         findings = check.findings
     raise RunFailedError(run_id, "-", "planner_validation_exhausted",

@@ -25,6 +25,7 @@ class DraftCheck:
     lwir: Any
     findings: list[dict[str, Any]] = field(default_factory=list)
     added_needs: list[AddedNeed] = field(default_factory=list)
+    notes: list[Any] = field(default_factory=list)  # the valid draft's warnings (Findings)
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,8 @@ def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
         found = getattr(exc, "findings", None) or []
         return DraftCheck(lwir, [_finding(f.code, f.pointer, f.message, None) for f in found]
                           or [_finding("parse.invalid", "", str(exc), None)])
-    findings = [f for f in validate_document(document) if f.severity is Severity.ERROR]
+    every = validate_document(document)
+    findings = [f for f in every if f.severity is Severity.ERROR]
     if document_kind(document) != "Workflow" and not findings:
         findings_json = [_finding("lwir.unknown_kind", "/kind", "kind must be Workflow",
                                   lwir.get("kind"))]
@@ -67,7 +69,8 @@ def check_draft(draft: Any, grant: Grant | None = None) -> DraftCheck:
             for e in excesses(lwir, grant)] if grant is not None else []
     compact = over + [_finding(f.code, f.pointer, f.message, _at(lwir, f.pointer))
                       for f in findings[:MAX_FINDINGS]]
-    return DraftCheck(lwir, compact[:MAX_FINDINGS], added)
+    return DraftCheck(lwir, compact[:MAX_FINDINGS], added,
+                      [f for f in every if f.severity is not Severity.ERROR])
 
 
 def _finding(code: str, pointer: str, message: str, text: Any) -> dict[str, Any]:

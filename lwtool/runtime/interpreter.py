@@ -19,6 +19,7 @@ from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.harness.scratch import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
+from lwtool.lock.version_record import validated_meta
 from lwtool.record.budget import Budget, run_budget
 from lwtool.record.errors import (
     CapabilityDriftError,
@@ -136,7 +137,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                              f"the run input is not JSON {exc}") from None
     # Without a flush of its own: the run's first commit follows it in the same write-
     # ahead log, and flushing that one (strict durability) flushes both.
-    world.register_version(version_id, lwir, False, canonical)
+    world.register_version(version_id, lwir, False, canonical,
+                           meta=lambda: validated_meta(lwir, tools.tools))
     run_id = run_id or new_run_id()
     existing = find_run(world, run_id)
     if existing is not None:

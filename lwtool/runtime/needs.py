@@ -2,12 +2,17 @@
 tools its tool.call steps name, and `model slot X` for each slot of its ai.generate
 steps that the run's own model mapping (the definition's and `--models` at enqueue)
 does not resolve. The PostgreSQL queue stores both as JSON arrays: a worker claims a
-run only when the run's needs are among what it serves (lwtool.world.postgres_queue)."""
+run only when the run's needs are among what it serves (lwtool.world.postgres_queue).
+A need `NAME@sha256:...` pins a tool's surface (lwtool.lock.version_record): only a
+worker whose tool NAME has those schemas serves it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from lwtool.lock.version_record import PIN, served_pins
+from lwtool.tools import ToolRegistry
 
 SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
 
@@ -26,16 +31,25 @@ def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any]) -> list[str]:
     return sorted(needed_tools(lwir)) + slots
 
 
-def worker_serves(tool_names: list[str], models: Mapping[str, Any]) -> list[str]:
-    """What a worker with these tools and this models file serves."""
-    return sorted(tool_names) + [SLOT + slot for slot in sorted(models)]
+def worker_serves(tools: ToolRegistry, models: Mapping[str, Any]) -> list[str]:
+    """What a worker with these tools and this models file serves: each tool by its
+    name and by its name pinned to its surface."""
+    return tools.names() + served_pins(tools.tools) + [SLOT + slot for slot in sorted(models)]
 
 
 def describe(needs: list[str]) -> str:
     """`needs` in words: "tools a, b and model slot x"."""
-    tools = [n for n in needs if not n.startswith(SLOT)]
+    named = [n for n in needs if not n.startswith(SLOT)]
+    pinned = {n.partition(PIN)[0] for n in named if PIN in n}  # said once, with its pin
+    tools = [_tool(n) for n in named if PIN in n or n not in pinned]
     slots = [n for n in needs if n.startswith(SLOT)]
     words = [f"tool{'s' if len(tools) > 1 else ''} {', '.join(tools)}"] if tools else []
     words += [f"model slot{'s' if len(slots) > 1 else ''} "
               f"{', '.join(s.removeprefix(SLOT) for s in slots)}"] if slots else []
     return " and ".join(words)
+
+
+def _tool(need: str) -> str:
+    """A tool need in words: `a`, or `a (schemas sha256:0123abcd)` when pinned."""
+    name, pinned, surface = need.partition(PIN)
+    return f"{name} (schemas {surface[:15]})" if pinned else name

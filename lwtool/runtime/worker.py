@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin_needs
 from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_loop import on_own_loop
@@ -86,7 +87,7 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
     # ... and make their model calls on this one: one litellm client (and its kept-alive
     # connections) for every run of the worker, instead of one a run.
     call_models_on(asyncio.get_running_loop())
-    serves = worker_serves(tools.names(), models)
+    serves = worker_serves(tools, models)
     registration = WorkerRegistration(world, setup.name, setup.queues, serves)
     await asyncio.to_thread(registration.join)
     if setup.metrics is not None:
@@ -246,6 +247,11 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         if lwir is None:
             raise RunFailedError(run_id, claim.version_id, "runtime_config_error",
                                  f"the world has no WorkflowVersion {claim.version_id}")
+        # the version's capability snapshot, verified before anything executes
+        drift = drifted(world.version_meta(claim.version_id), worker.tools.tools)
+        if drift:
+            raise SurfaceDrift(drift, drift_message(claim.version_id, drift,
+                                                    worker.tools.tools))
         options = claim.options  # start_run resumes a run that exists (a dead worker's)
         return await start_run(world, lwir, claim.run_input, worker.tools,
                                {**dict(options.get("models") or {}), **worker.models},
@@ -263,8 +269,10 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         await _end(lambda: queue.finish(run_id, setup.name, "queued"), what, log)
         await asyncio.sleep(setup.lease / 3)
         return False
-    except (MissingTools, UnresolvedModel) as refused:  # nothing was run here
+    except (MissingTools, UnresolvedModel, SurfaceDrift) as refused:  # nothing was run here
         needs = await asyncio.to_thread(_needs_of, world, claim)
+        if isinstance(refused, SurfaceDrift) and needs is not None:
+            needs += pin_needs(refused.pins)  # for a worker with the version's surface
         log("run_handed_back", f"{what} handed back: this worker cannot serve it: {refused}",
             run=run_id, level="warning")
         await _end(lambda: queue.finish(run_id, setup.name, "queued", needs), what, log)

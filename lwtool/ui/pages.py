@@ -263,10 +263,25 @@ def version_page(world: Any, version_id: str, lwir: dict[str, Any]) -> dict[str,
     lock = lock_for(f"{name}.lwir.yaml", "Workflow", lwir).as_json() if workflow else None
     total, records = world.runs_page(None, version_id, 0, 20)
     return {"id": version_id, "name": name, "recomputed": recomputed,
+            "record": _record(world.version_meta(version_id)),
             "verified": recomputed == version_id, "lwir": _written(lwir), "workflow": workflow,
             "lock": pretty(lock) if lock else "",
             "runs": [{"id": r.run_id, "status": shown_status(world, r.run_id, r.status),
                       "started": stamp(r.created_at)} for r in records], "total": total}
+
+
+def _record(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the version page shows of a version's record (lwtool.lock.version_record)."""
+    if meta is None:
+        return None
+    validation = meta.get("validation") or {}
+    capabilities = meta.get("capabilities") or {}
+    return {"validator": meta.get("validator"), "ok": validation.get("ok"),
+            "findings": validation.get("findings") or [],
+            "hash": meta.get("capabilitiesHash"),
+            "registered": stamp(float(meta.get("registeredAt") or 0)),
+            "tools": sorted((capabilities.get("tools") or {}).items()),
+            "models": capabilities.get("models") or []}
 
 
 def _written(lwir: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ points at an artifact is never committed before the artifact it names.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -152,9 +152,12 @@ class World(Protocol):
     durability: str  # the default of runs started here: strict | process
 
     def register_version(self, version_id: str, lwir: dict[str, Any],
-                         durable: bool = True, canonical: str | None = None) -> None: ...
+                         durable: bool = True, canonical: str | None = None,
+                         meta: Callable[[], Mapping[str, Any]] | None = None) -> None: ...
 
     def get_version(self, version_id: str) -> dict[str, Any] | None: ...
+
+    def version_meta(self, version_id: str) -> dict[str, Any] | None: ...
 
     def create_run(self, run_id: str, version_id: str, run_input: Any,
                    options: dict[str, Any], first_events: Sequence[NewEvent],

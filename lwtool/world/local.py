@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lwtool.canonical.compact import dumps_text, loads
+from lwtool.canonical.compact import dumps_text
 from lwtool.world import rows as rows_shape
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
@@ -77,6 +77,7 @@ from lwtool.world.local_events import (
 from lwtool.world.local_store import (
     WAL_CHECKPOINT_PAGES,
     add_hash_chain,
+    add_version_meta,
     ensure_wal,
     event_columns,
     make_layout,
@@ -85,6 +86,7 @@ from lwtool.world.local_store import (
     store_error,
     unusable_because,
 )
+from lwtool.world.local_versions import LocalVersions
 from lwtool.world.rows import checked
 from lwtool.world.run_lock import hold_run_lock, holder_alive
 from lwtool.world.views import InspectorViews
@@ -94,7 +96,7 @@ DEFAULT_DATA_DIR = ".little-workflow"
 # with room for nested groups, so the default never undercuts what the LWIR asks for.
 DEFAULT_MAX_CONCURRENT_STEPS = 32
 
-class LocalWorld(InspectorViews):
+class LocalWorld(LocalVersions, InspectorViews):
     """The local world. Synchronous SQLite calls are short (one small transaction each);
     artifact files go through aiofiles."""
 
@@ -153,6 +155,10 @@ class LocalWorld(InspectorViews):
             if not self.read_only and "hash" not in columns:
                 add_hash_chain(self._db)
             self._keyed = "id" in columns
+            self._has_meta = "version_meta" in tables
+            if not self._has_meta and not self.read_only:
+                add_version_meta(self._db)
+                self._has_meta = True
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._store_error(exc) from None
 
@@ -196,45 +202,6 @@ class LocalWorld(InspectorViews):
                     self._db.execute("COMMIT")
             except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise self._store_error(exc) from None
-
-    # -- versions ---------------------------------------------------------------------------
-
-    def register_version(self, version_id: str, lwir: dict[str, Any],
-                         durable: bool = True, canonical: str | None = None) -> None:
-        """Store a version under the id its caller computed (not hashed again here: that
-        doubled a run's start-up cost); `get_version` verifies it on every read. Stored
-        in its RFC 8785 form (`canonical`, when the caller has it from computing the
-        id), so that check is one SHA-256 of the text. A version already stored costs
-        one read, no commit."""
-        from lwtool.canonical.jcs import canonical_text
-
-        if self._read("SELECT 1 FROM versions WHERE version_id = ?", (version_id,)):
-            return
-        text = canonical if canonical is not None else canonical_text(lwir)
-        with self._tx(durable) as db:
-            db.execute("INSERT OR IGNORE INTO versions VALUES (?, ?)", (version_id, text))
-
-    def get_version(self, version_id: str) -> dict[str, Any] | None:
-        """The stored LWIR, verified against its id (a WorkflowVersion is immutable): the
-        hash of the stored text (its canonical form), else (a store that kept another
-        form) of the value read back, canonicalized."""
-        from lwtool.canonical.digest import sha256_of_bytes, workflow_version_id
-
-        rows = self._read("SELECT lwir FROM versions WHERE version_id = ?", (version_id,))
-        if not rows:
-            return None
-        try:
-            checked(rows, rows_shape.ONE_TEXT, f"WorkflowVersion {version_id}")
-            text: str = rows[0][0]
-            lwir: dict[str, Any] = loads(text)
-            intact = (sha256_of_bytes(text.encode("utf-8")) == version_id
-                      or workflow_version_id(lwir) == version_id)
-        except (ValueError, TypeError, StoreDamaged):
-            intact = False
-        if not intact:
-            raise StoreDamaged(f"WorkflowVersion {version_id} in {self._db_path} is damaged "
-                               "(its LWIR no longer hashes to its id)")
-        return lwir
 
     # -- runs and events ----------------------------------------------------------------------
 
@@ -333,11 +300,6 @@ class LocalWorld(InspectorViews):
                           "options FROM runs ORDER BY created_at, run_id")
         return [run_record(checked([r], rows_shape.RUN, f"the run row of {r[0]!r}")[0])
                 for r in rows]
-
-    def version_ids(self) -> list[str]:
-        rows = self._read("SELECT version_id FROM versions ORDER BY version_id")
-        return [r[0] for r in checked(rows, rows_shape.ONE_TEXT, f"the versions table of "
-                                      f"{self._db_path}")]
 
     def inline_artifact_refs(self) -> list[str]:
         rows = self._read("SELECT ref FROM artifacts ORDER BY ref")

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS versions (
   version_id TEXT PRIMARY KEY,
   lwir TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS version_meta (
+  version_id TEXT PRIMARY KEY REFERENCES versions(version_id),
+  meta TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY,
   version_id TEXT NOT NULL REFERENCES versions(version_id),
@@ -86,7 +90,7 @@ def make_layout(data_dir: Path, db_path: Path) -> None:
         try:
             db.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # before the first table
             db.executescript(SCHEMA)
-            db.execute("PRAGMA user_version = 3")
+            db.execute("PRAGMA user_version = 4")
             # WAL is written into the file's header: openers never switch the
             # journal mode (which takes an exclusive lock other first opens hold
             # off). Closing the only connection removes the temp's -wal/-shm.
@@ -211,6 +215,14 @@ def add_hash_chain(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def add_version_meta(db: sqlite3.Connection) -> None:
+    """Bring a store written before versions kept their record (lwtool.lock.version_record)
+    up to date: a table of its own, so lwtool releases before it write versions as
+    they did (versions registered before have no record)."""
+    db.execute("CREATE TABLE IF NOT EXISTS version_meta (version_id TEXT PRIMARY KEY "
+               "REFERENCES versions(version_id), meta TEXT NOT NULL) WITHOUT ROWID")
 
 
 def chain_run(db: sqlite3.Connection, run_id: str) -> None:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lwtool.canonical.compact import dumps_text, loads
+from lwtool.canonical.compact import dumps_text
 from lwtool.world import postgres_trips as trips
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
@@ -52,16 +52,16 @@ from lwtool.world.postgres_inspected import InspectedRows
 from lwtool.world.postgres_keys import CHUNK, run_lock_key
 from lwtool.world.postgres_trips import Statement
 from lwtool.world.postgres_url import reason_of, secrets_of, where
+from lwtool.world.postgres_versions import KEPT, VersionRows
 
 DEFAULT_DATA_DIR = ".little-workflow"
 DEFAULT_MAX_CONCURRENT_STEPS = 32
-KEPT = 4096  # versions and run heads a process keeps in memory at most
 OPTIMISTIC = 3  # appends tried at the head as read before one waits for the run's lock
 POOL_WAIT = 10.0  # seconds to wait for a connection (the pool reconnecting) before failing
 _RUN_COLUMNS = "run_id, version_id, status, created_at, updated_at, input, options"
 
 
-class PostgresWorld(InspectedRows):
+class PostgresWorld(VersionRows, InspectedRows):
     """The World over PostgreSQL; `data_dir` holds what stays per machine (memory,
     scratch, skills cache)."""
 
@@ -183,49 +183,6 @@ class PostgresWorld(InspectedRows):
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "
                                    f"{reason_of(exc, self._secrets)}") from None
-
-    # -- versions ---------------------------------------------------------------------
-
-    def register_version(self, version_id: str, lwir: dict[str, Any],
-                         durable: bool = True, canonical: str | None = None) -> None:
-        from lwtool.canonical.jcs import canonical_text
-
-        if version_id in self._versions or self._read(
-                "SELECT 1 FROM lwtool.versions WHERE version_id = %s", (version_id,)):
-            self._versions.add(version_id)
-            return
-        text = canonical if canonical is not None else canonical_text(lwir)
-        self._one_trip([("INSERT INTO lwtool.versions VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                         (version_id, text))], durable)
-        self._versions.add(version_id)
-
-    def get_version(self, version_id: str) -> dict[str, Any] | None:
-        from lwtool.canonical.digest import sha256_of_bytes, workflow_version_id
-
-        text = self._version_texts.get(version_id)  # read and checked before
-        if text is not None:
-            return loads(text)  # type: ignore[no-any-return]
-        rows = self._read("SELECT lwir FROM lwtool.versions WHERE version_id = %s",
-                          (version_id,))
-        if not rows:
-            return None
-        text = rows[0][0]
-        try:
-            lwir: dict[str, Any] = loads(text)
-            intact = (sha256_of_bytes(text.encode("utf-8")) == version_id
-                      or workflow_version_id(lwir) == version_id)
-        except (ValueError, TypeError):
-            intact = False
-        if not intact:
-            raise StoreDamaged(f"WorkflowVersion {version_id} in {self._where} is damaged "
-                               "(its LWIR no longer hashes to its id)")
-        if len(self._version_texts) < KEPT:
-            self._version_texts[version_id] = text
-        return lwir
-
-    def version_ids(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT version_id FROM lwtool.versions "
-                                         "ORDER BY version_id")]
 
     # -- runs and events --------------------------------------------------------------
 

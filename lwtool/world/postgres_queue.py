@@ -187,6 +187,12 @@ class RunQueue:
                     "SELECT run_id, state, worker, claimed_at, needs, queue FROM lwtool.queue "
                     "WHERE state IN ('queued', 'claimed')")}
 
+    def version_of(self, run_id: str) -> str | None:
+        """The version a queued run (one no worker has started yet, too) runs."""
+        rows = self.world._read("SELECT version_id FROM lwtool.queue WHERE run_id = %s",
+                                (run_id,))
+        return str(rows[0][0]) if rows else None
+
     def queues_of(self) -> dict[str, str]:
         """run id -> its queue, of every run the queue holds (ended ones included)."""
         return dict(self.world._read("SELECT run_id, queue FROM lwtool.queue"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 MIGRATION_LOCK = 0x6C77746F6F6C  # pg_advisory_xact_lock key: "lwtool"
 
 MIGRATIONS: dict[int, str] = {
@@ -126,6 +126,12 @@ CREATE TABLE lwtool.workers (
   seen_at double precision NOT NULL,
   runs integer NOT NULL DEFAULT 0,
   branches integer NOT NULL DEFAULT 0
+);
+""",
+    7: """
+CREATE TABLE lwtool.version_meta (
+  version_id text PRIMARY KEY REFERENCES lwtool.versions (version_id),
+  meta text NOT NULL
 );
 """,
 }

@@ -83,3 +83,18 @@ def _loop_tools() -> Any:
 
 
 loop_tools = _loop_tools()
+
+
+def _with_schema(edition: str) -> Any:
+    """`mark` declaring an input schema: two editions whose schemas differ (what a
+    version pins of a tool: lwtool.lock.version_record)."""
+    from lwtool.tools import ToolRegistry
+
+    registry = ToolRegistry()
+    registry.register("mark", mark, input_schema={
+        "type": "object", "description": f"mark, edition {edition}",
+        "properties": {"run": {"type": "string"}, "step": {"type": "string"}}})
+    return registry
+
+
+schema_a, schema_b = _with_schema("a"), _with_schema("b")
