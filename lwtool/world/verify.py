@@ -144,10 +144,11 @@ def _check_versions(world: LocalWorld, result: Verification, checked: set[str]) 
         if version_id in checked:
             continue
         checked.add(version_id)
-        try:
-            world.get_version(version_id)
-        except StoreDamaged as exc:
-            result.problems.append(Problem(version_id, "error", str(exc)))
+        for read in (world.get_version, world.version_meta):  # the LWIR, then its record
+            try:
+                read(version_id)
+            except StoreDamaged as exc:
+                result.problems.append(Problem(version_id, "error", str(exc)))
 
 
 def _check_inline_artifacts(world: LocalWorld, result: Verification, checked: set[str]) -> None:

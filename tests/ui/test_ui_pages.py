@@ -132,6 +132,11 @@ def test_version_page_has_lwir_hash_and_lock(client: TestClient) -> None:
         "maxVisits: 4")  # sorted keys would put input before kind, maxVisits before uses
     assert "&#34;kind&#34;: &#34;WorkflowVersionLock&#34;" in page
     assert 'href="/runs/demo-loop"' in page
+    # its record: validated by this lwtool, the snapshot's hash and each tool's pin
+    assert re.search(r"by lwtool [0-9.]+ on \d{4}-.*valid</span> · 0 findings", page), page
+    assert re.search(r'<dt>Capability snapshot</dt><dd class="mono">sha256:[0-9a-f]{64}', page)
+    assert re.search(r'<td><code>improve</code></td><td class="mono">sha256:[0-9a-f]{64}',
+                     page), page
 
 
 def test_refusals_are_pages_with_a_reason(client: TestClient) -> None:
@@ -197,6 +202,7 @@ def test_a_harness_session_shows_its_calls_and_subject(client: TestClient) -> No
     assert version is not None
     subject = client.get(f"/versions/{version.group(1)}").text
     assert "Not an LWIR workflow" in subject and "WorkflowVersionLock" not in subject
+    assert "Capability snapshot" not in subject and "<dt>Record" not in subject
     assert "matches" in subject
 
 

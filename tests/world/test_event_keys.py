@@ -70,7 +70,7 @@ def test_a_new_store_keys_each_run_as_one_range(tmp_path: Path) -> None:
             "SELECT id FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
         # A row a commit, keyed by its first event's seq: RunStarted alone, then pairs.
         assert keys == [1, *range(2, 60, 2)]
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_a_format_2_store_is_used_as_it_is(tmp_path: Path) -> None:

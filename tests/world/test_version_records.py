@@ -6,6 +6,7 @@ schema hash, and which tools here drift from it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +108,11 @@ def test_an_edited_record_is_damage(tmp_path: Path) -> None:
     with pytest.raises(StoreDamaged, match="the record of WorkflowVersion .* is damaged"):
         world.version_meta(VERSION)
     world.close()
+    from tests.conftest import run_cli
+
+    verified = run_cli("verify", "--data-dir", str(tmp_path / "data"))
+    assert verified.returncode == 1 and f"{VERSION}: damaged: the record of " \
+        "WorkflowVersion" in verified.stdout, verified
 
 
 def test_the_record_holds_findings_portability_and_what_drifts() -> None:
@@ -135,3 +141,28 @@ def test_the_record_holds_findings_portability_and_what_drifts() -> None:
     needs = ["echo", *pin_needs({"echo": snapshot["tools"]["echo"]}), "model slot fast"]
     assert describe(needs) == (f"tool echo (schemas {snapshot['tools']['echo'][:15]}) "
                                "and model slot fast")
+
+
+def test_lwtool_version_prints_the_record_of_a_run_or_an_id(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    data = str(tmp_path / "data")
+    ran = run_cli("run", "examples/refine-loop.lwir.yaml", "--input",
+                  "examples/inputs/refine-loop.json", "--tools", "examples/tools.py:tools",
+                  "--data-dir", data, "--run-id", "loop", "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    shown = run_cli("version", "loop", "--data-dir", data)
+    lines = shown.stdout.splitlines()
+    assert shown.returncode == 0 and lines[0].endswith("  refine-loop"), shown
+    assert lines[1].startswith("  validated by lwtool ") and "valid, 0 finding(s)" in lines[1]
+    assert lines[2].startswith("  capability snapshot sha256:")
+    assert [line.split(":")[0] for line in lines[3:6]] == [
+        "    tool checkText", "    tool improve", "    tool publish"]
+    assert all("sha256:" in line for line in lines[3:6])
+    digits = lines[0].split()[0].removeprefix("sha256:")[:12]
+    by_id = run_cli("version", digits, "--data-dir", data, "--json")
+    record = json.loads(by_id.stdout)
+    assert record["workflowVersionId"] == lines[0].split()[0]
+    assert record["record"]["capabilitiesHash"] == lines[2].split()[-1]
+    unknown = run_cli("version", "nope", "--data-dir", data)
+    assert unknown.returncode == 2 and "no version or run nope" in unknown.stderr

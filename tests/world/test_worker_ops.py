@@ -66,9 +66,9 @@ def test_a_least_privilege_role_works_once_lwtool_migrate_has_run(
     assert "run `lwtool migrate --world URL` with a role that owns the schema" in \
         refused.stderr, refused.stderr
     migrated = run_cli("migrate", "--world", postgres_url)
-    assert migrated.returncode == 0 and "lwtool schema none -> 6" in migrated.stderr
+    assert migrated.returncode == 0 and "lwtool schema none -> 7" in migrated.stderr
     again = run_cli("migrate", "--world", postgres_url)
-    assert again.returncode == 0 and "(current; this lwtool's is 6)" in again.stderr
+    assert again.returncode == 0 and "(current; this lwtool's is 7)" in again.stderr
     with psycopg.connect(postgres_url, autocommit=True) as conn:  # docs/postgres.md's
         for grant in ("GRANT USAGE ON SCHEMA lwtool TO {r}",
                       "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA lwtool "
@@ -82,7 +82,7 @@ def test_a_least_privilege_role_works_once_lwtool_migrate_has_run(
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE lwtool.meta SET value = '99' WHERE key = 'schema_version'")
     newer = run_cli("runs", "--world", app_role)
-    assert newer.returncode == 2 and "newer than this lwtool knows (6)" in newer.stderr
+    assert newer.returncode == 2 and "newer than this lwtool knows (7)" in newer.stderr
     assert run_cli("migrate", "--world", postgres_url, "--check").returncode == 1
 
 
@@ -174,7 +174,9 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
         listed = json.loads(run_cli("workers", "--world", postgres_url, "--json").stdout)
         assert [(w["pid"], w["queues"], w["live"]) for w in listed] == [
             (worker.pid, ["batch", "default"], True)]
-        assert listed[0]["serves"] == ["mark"]
+        serves = listed[0]["serves"]  # each tool, by name and pinned to its schemas
+        assert serves[0] == "mark" and re.fullmatch(r"mark@sha256:[0-9a-f]{64}", serves[1])
+        assert len(serves) == 2
         _enqueue(tmp_path, postgres_url, "m0")
         deadline = time.monotonic() + 60
         while '"completed"' not in run_cli("runs", "--world", postgres_url, "--json").stdout:
