@@ -93,6 +93,13 @@ def test_a_valid_first_draft_is_locked_and_the_tools_never_run(tmp_path: Path) -
                                                  "properties": {"applicant": {}}}}]
     assert request["modelSlots"] == [{"id": "gpt-4o-mini"}]  # no provider strings
     assert request["input"] == {"applicant": "Ann"} and "planner" not in request["modelSlots"]
+    # the version's record: validated, and the definition's tools' schemas pinned
+    from lwtool.lock.version_record import surface_hash
+
+    meta = local_world(tmp_path / "data").version_meta(result.version_id)
+    assert meta is not None and meta["validation"]["ok"] is True
+    assert meta["capabilities"] == {"tools": {"creditScore": surface_hash(
+        _tools().tools["creditScore"])}, "models": ["gpt-4o-mini"]}
 
 
 def test_a_missing_needs_entry_is_inferred_not_a_repair(tmp_path: Path) -> None:
