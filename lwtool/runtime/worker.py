@@ -153,21 +153,24 @@ class _Worker:
         return ended
 
     async def _claim(self, stop: asyncio.Event) -> bool:
-        """Claim one branch, else one run, if a slot is free; whether one was."""
+        """Claim branches for the free branch slots, else one run if a slot is free;
+        whether anything was claimed."""
         setup, metrics = self.setup, self.setup.metrics
-        if len(self.branches) < setup.concurrency and self.branches_maybe:
+        free = setup.concurrency - len(self.branches)
+        if free > 0 and self.branches_maybe:
             notes = self.branch_notes
-            task = await asyncio.to_thread(self.branch_queue.claim, setup.name, setup.lease,
-                                           self.serves, setup.queues)
-            if task is None and notes == self.branch_notes:  # none heard of meanwhile
+            tasks = await asyncio.to_thread(self.branch_queue.claim, setup.name, setup.lease,
+                                            self.serves, setup.queues, free)
+            if not tasks and notes == self.branch_notes:  # none heard of meanwhile
                 self.branches_maybe = False
-            if task is not None:
+            for task in tasks:  # as many as there are free slots, in one claim
                 self.log("branch_claimed", f"claimed branch {task.prefix} of run "
                          f"{task.run_id} (claim {task.claims})", run=task.run_id,
                          step=task.prefix)
                 if metrics is not None:
                     metrics.branches_claimed.inc()
                 self.branches.add(asyncio.create_task(_execute_branch(self, task)))
+            if tasks:
                 return True
         if len(self.runs) < setup.concurrency and not stop.is_set():
             claim = await asyncio.to_thread(self.queue.claim, setup.name, setup.lease,

@@ -158,7 +158,7 @@ class PostgresWorld(VersionRows, InspectedRows):
                 if len(statements) > 1:
                     return trips.script(conn, statements)
                 cursor = conn.execute(*statements[0])  # prepared once it is seen often
-                return cursor.fetchall() if cursor.description else []
+                return trips.rows_of(cursor)
         except psycopg.OperationalError as exc:
             self._recover()
             raise StoreUnavailable(f"PostgreSQL at {self._where}: "

@@ -74,26 +74,25 @@ class BranchQueue:
              needs_text(needs), run_id, DEFAULT_QUEUE, WORK_CHANNEL))], durable=False)
 
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
-              queues: list[str] | None = None) -> BranchTask | None:
-        """The oldest runnable branch of `queues` (None: the default queue) whose tools
-        are among `serves` (None: any), claimed for `lease` seconds; None when none is.
-        Runnable: queued, or claimed by a worker that is gone (its lease ran out, or,
-        a claim older than GRACE, the worker's lock is free)."""
+              queues: list[str] | None = None, most: int = 1) -> list[BranchTask]:
+        """The oldest runnable branches of `queues` (None: the default queue) whose tools
+        are among `serves` (None: any), `most` at most, claimed for `lease` seconds in one
+        statement (none when none is). Runnable: queued, or claimed by a worker that is
+        gone (its lease ran out, or, a claim older than GRACE, the worker's lock is
+        free)."""
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
             "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
-            "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) = (SELECT run_id, "
+            "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) IN (SELECT run_id, "
             "prefix FROM lwtool.branches WHERE queue = ANY(%s) AND (state = 'queued' OR "
             "(state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
             f"{WORKER_GONE})))) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
-            "UPDATE SKIP LOCKED LIMIT 1) RETURNING run_id, prefix, parallel, item, history, "
-            "claims", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now, now - GRACE,
-                       needs_text(serves)))], durable=False)
-        if not rows:
-            return None
-        row = rows[0]
-        return BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
-                          int(row[5]))
+            "UPDATE SKIP LOCKED LIMIT %s) RETURNING run_id, prefix, parallel, item, history, "
+            "claims, enqueued_at", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
+                                    now - GRACE, needs_text(serves), most))], durable=False)
+        rows.sort(key=lambda row: (row[6], row[0], row[1]))  # oldest first
+        return [BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
+                           int(row[5])) for row in rows]
 
     def renew(self, task: BranchTask, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the branch is no longer its own."""

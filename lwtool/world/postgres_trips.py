@@ -37,7 +37,17 @@ def script(conn: Any, statements: Sequence[Statement]) -> list[Any]:
     cursor.execute("; ".join(cursor.mogrify(sql, args) for sql, args in statements))
     while cursor.nextset():
         pass
-    return cursor.fetchall() if cursor.description else []
+    return rows_of(cursor)
+
+
+def rows_of(cursor: Any) -> list[Any]:
+    """The rows a statement returned (none for one that returns none), without asking
+    `cursor.description`, which builds a Column for each field on every call."""
+    from psycopg.pq import ExecStatus
+
+    result = cursor.pgresult
+    return cursor.fetchall() if result is not None and \
+        result.status == ExecStatus.TUPLES_OK else []
 
 
 def _artifacts(artifacts: Sequence[tuple[str, bytes]]) -> tuple[list[str], list[Any]]:
