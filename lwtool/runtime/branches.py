@@ -49,6 +49,11 @@ class RemoteBranches:
         self._news = asyncio.Event()  # a branch of a waiting run may have ended
         self._ended_in: set[str] = set()  # runs a branch of which was heard to end
         self._listener: threading.Thread | None = None
+        # branches to queue, each with the future of its being queued: queued together
+        # by one statement while the one before is in flight (a group's branches, and
+        # those of the worker's other runs, usually in one)
+        self._to_queue: list[tuple[tuple[Any, ...], asyncio.Future[None]]] = []
+        self._queuer: asyncio.Task[None] | None = None
 
     async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
                   item: Any) -> Any:
@@ -57,8 +62,7 @@ class RemoteBranches:
     async def wait_for(self, run_id: str, prefix: str, chain: list[str], item: Any,
                        history: bool, needs: list[str]) -> Any:
         """Queue the branch `branch_request` describes; its output once executed."""
-        await asyncio.to_thread(self.queue.enqueue, run_id, prefix, chain, item, history,
-                                needs)
+        await self._queued((run_id, prefix, chain, item, history, needs))
         future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[(run_id, prefix)] = future
         if self._poller is None or self._poller.done():
@@ -80,6 +84,33 @@ class RemoteBranches:
         if state == "waiting":
             raise WaitingForInput(result["requests"])
         return result["output"]
+
+    async def _queued(self, branch: tuple[Any, ...]) -> None:
+        """`branch` queued, with the others asked for meanwhile (`_queue_all`)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._to_queue.append((branch, done))
+        if self._queuer is None or self._queuer.done():
+            self._queuer = asyncio.create_task(self._queue_all())
+        await done
+
+    async def _queue_all(self) -> None:
+        while self._to_queue:
+            batch, self._to_queue = self._to_queue, []
+            try:
+                await asyncio.to_thread(self.queue.enqueue_many, [b for b, _ in batch])
+            except asyncio.CancelledError:  # the worker's loop ends: nobody is queued
+                for _, done in batch + self._to_queue:
+                    done.cancel()
+                self._to_queue = []
+                raise
+            except Exception as exc:  # noqa: BLE001 - each waiting branch raises it
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for _, done in batch:
+                if not done.done():
+                    done.set_result(None)
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hear of ended branches (NOTIFY) on a thread of its own while runs wait."""

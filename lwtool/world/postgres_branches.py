@@ -63,15 +63,33 @@ class BranchQueue:
         queue has already (a resumed owner's) is left as it is, unless it was cancelled
         (its owner left the run) or waited for a person (the run goes on now): then it
         is queued again."""
+        self.enqueue_many([(run_id, prefix, parallel, item, history, needs)])
+
+    def enqueue_many(self, branches: list[tuple[str, str, list[str], Any, bool,
+                                                 list[str] | None]]) -> None:
+        """Queue `branches` ((run id, prefix, parallel, item, history, needs) each, as
+        `enqueue` takes them) in one statement, in their order; the workers are told
+        once for each queue."""
+        now, rows, seen = time.time(), [], set()
+        for n, (run_id, prefix, parallel, item, history, needs) in enumerate(branches):
+            if (run_id, prefix) in seen:  # asked twice: once is the same
+                continue
+            seen.add((run_id, prefix))
+            rows.append({"run_id": run_id, "prefix": prefix, "parallel": dumps_text(parallel),
+                         "item": dumps_text(item), "history": history,
+                         "at": now + n * 1e-6, "needs": needs_text(needs)})
         self.world._one_trip([(
             "WITH queued AS (INSERT INTO lwtool.branches (run_id, prefix, parallel, item, "
-            "history, state, enqueued_at, needs, queue) VALUES (%s, %s, %s, %s, %s, 'queued', "
-            "%s, %s, coalesce((SELECT queue FROM lwtool.queue WHERE run_id = %s), %s)) ON "
-            "CONFLICT (run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
+            "history, state, enqueued_at, needs, queue) SELECT r.run_id, r.prefix, "
+            "r.parallel, r.item, r.history, 'queued', r.at, r.needs, coalesce((SELECT "
+            "q.queue FROM lwtool.queue q WHERE q.run_id = r.run_id), %s) FROM "
+            "jsonb_to_recordset(%s::jsonb) AS r(run_id text, prefix text, parallel text, "
+            "item text, history boolean, at double precision, needs text) ON CONFLICT "
+            "(run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
             "lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue) SELECT "
-            f"pg_notify(%s, '{BRANCH_NOTE}' || queue) FROM queued",
-            (run_id, prefix, dumps_text(parallel), dumps_text(item), history, time.time(),
-             needs_text(needs), run_id, DEFAULT_QUEUE, WORK_CHANNEL))], durable=False)
+            f"pg_notify(%s, '{BRANCH_NOTE}' || queue) FROM (SELECT DISTINCT queue FROM "
+            "queued) told",
+            (DEFAULT_QUEUE, dumps_text(rows), WORK_CHANNEL))], durable=False)
 
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
               queues: list[str] | None = None, most: int = 1) -> list[BranchTask]:
