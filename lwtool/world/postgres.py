@@ -125,6 +125,7 @@ class PostgresWorld(VersionRows, InspectedRows):
         # their checked text, and the head each run was at after its last commit here
         self._versions: set[str] = set()
         self._version_texts: dict[str, str] = {}
+        self._version_records: dict[str, str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
         self._run_guards: dict[str, threading.Lock] = {}
 

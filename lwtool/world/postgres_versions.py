@@ -1,6 +1,8 @@
 """A PostgreSQL world's WorkflowVersions and their records (lwtool.lock.version_record):
 the tables `lwtool.versions` and `lwtool.version_meta` (schema 7). A process keeps
-the ids it stored and the texts it read and checked (at most KEPT of each). A mixin of
+the ids it stored, the texts it read and checked, and the records it read (at most
+KEPT of each: both never change once written; a worker reads a version's record before
+each queued run it starts). A mixin of
 lwtool.world.postgres.PostgresWorld (its `_read`, `_one_trip`, `_where`)."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ class VersionRows:
     _where: str
     _versions: set[str]
     _version_texts: dict[str, str]
+    _version_records: dict[str, str]
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
@@ -63,9 +66,17 @@ class VersionRows:
         return lwir
 
     def version_meta(self, version_id: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT meta FROM lwtool.version_meta WHERE version_id = %s",
-                          (version_id,))
-        return version_record(rows[0][0], version_id, self._where) if rows else None
+        text = self._version_records.get(version_id)  # read and checked before
+        if text is None:
+            rows = self._read("SELECT meta FROM lwtool.version_meta WHERE version_id = %s",
+                              (version_id,))
+            if not rows:
+                return None  # not kept: a registrar may write the record later
+            text = rows[0][0]
+        record = version_record(text, version_id, self._where)
+        if len(self._version_records) < KEPT:
+            self._version_records[version_id] = text
+        return record
 
     def version_ids(self) -> list[str]:
         return [r[0] for r in self._read("SELECT version_id FROM lwtool.versions "
