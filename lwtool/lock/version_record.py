@@ -56,8 +56,9 @@ def capability_snapshot(lwir: Mapping[str, Any], tools: Mapping[str, Tool] | Non
 
 
 def version_meta(lwir: Mapping[str, Any], findings: Sequence[Finding],
-                 tools: Mapping[str, Tool] | None) -> dict[str, Any]:
-    """The record of a version validated with `findings` against `tools`."""
+                 tools: Mapping[str, Tool] | None, document: Any = None) -> dict[str, Any]:
+    """The record of a version validated with `findings` against `tools` (`document`:
+    the LWIR loaded, when the caller has it)."""
     snapshot = capability_snapshot(lwir, tools)
     errors = sum(f.severity is Severity.ERROR for f in findings)
     return {"validator": VALIDATOR,
@@ -65,34 +66,36 @@ def version_meta(lwir: Mapping[str, Any], findings: Sequence[Finding],
                            "findings": [{"code": f.code, "severity": str(f.severity),
                                          "pointer": f.pointer, "message": f.message}
                                         for f in sorted(findings, key=Finding.sort_key)],
-                           "portable": _portable(lwir)},
+                           "portable": _portable(document or _loaded(lwir))},
             "capabilities": snapshot, "capabilitiesHash": sha256_of_json(snapshot),
             "registeredAt": time.time()}
 
 
-def _portable(lwir: Mapping[str, Any]) -> dict[str, Any]:
-    """Whether the LWIR keeps to the spec's portable subset; where it does not."""
-    from lwtool.source.loader import load_text
+def _portable(document: Any) -> dict[str, Any]:
+    """Whether the loaded LWIR keeps to the spec's portable subset; where it does not."""
     from lwtool.validate.portable import portable_findings
 
-    found = portable_findings(load_text(_json(lwir), "<lwir>.json"), "Workflow")
+    found = portable_findings(document, "Workflow")
     return {"ok": not found, "extensions": [{"pointer": f.pointer, "message": f.message}
                                             for f in sorted(found, key=Finding.sort_key)]}
 
 
-def _json(lwir: Mapping[str, Any]) -> str:
+def _loaded(lwir: Mapping[str, Any]) -> Any:
+    """The LWIR as a Document (what validation and the portability check read)."""
     import json
 
-    return json.dumps(lwir, ensure_ascii=False)
+    from lwtool.source.loader import load_text
+
+    return load_text(json.dumps(lwir, ensure_ascii=False), "<lwir>.json")
 
 
 def validated_meta(lwir: Mapping[str, Any], tools: Mapping[str, Tool] | None
                    ) -> dict[str, Any]:
     """`version_meta` for a caller that kept no findings: the LWIR validated here."""
-    from lwtool.source.loader import load_text
     from lwtool.validate.run import validate_document
 
-    return version_meta(lwir, validate_document(load_text(_json(lwir), "<lwir>.json")), tools)
+    document = _loaded(lwir)
+    return version_meta(lwir, validate_document(document), tools, document)
 
 
 def pinned(meta: Mapping[str, Any] | None) -> dict[str, str]:
