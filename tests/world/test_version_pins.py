@@ -39,6 +39,11 @@ def test_workers_execute_a_pinned_version_only_with_its_tools_schemas(
     listed = run_cli("runs", "--world", postgres_url).stdout
     assert f"with tool mark (schemas {pin[:15]})" in listed, listed
 
+    # tools that lack one the workflow calls: refused at enqueue
+    lacking = f"{Path(__file__).parents[2] / 'examples' / 'tools.py'}:tools"
+    code, err = _enqueue(tmp_path, postgres_url, "r0", "--tools", lacking)
+    assert code == 2 and "mark" in err and "nothing was queued" in err, err
+
     # other schemas: refused at enqueue, and a worker with them claims nothing
     code, err = _enqueue(tmp_path, postgres_url, "r2", "--tools", SCHEMA_B)
     assert code == 2 and "the schemas of tools differ from those WorkflowVersion" in err \
