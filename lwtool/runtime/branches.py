@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lwtool.harness.workflow import WorkflowHarness
@@ -37,85 +37,55 @@ POLL_FIRST, POLL_MOST = 0.05, 0.5  # seconds between looks for ended branches un
 AWAY_MOST = 2.0  # ... while the world cannot be reached
 
 
-class RemoteBranches:
-    """The owner's side: `run` queues one branch and returns its output when a worker
-    has executed it (raises its StepFailure when it failed)."""
+class BranchEnds:
+    """Hears of a worker's branches that other workers end, for every run of the worker
+    (lwtool.runtime.own_branches): `watch` a run's branches (from any thread) and each
+    one's end is handed to `heard(prefix, (state, result))` on this loop, when told it
+    ended (NOTIFY) or, as a notice may be lost with a connection, at a look every
+    POLL_MOST seconds."""
 
-    def __init__(self, queue: Any, say: Callable[[str], None] | None = None) -> None:
+    def __init__(self, queue: Any, home: asyncio.AbstractEventLoop,
+                 say: Callable[[str], None] | None = None) -> None:
         self.queue = queue  # lwtool.world.postgres_branches.BranchQueue
+        self.home = home
         self.say = say or (lambda _: None)
-        self._waiting: dict[tuple[str, str], asyncio.Future[tuple[str, Any]]] = {}
+        self._waiting: dict[tuple[str, str], Callable[[str, Any], None]] = {}
         self._poller: asyncio.Task[None] | None = None
         self._news = asyncio.Event()  # a branch of a waiting run may have ended
         self._ended_in: set[str] = set()  # runs a branch of which was heard to end
         self._listener: threading.Thread | None = None
-        # branches to queue, each with the future of its being queued: queued together
-        # by one statement while the one before is in flight (a group's branches, and
-        # those of the worker's other runs, usually in one)
-        self._to_queue: list[tuple[tuple[Any, ...], asyncio.Future[None]]] = []
-        self._queuer: asyncio.Task[None] | None = None
 
-    async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
-                  item: Any) -> Any:
-        return await self.wait_for(*branch_request(scope, step, path, key, item))
+    def watch(self, run_id: str, prefixes: list[str],
+              heard: Callable[[str, Any], None]) -> None:
+        self.home.call_soon_threadsafe(self._watch, run_id, prefixes, heard)
 
-    async def wait_for(self, run_id: str, prefix: str, chain: list[str], item: Any,
-                       history: bool, needs: list[str]) -> Any:
-        """Queue the branch `branch_request` describes; its output once executed."""
-        await self._queued((run_id, prefix, chain, item, history, needs))
-        future: asyncio.Future[tuple[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[(run_id, prefix)] = future
+    def unwatch(self, run_id: str, prefixes: list[str]) -> None:
+        self.home.call_soon_threadsafe(self._unwatch, run_id, prefixes)
+
+    def unwatch_run(self, run_id: str) -> None:
+        self.home.call_soon_threadsafe(self._unwatch_run, run_id)
+
+    def _unwatch_run(self, run_id: str) -> None:
+        for key in [key for key in self._waiting if key[0] == run_id]:
+            del self._waiting[key]
+
+    def _watch(self, run_id: str, prefixes: list[str],
+               heard: Callable[[str, Any], None]) -> None:
+        for prefix in prefixes:
+            self._waiting[(run_id, prefix)] = heard
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll())
         if self._listener is None or not self._listener.is_alive():
-            self._listen(asyncio.get_running_loop())
-        try:
-            state, result = await future
-        except asyncio.CancelledError:  # fail_fast: another branch failed
+            self._listen()
+
+    def _unwatch(self, run_id: str, prefixes: list[str]) -> None:
+        for prefix in prefixes:
             self._waiting.pop((run_id, prefix), None)
-            try:  # (a resumed owner queues it again)
-                await asyncio.to_thread(self.queue.cancel, run_id, [prefix])
-            except WorldError:
-                pass  # nobody claims it before the run resumes, or it runs for nothing
-            raise
-        if state == "failed":
-            raise StepFailure(result["cause"], result["message"], result.get("path"),
-                              details=result.get("details") or {})
-        if state == "waiting":
-            raise WaitingForInput(result["requests"])
-        return result["output"]
 
-    async def _queued(self, branch: tuple[Any, ...]) -> None:
-        """`branch` queued, with the others asked for meanwhile (`_queue_all`)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._to_queue.append((branch, done))
-        if self._queuer is None or self._queuer.done():
-            self._queuer = asyncio.create_task(self._queue_all())
-        await done
-
-    async def _queue_all(self) -> None:
-        while self._to_queue:
-            batch, self._to_queue = self._to_queue, []
-            try:
-                await asyncio.to_thread(self.queue.enqueue_many, [b for b, _ in batch])
-            except asyncio.CancelledError:  # the worker's loop ends: nobody is queued
-                for _, done in batch + self._to_queue:
-                    done.cancel()
-                self._to_queue = []
-                raise
-            except Exception as exc:  # noqa: BLE001 - each waiting branch raises it
-                for _, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            for _, done in batch:
-                if not done.done():
-                    done.set_result(None)
-
-    def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _listen(self) -> None:
         """Hear of ended branches (NOTIFY) on a thread of its own while runs wait."""
         def heard(run_id: str) -> None:
-            loop.call_soon_threadsafe(self._heard, run_id)
+            self.home.call_soon_threadsafe(self._heard, run_id)
 
         self._listener = threading.Thread(
             target=self.queue.listen_ends, args=(lambda: not self._waiting, heard),
@@ -127,9 +97,8 @@ class RemoteBranches:
         self._news.set()
 
     async def _poll(self) -> None:
-        """Look for ended branches of every run waiting in this process, one query per
-        run: when told one ended (NOTIFY), else every POLL_MOST seconds (a notice
-        lost with a connection)."""
+        """Look for ended branches of every run watched, one query per run: when told
+        one ended, else every POLL_MOST seconds."""
         pause = POLL_FIRST
         while self._waiting:
             try:
@@ -146,14 +115,24 @@ class RemoteBranches:
                 for run_id, prefixes in by_run.items():
                     for prefix, end in (await asyncio.to_thread(self.queue.ends, run_id,
                                                                 prefixes)).items():
-                        future = self._waiting.pop((run_id, prefix), None)
-                        if future is not None and not future.done():
-                            future.set_result(end)
+                        heard = self._waiting.pop((run_id, prefix), None)
+                        if heard is not None:
+                            heard(prefix, end)
             except WorldError as exc:  # the server away: the branches wait for it
                 self.say(f"cannot look for ended branches: {exc}")
                 pause = AWAY_MOST
                 continue
             pause = POLL_MOST
+
+
+def branch_outcome(state: str, result: Any) -> Any:
+    """A branch's output from its end (`branch_end`); raises its failure or wait."""
+    if state == "failed":
+        raise StepFailure(result["cause"], result["message"], result.get("path"),
+                          details=result.get("details") or {})
+    if state == "waiting":
+        raise WaitingForInput(result["requests"])
+    return result["output"]
 
 
 def branch_request(scope: Any, step: dict[str, Any], path: str, key: str,
@@ -168,22 +147,6 @@ def branch_request(scope: Any, step: dict[str, Any], path: str, key: str,
     history = any(p.startswith(prefix) for p in run.journal.paths)
     needs = sorted(needed_tools({"steps": step.get("steps") or []}))
     return run.run_id, prefix, step_chain(run.lwir, step), item, history, needs
-
-
-class BranchesFrom:
-    """`RemoteBranches` for a run executing on another event loop (a worker's run on a
-    loop of its own, lwtool.runtime.own_loop): the branch is described on the run's
-    loop and waited for on the loop `RemoteBranches` belongs to (its futures, poller
-    and listener). Cancelling the run's wait cancels the branch's there."""
-
-    def __init__(self, remote: RemoteBranches, home: asyncio.AbstractEventLoop) -> None:
-        self.remote, self.home = remote, home
-
-    async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
-                  item: Any) -> Any:
-        request = branch_request(scope, step, path, key, item)
-        return await asyncio.wrap_future(
-            asyncio.run_coroutine_threadsafe(self.remote.wait_for(*request), self.home))
 
 
 def step_chain(lwir: dict[str, Any], target: dict[str, Any]) -> list[str]:
@@ -249,11 +212,25 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
     state.budget = run_budget(options.get("budget"), world, task.run_id,
                               options.get("links"), elsewhere=True)
     state.workspace = dict(options.get("workspace") or {})
-    try:
-        body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
-                     has_item=True)
+    body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
+                 has_item=True)
+
+    async def output() -> Any:
         await body.execute()
-        return "done", {"output": branch_output(body, step)}
+        return branch_output(body, step)
+
+    try:
+        return await branch_end(output())
+    finally:
+        state.close()
+
+
+async def branch_end(output: Coroutine[Any, Any, Any]) -> tuple[str, Any]:
+    """How a branch ended, as the queue keeps it: `("done", {"output"})`, `("failed",
+    {"cause", "message", "path", "details"})` or `("waiting", {"requests"})`; the
+    world's errors are raised."""
+    try:
+        return "done", {"output": await output}
     except WaitingForInput as wait:
         return "waiting", {"requests": wait.requests}
     except StepFailure as failure:
@@ -262,5 +239,3 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
     except RunFailedError as failed:  # a session that cannot resume (capability drift)
         return "failed", {"cause": failed.cause_code, "message": failed.message,
                           "path": failed.failed_step_path, "details": {}}
-    finally:
-        state.close()

@@ -56,7 +56,8 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
     width = int(with_.get("maxConcurrency", 1))
     gate = asyncio.Semaphore(width)
     fan_in = with_.get("fanIn") or {}
-    remote = run.branches if width > 1 else None  # one at a time gains nothing elsewhere
+    # one at a time gains nothing elsewhere; a nested group runs where its branch runs
+    remote = run.branches if width > 1 and not scope.prefix else None
 
     waiting = Waiting(len(items))
 
@@ -76,8 +77,9 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
         await gate.acquire()
         if remote is not None:
             run.branched = True  # other processes commit to the log: usage is read back
-            try:
-                return await remote.run(scope, step, path, key, item)
+            try:  # `here`: the worker that claims it may be this run's own
+                return await remote.run(scope, step, path, key, item,
+                                        lambda: run_here(item, key, lambda: None))
             finally:
                 gate.release()
         held = True
@@ -89,10 +91,13 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
                 gate.release()
 
         try:
-            body = scope.branch(step.get("steps") or [], f"{path}[{key}].", item, release)
-            await body.execute()
+            return await run_here(item, key, release)
         finally:
             release()
+
+    async def run_here(item: Any, key: str, release: Any) -> Any:
+        body = scope.branch(step.get("steps") or [], f"{path}[{key}].", item, release)
+        await body.execute()
         return branch_output(body, step)
 
     tasks = [run.spawn(branch(item, key)) for item, key in zip(items, keys, strict=True)]

@@ -29,6 +29,7 @@ from typing import Any
 from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin_needs
 from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.needs import worker_serves
+from lwtool.runtime.own_branches import soon
 from lwtool.runtime.own_loop import on_own_loop
 from lwtool.runtime.worker_beat import Heartbeat
 from lwtool.runtime.worker_log import WorkerLog
@@ -104,7 +105,8 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
 class _Worker:
     def __init__(self, world: Any, tools: ToolRegistry, models: dict[str, str],
                  setup: WorkerSetup, serves: list[str], registration: Any) -> None:
-        from lwtool.runtime.branches import RemoteBranches
+        from lwtool.runtime.branches import BranchEnds
+        from lwtool.runtime.own_branches import BranchSlots
         from lwtool.world.postgres_branches import BranchQueue
         from lwtool.world.postgres_queue import RunQueue
 
@@ -112,8 +114,10 @@ class _Worker:
         self.world, self.tools, self.models, self.setup = world, tools, models, setup
         self.serves, self.registration, self.log = serves, registration, setup.log
         self.queue, self.branch_queue = RunQueue(world), BranchQueue(world)
-        self.remote = RemoteBranches(self.branch_queue, setup.log.line)
+        self.ends = BranchEnds(self.branch_queue, asyncio.get_running_loop(), setup.log.line)
+        self.slots = BranchSlots(setup.concurrency)  # its runs' own branches take them too
         self.runs: set[asyncio.Task[bool]] = set()
+        self.run_ids: set[str] = set()  # of the runs in hand: their owners claim their branches
         self.branches: set[asyncio.Task[bool]] = set()
         self.known: dict[str, Any] = {}  # run records and versions, between branches
         # whether a branch may be queued: not after a claim found none, until one is
@@ -121,7 +125,7 @@ class _Worker:
         self.branches_maybe = True
         self.branch_notes = 0  # branch notifications heard
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
-                                   lambda: (len(self.runs), len(self.branches)))
+                                   lambda: (len(self.runs), self.slots.used))
 
     async def work(self, stop: asyncio.Event) -> int:
         setup, log = self.setup, self.log
@@ -129,6 +133,8 @@ class _Worker:
         wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
         stop_beat = self.heartbeat.start()
         stop_listen = _listen_thread(self, wake)
+        loop = asyncio.get_running_loop()
+        stop_slots = self.slots.listen(lambda: soon(loop, wake.set))
         try:
             while self.runs or not stop.is_set():
                 wake.clear()
@@ -146,6 +152,7 @@ class _Worker:
                         f"{away:g} s", level="warning")
                 ended += await self._wait(wake, stop, away or POLL_SECONDS)
         finally:
+            stop_slots()
             stop_listen()
             stop_beat()
         if self.branches:
@@ -156,11 +163,15 @@ class _Worker:
         """Claim branches for the free branch slots, else one run if a slot is free;
         whether anything was claimed."""
         setup, metrics = self.setup, self.setup.metrics
-        free = setup.concurrency - len(self.branches)
-        if free > 0 and self.branches_maybe:
-            notes = self.branch_notes
-            tasks = await asyncio.to_thread(self.branch_queue.claim, setup.name, setup.lease,
-                                            self.serves, setup.queues, free)
+        free = self.slots.take(setup.concurrency) if self.branches_maybe else 0
+        if free > 0:
+            notes, tasks = self.branch_notes, []
+            try:  # each branch claimed keeps its slot until it ends
+                tasks = await asyncio.to_thread(
+                    self.branch_queue.claim, setup.name, setup.lease, self.serves,
+                    setup.queues, free, sorted(self.run_ids))
+            finally:
+                self.slots.give(free - len(tasks))
             if not tasks and notes == self.branch_notes:  # none heard of meanwhile
                 self.branches_maybe = False
             for task in tasks:  # as many as there are free slots, in one claim
@@ -181,7 +192,10 @@ class _Worker:
                 if metrics is not None:
                     metrics.runs_claimed.inc()
                     metrics.claim_latency.observe(max(time.time() - claim.enqueued_at, 0.0))
-                self.runs.add(asyncio.create_task(_execute(self, claim)))
+                self.run_ids.add(claim.run_id)
+                executing = asyncio.create_task(_execute(self, claim))
+                executing.add_done_callback(lambda _: self.run_ids.discard(claim.run_id))
+                self.runs.add(executing)
                 return True
         return False
 
@@ -226,6 +240,7 @@ async def _execute_branch(worker: _Worker, task: Any) -> bool:
         return False
     finally:
         stop_beat()
+        worker.slots.give(1)
     if not await _end(lambda: queue.finish(task, setup.name, state, result), what, log):
         return False
     log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
@@ -235,15 +250,15 @@ async def _execute_branch(worker: _Worker, task: Any) -> bool:
 async def _execute(worker: _Worker, claim: Any) -> bool:
     """Execute one claimed run; True when it ended (completed, failed or waiting)."""
     from lwtool.calls.models import UnresolvedModel
-    from lwtool.runtime.branches import BranchesFrom
     from lwtool.runtime.interpreter import start_run
+    from lwtool.runtime.own_branches import OwnBranches
     from lwtool.tools import MissingTools
 
     world, setup, queue, log = worker.world, worker.setup, worker.queue, worker.log
     run_id, what = claim.run_id, f"run {claim.run_id}"
     stop_beat = worker.heartbeat.hold(lambda: queue.renew(run_id, setup.name, setup.lease),
                                       what)
-    branches = BranchesFrom(worker.remote, asyncio.get_running_loop())
+    branches = OwnBranches(worker, run_id)
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
         lwir = world.get_version(claim.version_id)
@@ -256,13 +271,16 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
             raise SurfaceDrift(drift, drift_message(claim.version_id, drift,
                                                     worker.tools.tools))
         options = claim.options  # start_run resumes a run that exists (a dead worker's)
-        return await start_run(world, lwir, claim.run_input, worker.tools,
-                               {**dict(options.get("models") or {}), **worker.models},
-                               run_id, step_timeout=options.get("stepTimeoutS"),
-                               workspace=options.get("workspace"),
-                               durability=options.get("durability"),
-                               version_id=claim.version_id, branches=branches,
-                               budget=options.get("budget"))
+        try:
+            return await start_run(world, lwir, claim.run_input, worker.tools,
+                                   {**dict(options.get("models") or {}), **worker.models},
+                                   run_id, step_timeout=options.get("stepTimeoutS"),
+                                   workspace=options.get("workspace"),
+                                   durability=options.get("durability"),
+                                   version_id=claim.version_id, branches=branches,
+                                   budget=options.get("budget"))
+        finally:
+            branches.close()
 
     try:
         result = await on_own_loop(start, f"lwtool {what}")

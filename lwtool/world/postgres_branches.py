@@ -39,6 +39,41 @@ from lwtool.world.postgres_queue import (
 from lwtool.world.postgres_workers import WORKER_GONE
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
+# A branch any worker may claim: queued, or claimed by a worker that is gone (its lease
+# ran out, or, a claim older than GRACE, the worker's lock is free). Parameters: now,
+# now - GRACE.
+RUNNABLE = ("(state = 'queued' OR (state = 'claimed' AND (lease_until < %s OR (claimed_at "
+            f"< %s AND {WORKER_GONE}))))")
+_MINE = "CASE WHEN r.mine THEN {} END"
+_PUMP = (
+    "WITH ended AS (UPDATE lwtool.branches b SET state = e.state, result = e.result, "
+    "lease_until = NULL FROM jsonb_to_recordset(%(ends)s::jsonb) AS e(prefix text, state "
+    "text, result text) WHERE b.run_id = %(run)s AND b.prefix = e.prefix AND b.worker = "
+    "%(worker)s AND b.state = 'claimed'), "
+    "queued AS (INSERT INTO lwtool.branches (run_id, prefix, parallel, item, history, "
+    "state, enqueued_at, needs, queue, worker, lease_until, claimed_at, claims) SELECT "
+    "%(run)s, r.prefix, r.parallel, r.item, r.history, CASE WHEN r.mine THEN 'claimed' "
+    "ELSE 'queued' END, r.at, r.needs, coalesce((SELECT q.queue FROM lwtool.queue q WHERE "
+    f"q.run_id = %(run)s), %(default)s), {_MINE.format('%(worker)s')}, "
+    f"{_MINE.format('%(until)s::double precision')}, "
+    f"{_MINE.format('%(now)s::double precision')}, CASE WHEN r.mine THEN 1 ELSE 0 END "
+    "FROM jsonb_to_recordset(%(fresh)s::jsonb) AS r(prefix text, parallel text, item text, "
+    "history boolean, at double precision, needs text, mine boolean) ON CONFLICT (run_id, "
+    "prefix) DO UPDATE SET state = 'queued', history = true WHERE lwtool.branches.state IN "
+    "('cancelled', 'waiting') RETURNING prefix, parallel, item, history, claims, state, "
+    "queue), "
+    "stolen AS (UPDATE lwtool.branches SET state = 'claimed', worker = %(worker)s, "
+    "lease_until = %(until)s, claimed_at = %(now)s, claims = claims + 1 WHERE run_id = "
+    "%(run)s AND prefix IN (SELECT prefix FROM lwtool.branches WHERE run_id = %(run)s AND "
+    "prefix = ANY(%(stealable)s) AND "
+    + RUNNABLE.replace("%s", "{}").format("%(now)s", "%(grace)s") +
+    " ORDER BY enqueued_at, prefix FOR UPDATE SKIP LOCKED LIMIT %(steal)s) RETURNING "
+    "prefix, parallel, item, history, claims), "
+    "told AS (SELECT pg_notify(%(channel)s, %(note)s || queue) FROM (SELECT DISTINCT queue "
+    "FROM queued WHERE state = 'queued') q) "
+    "SELECT prefix, parallel, item, history, claims FROM queued WHERE state = 'claimed' "
+    "UNION ALL SELECT prefix, parallel, item, history, claims FROM stolen "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL FROM told")
 
 
 @dataclass(frozen=True)
@@ -92,25 +127,51 @@ class BranchQueue:
             (DEFAULT_QUEUE, dumps_text(rows), WORK_CHANNEL))], durable=False)
 
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
-              queues: list[str] | None = None, most: int = 1) -> list[BranchTask]:
+              queues: list[str] | None = None, most: int = 1,
+              besides: list[str] | None = None) -> list[BranchTask]:
         """The oldest runnable branches of `queues` (None: the default queue) whose tools
         are among `serves` (None: any), `most` at most, claimed for `lease` seconds in one
-        statement (none when none is). Runnable: queued, or claimed by a worker that is
-        gone (its lease ran out, or, a claim older than GRACE, the worker's lock is
-        free)."""
+        statement (none when none is); none of the runs `besides` (their owners, this
+        worker's runs, take their own: `pump`)."""
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
             "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
             "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) IN (SELECT run_id, "
-            "prefix FROM lwtool.branches WHERE queue = ANY(%s) AND (state = 'queued' OR "
-            "(state = 'claimed' AND (lease_until < %s OR (claimed_at < %s AND "
-            f"{WORKER_GONE})))) AND {SERVED} ORDER BY enqueued_at, run_id, prefix FOR "
-            "UPDATE SKIP LOCKED LIMIT %s) RETURNING run_id, prefix, parallel, item, history, "
-            "claims, enqueued_at", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
-                                    now - GRACE, needs_text(serves), most))], durable=False)
+            f"prefix FROM lwtool.branches WHERE queue = ANY(%s) AND {RUNNABLE} AND {SERVED} "
+            "AND run_id <> ALL(%s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP "
+            "LOCKED LIMIT %s) RETURNING run_id, prefix, parallel, item, history, claims, "
+            "enqueued_at", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
+                            now - GRACE, needs_text(serves), besides or [], most))],
+            durable=False)
         rows.sort(key=lambda row: (row[6], row[0], row[1]))  # oldest first
         return [BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
                            int(row[5])) for row in rows]
+
+    def pump(self, run_id: str, worker: str, lease: float, ends: list[dict[str, Any]],
+             fresh: list[tuple[str, list[str], Any, bool, list[str] | None, bool]],
+             stealable: list[str], steal: int) -> list[BranchTask]:
+        """The owner's side, in one statement: its branches that ended (`ends`: {prefix,
+        state, result}) written; `fresh` branches ((prefix, parallel, item, history,
+        needs, mine) each) queued, those `mine` claimed for this worker at once (a row
+        the queue has already is left as `enqueue` leaves it, and not claimed); and of
+        the run's branches `stealable`, `steal` runnable ones at most claimed for it.
+        Returns the branches claimed; the workers of the run's queue are told of those
+        left queued."""
+        now = time.time()
+        rows = self.world._one_trip([(_PUMP, {
+            "run": run_id, "worker": worker, "until": now + lease, "now": now,
+            "grace": now - GRACE, "default": DEFAULT_QUEUE, "channel": WORK_CHANNEL,
+            "note": BRANCH_NOTE, "stealable": stealable, "steal": steal,
+            "ends": dumps_text([{**end, "result": dumps_text(end["result"])}
+                                for end in ends]),
+            "fresh": dumps_text([{"prefix": prefix, "parallel": dumps_text(parallel),
+                                  "item": dumps_text(item), "history": history,
+                                  "at": now + n * 1e-6, "needs": needs_text(needs),
+                                  "mine": mine} for n, (prefix, parallel, item, history,
+                                                        needs, mine) in enumerate(fresh)])})],
+            durable=False)
+        return [BranchTask(run_id, row[0], loads(row[1]), loads(row[2]), bool(row[3]),
+                           int(row[4])) for row in rows if row[0] is not None]
 
     def renew(self, task: BranchTask, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the branch is no longer its own."""
@@ -119,17 +180,23 @@ class BranchQueue:
             "worker = %s AND state = 'claimed' RETURNING prefix",
             (time.time() + lease, task.run_id, task.prefix, worker))], durable=False))
 
-    def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
-        """End this worker's claim `done` or `failed` with `result`; False when the
-        branch was no longer its own (its lease ran out and another took it). Not
-        flushed: an end a server crash loses leaves the branch claimed; the next claim
-        replays it from the run's log, where its steps are durable already."""
+    def finish(self, task: BranchTask, worker: str, state: str, result: Any,
+               tell: bool = True) -> bool:
+        """End this worker's claim `done`, `failed`, `waiting` or `cancelled` with
+        `result`, and tell the run's owner (NOTIFY; `tell` False: the owner knows, it is
+        this worker); False when the branch was no longer its own (its lease ran out and
+        another took it). Not flushed: an end a server crash loses leaves the branch
+        claimed; the next claim replays it from the run's log, where its steps are
+        durable already."""
+        update = ("UPDATE lwtool.branches SET state = %s, result = %s, lease_until = NULL "
+                  "WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
+                  "RETURNING run_id")
+        args = (state, dumps_text(result), task.run_id, task.prefix, worker)
+        if not tell:
+            return bool(self.world._one_trip([(update, args)], durable=False))
         return bool(self.world._one_trip([(  # NOTIFY: delivered at commit, to who listens
-            "WITH ended AS (UPDATE lwtool.branches SET state = %s, result = %s, lease_until = "
-            "NULL WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
-            "RETURNING run_id) SELECT pg_notify(%s, run_id) FROM ended",
-            (state, dumps_text(result), task.run_id, task.prefix, worker, ENDS_CHANNEL))],
-            durable=False))
+            f"WITH ended AS ({update}) SELECT pg_notify(%s, run_id) FROM ended",
+            (*args, ENDS_CHANNEL))], durable=False))
 
     def listen_ends(self, stop: Callable[[], bool], heard: Callable[[str], None],
                     every: float = 0.5) -> None:

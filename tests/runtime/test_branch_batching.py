@@ -1,71 +1,139 @@
-"""The owner's side of distributed branches queues them together: the branches asked
-for while one enqueue is in flight go in the next one, as one statement; a world that
-refuses an enqueue fails each branch of it with the world's error."""
+"""The owner's side of distributed branches (lwtool.runtime.own_branches), against a
+queue that records each statement: a group's branches are queued in one statement that
+also claims as many as the worker has free slots for; those execute on the run's loop,
+never more at once than the slots; their ends are written together with the next
+claims; branches other workers hold are not asked for again at each freed slot; a
+world that refuses the statement fails each branch of it with the world's error."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
+from types import SimpleNamespace
 from typing import Any
 
-from lwtool.runtime.branches import RemoteBranches
+import pytest
+
+from lwtool.runtime import own_branches
+from lwtool.runtime.own_branches import BranchSlots, OwnBranches
 from lwtool.world.base import WorldError
+from lwtool.world.postgres_branches import BranchTask
+
+FAN = {"id": "fan", "uses": "parallel", "steps": [{"id": "a", "uses": "tool.call",
+                                                    "with": {"tool": "t"}}]}
+SCOPE = SimpleNamespace(run=SimpleNamespace(run_id="r", journal=SimpleNamespace(paths=[]),
+                                            lwir={"steps": [FAN]}))
 
 
 class _Queue:
-    """Records each enqueue_many's prefixes; the first waits until `release` is set;
-    every branch ends `done` at once once queued."""
+    """Records each pump as (ends, fresh prefixes, those claimed at once, stealable,
+    steal); lets the owner steal what nobody else `holds`."""
 
-    def __init__(self, fail: bool = False) -> None:
-        self.batches: list[list[str]] = []
-        self.release, self.fail = threading.Event(), fail
+    def __init__(self, holds: frozenset[str] = frozenset(), fail: bool = False) -> None:
+        self.pumps: list[tuple[Any, ...]] = []
+        self.holds, self.fail = holds, fail
 
-    def enqueue_many(self, branches: list[tuple[Any, ...]]) -> None:
-        if not self.batches:
-            self.release.wait(10)
-        self.batches.append([b[1] for b in branches])
+    def pump(self, run_id: str, worker: str, lease: float, ends: list[dict[str, Any]],
+             fresh: list[tuple[Any, ...]], stealable: list[str], steal: int) -> list[Any]:
+        self.pumps.append(([(e["prefix"], e["state"]) for e in ends], [f[0] for f in fresh],
+                           [f[0] for f in fresh if f[5]], stealable, steal))
         if self.fail:
             raise WorldError("PostgreSQL at db: the server is away")
+        mine = [f[0] for f in fresh if f[5]]
+        stolen = [p for p in stealable if p not in self.holds][:steal]
+        return [BranchTask(run_id, p, ["fan"], None, False, 1) for p in mine + stolen]
 
-    def ends(self, run_id: str, prefixes: list[str]) -> dict[str, Any]:
-        return {p: ("done", {"output": p}) for p in prefixes
-                if any(p in batch for batch in self.batches)}
-
-    def listen_ends(self, stop: Any, heard: Any) -> None:
-        return None
-
-
-async def _branches(remote: RemoteBranches, queue: _Queue, count: int) -> list[Any]:
-    first = asyncio.create_task(remote.wait_for("r", "fan[0].", ["fan"], 0, False, []))
-    await asyncio.sleep(0.05)  # the first enqueue is in flight, held
-    rest = [asyncio.create_task(remote.wait_for("r", f"fan[{n}].", ["fan"], n, False, []))
-            for n in range(1, count)]
-    await asyncio.sleep(0.05)
-    queue.release.set()
-    return await asyncio.gather(first, *rest, return_exceptions=True)
+    def renew(self, *_: Any) -> bool:
+        return True
 
 
-def test_branches_asked_for_meanwhile_are_queued_in_one_statement() -> None:
-    queue = _Queue()
-    outputs = asyncio.run(_branches(RemoteBranches(queue), queue, 8))
-    assert outputs == [f"fan[{n}]." for n in range(8)]
-    assert queue.batches == [["fan[0]."], [f"fan[{n}]." for n in range(1, 8)]]
+class _Ends:
+    def __init__(self) -> None:
+        self.watched: dict[str, Any] = {}
+
+    def watch(self, run_id: str, prefixes: list[str], heard: Any) -> None:
+        self.watched.update(dict.fromkeys(prefixes, heard))
+
+    def unwatch(self, run_id: str, prefixes: list[str]) -> None:
+        for prefix in prefixes:
+            self.watched.pop(prefix, None)
+
+    def unwatch_run(self, run_id: str) -> None:
+        self.watched.clear()
 
 
-def test_a_refused_enqueue_fails_each_of_its_branches() -> None:
+def _worker(queue: _Queue, slots: int) -> Any:
+    return SimpleNamespace(slots=BranchSlots(slots), branch_queue=queue, ends=_Ends(),
+                           setup=SimpleNamespace(name="w", lease=30.0, metrics=None),
+                           log=lambda *_, **__: None,
+                           heartbeat=SimpleNamespace(hold=lambda *_: lambda: None))
+
+
+async def _group(own: OwnBranches, count: int, executed: list[str],
+                 most: list[int]) -> list[Any]:
+    running: list[str] = []
+
+    def here(key: str) -> Any:
+        async def body() -> str:
+            running.append(key)
+            most[0] = max(most[0], len(running))
+            await asyncio.sleep(0.01)
+            running.remove(key)
+            executed.append(key)
+            return f"here {key}"
+        return body
+
+    tasks = [asyncio.create_task(own.run(SCOPE, FAN, "fan", str(n), n, here(str(n))))
+             for n in range(count)]
+    try:
+        return await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        own.close()
+
+
+def test_a_groups_branches_are_queued_and_claimed_in_one_statement() -> None:
+    queue, executed, most = _Queue(), [], [0]
+    worker = _worker(queue, 2)
+    outputs = asyncio.run(_group(OwnBranches(worker, "r"), 6, executed, most))
+    assert outputs == [f"here {n}" for n in range(6)]
+    assert sorted(executed) == [str(n) for n in range(6)] and most[0] == 2
+    first = queue.pumps[0]
+    assert first == ([], [f"fan[{n}]." for n in range(6)], ["fan[0].", "fan[1]."], [], 0)
+    # each later statement writes ends and claims the next branches: never one a branch
+    # for each, and every end is written once
+    assert len(queue.pumps) <= 6
+    written = [end for pump in queue.pumps for end in pump[0]]
+    assert sorted(written) == sorted((f"fan[{n}].", "done") for n in range(6))
+    assert worker.slots.used == 0 and not worker.ends.watched
+
+
+def test_branches_others_hold_are_not_asked_for_at_each_freed_slot(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(own_branches, "LOOK_AGAIN", 0.05)
+    queue = _Queue(holds=frozenset({"fan[1].", "fan[2]."}))
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "r")
+
+    async def main() -> list[Any]:
+        group = asyncio.create_task(_group(own, 3, [], [0]))
+        await asyncio.sleep(0.2)  # fan[0] ends here; the others' holders are slow
+        for _ in range(20):  # slots freed elsewhere in the worker meanwhile
+            worker.slots.give(worker.slots.take(1))
+            await asyncio.sleep(0)
+        for prefix in ("fan[1].", "fan[2]."):
+            worker.ends.watched[prefix](prefix, ("done", {"output": f"there {prefix}"}))
+        return await group
+
+    outputs = asyncio.run(main())
+    assert outputs == ["here 0", "there fan[1].", "there fan[2]."]
+    # a look at them each LOOK_AGAIN (0.05 s) at most, not one a freed slot
+    asked = [pump for pump in queue.pumps if pump[3]]
+    assert 1 <= len(asked) <= 8, queue.pumps
+
+
+def test_a_refused_statement_fails_each_of_its_branches() -> None:
     queue = _Queue(fail=True)
-    outcomes = asyncio.run(_branches(RemoteBranches(queue), queue, 3))
+    worker = _worker(queue, 2)
+    outcomes = asyncio.run(_group(OwnBranches(worker, "r"), 3, [], [0]))
     assert all(isinstance(o, WorldError) and "the server is away" in str(o)
                for o in outcomes), outcomes
-    assert len(queue.batches) == 2
-
-
-def test_a_single_branch_is_queued_alone() -> None:
-    queue = _Queue()
-    queue.release.set()
-    remote = RemoteBranches(queue)
-
-    async def one() -> Any:
-        return await remote.wait_for("r", "fan[0].", ["fan"], 0, False, [])
-
-    assert asyncio.run(one()) == "fan[0]." and queue.batches == [["fan[0]."]]
+    assert len(queue.pumps) == 1 and worker.slots.used == 0

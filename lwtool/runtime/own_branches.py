@@ -1,0 +1,312 @@
+"""The branches of a run a worker owns: queued for every worker, and executed by the
+owner itself as often as it has a free branch slot (`lwtool worker`).
+
+Each parallel group's branches are asked for on the run's own loop (`OwnBranches.run`).
+A pump gathers what the run's branches need of the queue into one statement
+(BranchQueue.pump): the branches asked for since the last one are queued, as many as
+the worker has free slots for are claimed for it at once (the oldest of the run's own
+queued ones first), and the ends of the branches it executed are written. A branch
+claimed this way executes as a task on the run's loop, in the run's own state, as in
+one process: no state of its own to set up, its commits grouped with the run's other
+branches', its end handed to the run directly. The worker's other claims leave this
+worker's runs to their owners (`BranchQueue.claim(besides=...)`); other workers claim
+what the owner has no slot for, and their ends reach the run through `BranchEnds`.
+A branch executed by someone before (its claims > 1) is executed from the run's log,
+as another worker does (`execute_branch`). A slot freed anywhere in the worker sets
+every run waiting for one pumping again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from lwtool.runtime.branches import branch_end, branch_outcome, branch_request, execute_branch
+from lwtool.world.base import WorldError
+
+LOOK_AGAIN = 1.0  # seconds between looks at the run's branches other workers hold
+
+
+def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
+    """`call` on `loop`, from any thread."""
+    try:
+        loop.call_soon_threadsafe(call)
+    except RuntimeError:  # the loop is closed: nobody to tell
+        pass
+
+
+class BranchSlots:
+    """A worker's `total` branch slots, taken and given back from any thread; each
+    give calls the listeners (the worker's loop, runs waiting for a slot)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.used = total, 0
+        self._guard = threading.Lock()
+        self._listeners: dict[int, Callable[[], None]] = {}
+
+    def take(self, most: int) -> int:
+        """Up to `most` free slots, taken; how many."""
+        with self._guard:
+            taken = max(0, min(most, self.total - self.used))
+            self.used += taken
+            return taken
+
+    def give(self, count: int = 1) -> None:
+        if count <= 0:
+            return
+        with self._guard:
+            self.used -= count
+            listeners = list(self._listeners.values())
+        for listener in listeners:
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` whenever slots are given back; the returned call stops it."""
+        key = id(listener)
+        with self._guard:
+            self._listeners[key] = listener
+
+        def stop() -> None:
+            with self._guard:
+                self._listeners.pop(key, None)
+
+        return stop
+
+
+class _Branch:
+    """A branch the run asked for: `new` (not queued yet), `queued` (any worker may
+    claim it; its end is watched for), `elsewhere` (queued, and another worker held it
+    at the last look), `here` (executing on the run's loop)."""
+
+    __slots__ = ("request", "here", "ended", "state", "task", "withdrawn")
+
+    def __init__(self, request: tuple[Any, ...], here: Any,
+                 ended: asyncio.Future[tuple[str, Any]]) -> None:
+        self.request, self.here, self.ended = request, here, ended
+        self.state = "new"
+        self.task: asyncio.Task[None] | None = None
+        self.withdrawn = False  # the run stopped waiting for it (fail_fast)
+
+    @property
+    def prefix(self) -> str:
+        return str(self.request[1])
+
+
+class OwnBranches:
+    """`RunState.branches` for one run a worker executes (its claims, ends, slots and
+    heartbeat: `worker`, lwtool.runtime.worker._Worker)."""
+
+    def __init__(self, worker: Any, run_id: str) -> None:
+        self.worker, self.run_id = worker, run_id
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.branches: dict[str, _Branch] = {}
+        self.ends: list[dict[str, Any]] = []  # ended here, to write
+        self.kept = 0  # slots kept for the run's next branches
+        self._pump_due = False
+        self._stop_listening: Callable[[], None] | None = None
+        self._look: asyncio.TimerHandle | None = None
+
+    async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
+                  item: Any, here: Callable[[], Coroutine[Any, Any, Any]] | None = None
+                  ) -> Any:
+        request = branch_request(scope, step, path, key, item)
+        self.loop = asyncio.get_running_loop()
+        branch = _Branch(request, here, self.loop.create_future())
+        self.branches[branch.prefix] = branch
+        self._pump_soon()
+        try:
+            state, result = await branch.ended
+        except asyncio.CancelledError:
+            self._withdraw(branch)
+            raise
+        finally:
+            if self.branches.get(branch.prefix) is branch:
+                del self.branches[branch.prefix]
+        return branch_outcome(state, result)
+
+    # -- the pump: one statement for what the run's branches need of the queue ----------
+
+    def _pump_soon(self) -> None:
+        """Pump once the loop has run what is ready (a group's branches ask together)."""
+        if not self._pump_due and self.loop is not None:
+            self._pump_due = True
+            self.loop.call_soon(self._pump)
+
+    def _pump(self) -> None:
+        self._pump_due = False
+        fresh = [b for b in self.branches.values() if b.state == "new"]
+        queued = [b for b in self.branches.values() if b.state == "queued"]
+        slots = self.worker.slots
+        wanted, held = len(fresh) + len(queued), self.kept
+        held += slots.take(wanted - held) if wanted > held else 0
+        slots.give(held - wanted)
+        held, self.kept = min(held, wanted), 0
+        ends, self.ends = self.ends, []
+        if not fresh and not ends and not held:
+            return
+        steal = min(held, len(queued))  # the oldest first: those queued before
+        mine = {b.prefix for b in fresh[:held - steal]}
+        for branch in fresh:
+            branch.state = "queued"
+        worker = self.worker
+        try:
+            tasks = worker.branch_queue.pump(
+                self.run_id, worker.setup.name, worker.setup.lease, ends,
+                [(*b.request[1:5], b.request[5], b.prefix in mine) for b in fresh],
+                [b.prefix for b in queued], steal)
+        except WorldError as exc:  # the server away: what was asked for fails with it
+            slots.give(held)
+            self.ends[:0] = ends  # written at a later pump, or the claims run out
+            for branch in fresh:
+                if not branch.ended.done():
+                    branch.ended.set_exception(exc)
+            return
+        slots.give(held - len(tasks))
+        claimed = {task.prefix for task in tasks}
+        if sum(b.prefix in claimed for b in queued) < steal:  # the rest: others' now
+            for branch in queued:
+                if branch.prefix not in claimed:
+                    branch.state = "elsewhere"
+            self._look_again_later()
+        if any(b.prefix in claimed for b in queued):  # no longer anyone else's to end
+            worker.ends.unwatch(self.run_id, [b.prefix for b in queued
+                                              if b.prefix in claimed])
+        for task in tasks:
+            found = self.branches.get(task.prefix)
+            if found is None:  # not waited for any more: nothing executes it
+                slots.give(1)
+                self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
+                continue
+            found.state = "here"
+            found.task = asyncio.get_running_loop().create_task(self._execute(found, task))
+        self._watch([b for b in fresh if b.prefix not in claimed])
+        self._listen_for_slots()
+
+    def _look_again_later(self) -> None:
+        """Branches another worker holds are claimable again once it is gone: looked at
+        every LOOK_AGAIN seconds while there are any."""
+        if self._look is None and self.loop is not None:
+            self._look = self.loop.call_later(LOOK_AGAIN, self._looked)
+
+    def _looked(self) -> None:
+        self._look = None
+        for branch in self.branches.values():
+            if branch.state == "elsewhere":
+                branch.state = "queued"
+        self._pump_soon()
+
+    def _watch(self, branches: list[_Branch]) -> None:
+        """Hear of these branches' ends, executed by other workers."""
+        if not branches:
+            return
+        loop = asyncio.get_running_loop()
+
+        def heard(prefix: str, end: tuple[str, Any]) -> None:  # on the worker's loop
+            loop.call_soon_threadsafe(self._ended_elsewhere, prefix, end)
+
+        self.worker.ends.watch(self.run_id, [b.prefix for b in branches], heard)
+
+    def _ended_elsewhere(self, prefix: str, end: tuple[str, Any]) -> None:
+        branch = self.branches.get(prefix)
+        if branch is not None and branch.state in ("queued", "elsewhere") \
+                and not branch.ended.done():
+            branch.ended.set_result(end)
+
+    def _listen_for_slots(self) -> None:
+        """While branches of the run wait in the queue, pump whenever the worker gives
+        a slot back."""
+        waiting = any(b.state == "queued" for b in self.branches.values())
+        if waiting and self._stop_listening is None and self.loop is not None:
+            loop = self.loop
+            self._stop_listening = self.worker.slots.listen(
+                lambda: soon(loop, self._pump_soon))
+        elif not waiting and self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+
+    # -- a branch executed here ---------------------------------------------------------
+
+    async def _execute(self, branch: _Branch, task: Any) -> None:
+        worker, queue = self.worker, self.worker.branch_queue
+        setup, log = worker.setup, worker.log
+        what = f"branch {task.prefix} of run {task.run_id}"
+        log("branch_claimed", f"claimed {what} (claim {task.claims})", run=task.run_id,
+            step=task.prefix)
+        if setup.metrics is not None:
+            setup.metrics.branches_claimed.inc()
+        stop_beat = worker.heartbeat.hold(lambda: queue.renew(task, setup.name, setup.lease),
+                                          what)
+        try:
+            if task.claims == 1 and branch.here is not None:  # the run's state knows it all
+                state, result = await branch_end(branch.here())
+            else:  # executed by someone before: from the run's log
+                state, result = await execute_branch(worker.world, task, worker.tools,
+                                                     worker.models, worker.known)
+        except asyncio.CancelledError:
+            stop_beat()
+            self.worker.slots.give(1)
+            if branch.withdrawn:  # nothing waits for it: said so at once
+                self._finish_now(task, "cancelled")
+            else:  # the lease was lost: another worker has it now
+                branch.state = "queued"
+                self._watch([branch])
+            raise
+        except WorldError as exc:  # the server away, or a successor committed first
+            stop_beat()
+            log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
+                step=task.prefix, level="warning")
+            self.worker.slots.give(1)
+            branch.state = "queued"  # its claim runs out; whoever takes it ends it
+            self._watch([branch])
+            return
+        stop_beat()
+        log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
+        self.ends.append({"prefix": task.prefix, "state": state, "result": result})
+        if not branch.ended.done():
+            branch.ended.set_result((state, result))
+        if any(b.state in ("new", "queued") for b in self.branches.values()):
+            self.kept += 1  # for the run's next branch
+        else:
+            self.worker.slots.give(1)
+        self._pump_soon()
+
+    def _finish_now(self, task: Any, state: str) -> None:
+        try:
+            self.worker.branch_queue.finish(task, self.worker.setup.name, state, None,
+                                            tell=False)
+        except WorldError:
+            pass  # its claim runs out; the next one finds the run no longer waits
+
+    def _withdraw(self, branch: _Branch) -> None:
+        """The run no longer waits for `branch` (fail_fast)."""
+        branch.withdrawn = True
+        if branch.state == "here" and branch.task is not None:
+            branch.task.cancel()
+        elif branch.state in ("queued", "elsewhere"):
+            self.worker.ends.unwatch(self.run_id, [branch.prefix])
+            try:  # (a resumed owner queues it again)
+                self.worker.branch_queue.cancel(self.run_id, [branch.prefix])
+            except WorldError:
+                pass  # nobody claims it before the run resumes, or it runs for nothing
+
+    def close(self) -> None:
+        """The run is left: the ends not yet written are written, slots kept given back,
+        nothing of it watched any more."""
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        if self._look is not None:
+            self._look.cancel()
+            self._look = None
+        self.worker.ends.unwatch_run(self.run_id)
+        self.worker.slots.give(self.kept)
+        self.kept = 0
+        ends, self.ends = self.ends, []
+        if ends:
+            try:
+                self.worker.branch_queue.pump(self.run_id, self.worker.setup.name,
+                                              self.worker.setup.lease, ends, [], [], 0)
+            except WorldError:
+                pass  # their claims run out; the next claims replay them from the log
