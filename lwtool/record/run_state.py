@@ -52,7 +52,7 @@ class RunState:
     parent_run_id: str | None = None  # the run this one is part of (links.parentRunId)
     # Where parallel branches execute: None, in this process; else an object whose
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
-    # branch's output (lwtool.runtime.branches.RemoteBranches: a worker's queue).
+    # branch's output (lwtool.runtime.own_branches.OwnBranches: a worker's queue).
     branches: Any = None
     branched: bool = False  # a branch of this run was handed to `branches`
     # False where the event loop serves other runs too (a worker's runs and branches,

@@ -1,13 +1,14 @@
 """Parallel branches executed by other workers (`lwtool worker`, a PostgreSQL world).
 
 The worker that owns a run (holds its run lock and walks its graph) hands each branch
-of a parallel group to the world's branch queue (lwtool.world.postgres_branches) and
-waits for its end; any worker, the owner included, claims a branch, executes its body
-in a RunState of its own for the same run and appends the branch's events to the run's
+of a parallel group to the world's branch queue (lwtool.world.postgres_branches,
+through lwtool.runtime.own_branches, which executes as many as the owner has slots
+for itself); another worker claims a branch, executes its body in a RunState of its
+own for the same run (`execute_branch`) and appends the branch's events to the run's
 log (the PostgreSQL world appends under the run row's lock, so the hash chain stays
-one chain). The owner fans in the branch outputs in the group's declared order, as
-when it executes the branches itself: the fan-in does not depend on who executed what,
-nor in which order branches ended.
+one chain), and the owner hears of its end (`BranchEnds`). The owner fans in the
+branch outputs in the group's declared order, as when it executes the branches itself:
+the fan-in does not depend on who executed what, nor in which order branches ended.
 
 A branch is self-contained: its steps read only the run input, its item and steps of
 its own body (rule parallel.reference_outside_body), so a worker needs nothing of the

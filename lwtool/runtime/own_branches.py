@@ -146,6 +146,10 @@ class OwnBranches:
         ends, self.ends = self.ends, []
         if not fresh and not ends and not held:
             return
+        asked = {b.prefix for b in fresh}
+        if any(end["prefix"] in asked for end in ends):  # asked again (a wait answered):
+            self._write(ends)  # its end first, or the statement would queue it ended
+            ends = []
         steal = min(held, len(queued))  # the oldest first: those queued before
         mine = {b.prefix for b in fresh[:held - steal]}
         for branch in fresh:
@@ -261,6 +265,14 @@ class OwnBranches:
             branch.state = "queued"  # its claim runs out; whoever takes it ends it
             self._watch([branch])
             return
+        except Exception as exc:  # an error of lwtool's own: the run fails with it
+            stop_beat()
+            self.worker.slots.give(1)
+            self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
+            self._pump_soon()
+            if not branch.ended.done():
+                branch.ended.set_exception(exc)
+            return
         stop_beat()
         log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
         self.ends.append({"prefix": task.prefix, "state": state, "result": result})
@@ -304,9 +316,14 @@ class OwnBranches:
         self.worker.slots.give(self.kept)
         self.kept = 0
         ends, self.ends = self.ends, []
-        if ends:
-            try:
-                self.worker.branch_queue.pump(self.run_id, self.worker.setup.name,
-                                              self.worker.setup.lease, ends, [], [], 0)
-            except WorldError:
-                pass  # their claims run out; the next claims replay them from the log
+        self._write(ends)
+
+    def _write(self, ends: list[dict[str, Any]]) -> None:
+        """Write the ends of branches executed here, on their own."""
+        if not ends:
+            return
+        try:
+            self.worker.branch_queue.pump(self.run_id, self.worker.setup.name,
+                                          self.worker.setup.lease, ends, [], [], 0)
+        except WorldError:
+            pass  # their claims run out; the next claims replay them from the log

@@ -1,12 +1,14 @@
 """`lwtool worker`: execute queued runs of a PostgreSQL world, and the parallel branches
 of any run, `concurrency` of each at a time.
 
-A worker claims the oldest runnable branch (lwtool.world.postgres_branches), else the
-oldest runnable run (lwtool.world.postgres_queue), renews its lease while it executes
+A worker claims the oldest runnable branch of other workers' runs
+(lwtool.world.postgres_branches), else the oldest runnable run
+(lwtool.world.postgres_queue), renews its lease while it executes
 (lwtool.runtime.worker_beat: one thread for every claim), and ends its claim `done` or
-`failed`. The runs it executes hand their parallel branches to the
-branch queue (lwtool.runtime.branches), so one run's branches spread over every
-worker. Each claimed run and branch executes on an event loop and thread of its own
+`failed`. The runs it executes hand their parallel branches to the branch queue and
+execute as many as the worker has free branch slots for themselves
+(lwtool.runtime.own_branches), so one run's branches spread over every worker. Each
+claimed run and branch executes on an event loop and thread of its own
 (lwtool.runtime.own_loop), so none holds up another or the claiming here. It starts a
 run the queue recorded, or resumes one from its event log (a run whose worker died: its
 completed steps are not run again, the attempt in flight runs again). A run another

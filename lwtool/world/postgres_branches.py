@@ -2,12 +2,14 @@
 processes execute, so that the branches of one run spread over many workers and
 machines (lwtool.runtime.branches).
 
-The worker executing a run (its owner) enqueues each branch of a parallel step it
+The worker executing a run (its owner) queues each branch of a parallel step it
 reaches: the run, the branch's step path prefix (`fan[3].`), the parallel step it
-belongs to and its item. Any worker claims a queued branch with `SELECT ... FOR UPDATE
-SKIP LOCKED` under a lease its heartbeat renews, executes the branch body, appending
-the branch's events to the run's log, and ends the row `done` (with the branch's
-output) or `failed` (with its failure). The owner reads the ends and fans in. A branch
+belongs to and its item; in the same statement (`pump`) it claims as many of its run's
+branches as it has free slots for, and writes the ends of those it executed. Another
+worker claims a queued branch with `SELECT ... FOR UPDATE SKIP LOCKED` under a lease
+its heartbeat renews, executes the branch body, appending the branch's events to the
+run's log, and ends the row `done` (with the branch's output) or `failed` (with its
+failure). The owner reads the ends and fans in. A branch
 whose worker died is claimable again at once (a registered worker's lock is gone with
 it, lwtool.world.postgres_workers) or once its lease has run out: the next worker
 replays the branch's committed steps from the log and runs the one in flight again
@@ -16,8 +18,9 @@ its successor cannot both commit one. A branch goes on its run's queue: only wor
 of that queue claim it. Each end is announced with NOTIFY on
 `lwtool_branch_ends` (payload: the run id), so owners wait without polling hard.
 
-States: queued -> claimed -> done | failed, or cancelled (a fail_fast group that failed
-no longer needs it); a claimed branch whose lease ran out counts as queued."""
+States: queued -> claimed -> done | failed | waiting, or cancelled (a fail_fast group
+that failed no longer needs it); a claimed branch whose lease ran out counts as
+queued."""
 
 from __future__ import annotations
 
@@ -92,40 +95,6 @@ class BranchQueue:
     def __init__(self, world: Any) -> None:
         self.world = world
 
-    def enqueue(self, run_id: str, prefix: str, parallel: list[str], item: Any,
-                history: bool, needs: list[str] | None = None) -> None:
-        """Queue a branch (`needs`: the tools a worker must have to claim it). One the
-        queue has already (a resumed owner's) is left as it is, unless it was cancelled
-        (its owner left the run) or waited for a person (the run goes on now): then it
-        is queued again."""
-        self.enqueue_many([(run_id, prefix, parallel, item, history, needs)])
-
-    def enqueue_many(self, branches: list[tuple[str, str, list[str], Any, bool,
-                                                 list[str] | None]]) -> None:
-        """Queue `branches` ((run id, prefix, parallel, item, history, needs) each, as
-        `enqueue` takes them) in one statement, in their order; the workers are told
-        once for each queue."""
-        now, rows, seen = time.time(), [], set()
-        for n, (run_id, prefix, parallel, item, history, needs) in enumerate(branches):
-            if (run_id, prefix) in seen:  # asked twice: once is the same
-                continue
-            seen.add((run_id, prefix))
-            rows.append({"run_id": run_id, "prefix": prefix, "parallel": dumps_text(parallel),
-                         "item": dumps_text(item), "history": history,
-                         "at": now + n * 1e-6, "needs": needs_text(needs)})
-        self.world._one_trip([(
-            "WITH queued AS (INSERT INTO lwtool.branches (run_id, prefix, parallel, item, "
-            "history, state, enqueued_at, needs, queue) SELECT r.run_id, r.prefix, "
-            "r.parallel, r.item, r.history, 'queued', r.at, r.needs, coalesce((SELECT "
-            "q.queue FROM lwtool.queue q WHERE q.run_id = r.run_id), %s) FROM "
-            "jsonb_to_recordset(%s::jsonb) AS r(run_id text, prefix text, parallel text, "
-            "item text, history boolean, at double precision, needs text) ON CONFLICT "
-            "(run_id, prefix) DO UPDATE SET state = 'queued', history = true WHERE "
-            "lwtool.branches.state IN ('cancelled', 'waiting') RETURNING queue) SELECT "
-            f"pg_notify(%s, '{BRANCH_NOTE}' || queue) FROM (SELECT DISTINCT queue FROM "
-            "queued) told",
-            (DEFAULT_QUEUE, dumps_text(rows), WORK_CHANNEL))], durable=False)
-
     def claim(self, worker: str, lease: float, serves: list[str] | None = None,
               queues: list[str] | None = None, most: int = 1,
               besides: list[str] | None = None) -> list[BranchTask]:
@@ -153,7 +122,8 @@ class BranchQueue:
         """The owner's side, in one statement: its branches that ended (`ends`: {prefix,
         state, result}) written; `fresh` branches ((prefix, parallel, item, history,
         needs, mine) each) queued, those `mine` claimed for this worker at once (a row
-        the queue has already is left as `enqueue` leaves it, and not claimed); and of
+        the queue has already, a resumed owner's, is left as it is and not claimed,
+        unless it was cancelled or waited for a person: then it is queued again); and of
         the run's branches `stealable`, `steal` runnable ones at most claimed for it.
         Returns the branches claimed; the workers of the run's queue are told of those
         left queued."""
