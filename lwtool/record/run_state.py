@@ -9,12 +9,12 @@ import os
 import signal
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.canonical.compact import dumps_bytes, loads
+from lwtool.record import thread_pools
 from lwtool.record.ids import short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.report import TOKENS
@@ -54,7 +54,9 @@ class RunState:
     # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
     # branch's output (lwtool.runtime.own_branches.OwnBranches: a worker's queue).
     branches: Any = None
-    branched: bool = False  # a branch of this run was handed to `branches`
+    # a branch of this run was executed in another state (another worker's, or one
+    # read from the log): its model replies are in the log only, read back at the end
+    branched: bool = False
     # False where the event loop serves other runs too (a worker's runs and branches,
     # LOOP_SHARED): commits then always go to the commit thread instead of blocking the
     # loop for an fsync or a database's round trips.
@@ -78,8 +80,8 @@ class RunState:
     _note_timer: asyncio.TimerHandle | None = None
     _notes_since: float = 0.0  # loop time the oldest pending note was made
     _flusher: asyncio.Task[None] | None = None
-    committer: ThreadPoolExecutor = field(init=False)
-    tool_threads: ThreadPoolExecutor = field(init=False)
+    committer: thread_pools.RunPool = field(init=False)
+    tool_threads: thread_pools.RunPool = field(init=False)
 
     def close(self) -> None:
         """Commit notes still pending and release the run's threads (after its last
@@ -88,17 +90,17 @@ class RunState:
             self._note_timer.cancel()
             self._note_timer = None
         self.flush_notes()
-        self.committer.shutdown(wait=True)
-        self.tool_threads.shutdown(wait=False, cancel_futures=True)
+        thread_pools.give_back(self.committer, drain=True)
+        thread_pools.give_back(self.tool_threads)
 
     def __post_init__(self) -> None:
         self.tools_hash = short_hash(self.tools.names())
         self.inline_commits = not LOOP_SHARED.get()
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.
-        self.committer = ThreadPoolExecutor(1, thread_name_prefix="lwtool-commit")
-        self.tool_threads = ThreadPoolExecutor(self.world.max_concurrent_steps,
-                                               thread_name_prefix="lwtool-tool")
+        # (kept between the runs of a process: thread_pools)
+        self.committer = thread_pools.take(1, "lwtool-commit")
+        self.tool_threads = thread_pools.take(self.world.max_concurrent_steps, "lwtool-tool")
         spec = os.environ.get(FAULT_ENV)
         if spec and "@" in spec:
             event_type, _, pattern = spec.partition("@")

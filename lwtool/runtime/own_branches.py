@@ -101,6 +101,7 @@ class OwnBranches:
     def __init__(self, worker: Any, run_id: str) -> None:
         self.worker, self.run_id = worker, run_id
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.state: Any = None  # the run's RunState
         self.branches: dict[str, _Branch] = {}
         self.ends: list[dict[str, Any]] = []  # ended here, to write
         self.kept = 0  # slots kept for the run's next branches
@@ -112,7 +113,7 @@ class OwnBranches:
                   item: Any, here: Callable[[], Coroutine[Any, Any, Any]] | None = None
                   ) -> Any:
         request = branch_request(scope, step, path, key, item)
-        self.loop = asyncio.get_running_loop()
+        self.state, self.loop = scope.run, asyncio.get_running_loop()
         branch = _Branch(request, here, self.loop.create_future())
         self.branches[branch.prefix] = branch
         self._pump_soon()
@@ -216,6 +217,7 @@ class OwnBranches:
         branch = self.branches.get(prefix)
         if branch is not None and branch.state in ("queued", "elsewhere") \
                 and not branch.ended.done():
+            self.state.branched = True  # its replies are in the log only
             branch.ended.set_result(end)
 
     def _listen_for_slots(self) -> None:
@@ -245,7 +247,8 @@ class OwnBranches:
         try:
             if task.claims == 1 and branch.here is not None:  # the run's state knows it all
                 state, result = await branch_end(branch.here())
-            else:  # executed by someone before: from the run's log
+            else:  # executed by someone before: from the run's log, in a state of its own
+                self.state.branched = True
                 state, result = await execute_branch(worker.world, task, worker.tools,
                                                      worker.models, worker.known)
         except asyncio.CancelledError:

@@ -76,8 +76,7 @@ async def run_parallel(scope: Any, step: dict[str, Any], path: str,
     async def run_branch(item: Any, key: str) -> Any:
         await gate.acquire()
         if remote is not None:
-            run.branched = True  # other processes commit to the log: usage is read back
-            try:  # `here`: the worker that claims it may be this run's own
+            try:  # `here`: executed in this run's state when its worker claims it
                 return await remote.run(scope, step, path, key, item,
                                         lambda: run_here(item, key, lambda: None))
             finally:

@@ -136,7 +136,8 @@ class _Worker:
         stop_beat = self.heartbeat.start()
         stop_listen = _listen_thread(self, wake)
         loop = asyncio.get_running_loop()
-        stop_slots = self.slots.listen(lambda: soon(loop, wake.set))
+        # a slot given back: claim other workers' branches with it, when some may wait
+        stop_slots = self.slots.listen(lambda: self._slot_freed(loop, wake))
         try:
             while self.runs or not stop.is_set():
                 wake.clear()
@@ -160,6 +161,10 @@ class _Worker:
         if self.branches:
             await asyncio.gather(*self.branches, return_exceptions=True)
         return ended
+
+    def _slot_freed(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
+        if self.branches_maybe:
+            soon(loop, wake.set)
 
     async def _claim(self, stop: asyncio.Event) -> bool:
         """Claim branches for the free branch slots, else one run if a slot is free;

@@ -65,13 +65,16 @@ _PUMP = (
     "prefix) DO UPDATE SET state = 'queued', history = true WHERE lwtool.branches.state IN "
     "('cancelled', 'waiting') RETURNING prefix, parallel, item, history, claims, state, "
     "queue), "
-    "stolen AS (UPDATE lwtool.branches SET state = 'claimed', worker = %(worker)s, "
-    "lease_until = %(until)s, claimed_at = %(now)s, claims = claims + 1 WHERE run_id = "
-    "%(run)s AND prefix IN (SELECT prefix FROM lwtool.branches WHERE run_id = %(run)s AND "
+    # picked once (MATERIALIZED): a LIMIT ... SKIP LOCKED subquery the plan scans again
+    # for each row would pick (and claim) more rows than its limit
+    "picked AS MATERIALIZED (SELECT prefix FROM lwtool.branches WHERE run_id = %(run)s AND "
     "prefix = ANY(%(stealable)s) AND "
     + RUNNABLE.replace("%s", "{}").format("%(now)s", "%(grace)s") +
-    " ORDER BY enqueued_at, prefix FOR UPDATE SKIP LOCKED LIMIT %(steal)s) RETURNING "
-    "prefix, parallel, item, history, claims), "
+    " ORDER BY enqueued_at, prefix FOR UPDATE SKIP LOCKED LIMIT %(steal)s), "
+    "stolen AS (UPDATE lwtool.branches b SET state = 'claimed', worker = %(worker)s, "
+    "lease_until = %(until)s, claimed_at = %(now)s, claims = b.claims + 1 FROM picked "
+    "WHERE b.run_id = %(run)s AND b.prefix = picked.prefix RETURNING b.prefix, b.parallel, "
+    "b.item, b.history, b.claims), "
     "told AS (SELECT pg_notify(%(channel)s, %(note)s || queue) FROM (SELECT DISTINCT queue "
     "FROM queued WHERE state = 'queued') q) "
     "SELECT prefix, parallel, item, history, claims FROM queued WHERE state = 'claimed' "
@@ -104,14 +107,15 @@ class BranchQueue:
         worker's runs, take their own: `pump`)."""
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
-            "UPDATE lwtool.branches SET state = 'claimed', worker = %s, lease_until = %s, "
-            "claimed_at = %s, claims = claims + 1 WHERE (run_id, prefix) IN (SELECT run_id, "
-            f"prefix FROM lwtool.branches WHERE queue = ANY(%s) AND {RUNNABLE} AND {SERVED} "
-            "AND run_id <> ALL(%s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP "
-            "LOCKED LIMIT %s) RETURNING run_id, prefix, parallel, item, history, claims, "
-            "enqueued_at", (worker, now + lease, now, queues or [DEFAULT_QUEUE], now,
-                            now - GRACE, needs_text(serves), besides or [], most))],
-            durable=False)
+            "WITH picked AS MATERIALIZED (SELECT run_id, prefix FROM lwtool.branches WHERE "
+            f"queue = ANY(%s) AND {RUNNABLE} AND {SERVED} AND run_id <> ALL(%s) ORDER BY "
+            "enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED LIMIT %s) UPDATE "
+            "lwtool.branches b SET state = 'claimed', worker = %s, lease_until = %s, "
+            "claimed_at = %s, claims = b.claims + 1 FROM picked WHERE b.run_id = "
+            "picked.run_id AND b.prefix = picked.prefix RETURNING b.run_id, b.prefix, "
+            "b.parallel, b.item, b.history, b.claims, b.enqueued_at",
+            (queues or [DEFAULT_QUEUE], now, now - GRACE, needs_text(serves), besides or [],
+             most, worker, now + lease, now))], durable=False)
         rows.sort(key=lambda row: (row[6], row[0], row[1]))  # oldest first
         return [BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
                            int(row[5])) for row in rows]
