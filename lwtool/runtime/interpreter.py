@@ -42,6 +42,7 @@ from lwtool.world.base import (
     Event,
     NewEvent,
     RunConflict,
+    RunExists,
     World,
     check_durability,
     find_run,
@@ -107,8 +108,11 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     links: dict[str, Any] | None = None,
                     branches: Any = None,
                     budget: dict[str, Any] | None = None,
-                    seed: list[NewEvent] | None = None) -> dict[str, Any]:
-    """Register the version, create the run, execute it. An existing `run_id` resumes.
+                    seed: list[NewEvent] | None = None,
+                    fresh: bool = False) -> dict[str, Any]:
+    """Register the version, create the run, execute it. An existing `run_id` resumes
+    (`fresh`: the caller expects none, so the run is created without looking first; one
+    found existing then is resumed all the same).
     `workspace` ({workflowId, memory, skills}: a definition's) is what worker steps'
     workspaces use (memory stores, skills); recorded with the run. `durability`
     (strict | process; default: the world's) is the run's for good: recorded in
@@ -140,7 +144,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     world.register_version(version_id, lwir, False, canonical,
                            meta=lambda: validated_meta(lwir, tools.tools))
     run_id = run_id or new_run_id()
-    existing = find_run(world, run_id)
+    existing = None if fresh else find_run(world, run_id)
     if existing is not None:
         if existing.version_id != version_id:
             raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
@@ -158,20 +162,30 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                    **({"workspace": workspace} if workspace else {}),
                    **({"budget": budget} if budget else {}),
                    **({"links": links} if links else {})}
-        created = world.create_run(run_id, version_id, run_input, options, [NewEvent(
-            "RunStarted", {"workflowVersionId": version_id, "inputHash": short_hash(run_input),
-                           "capabilities": capabilities,
-                           "capabilitiesHash": short_hash(capabilities), "stepTimeoutS": timeout,
-                           "durability": durability,
-                           "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
-                                               "world": world.max_concurrent_steps},
-                           "pid": os.getpid(), **({"links": links} if links else {})}),
-            *(seed or [])], fsyncs(durability))
-        if on_start:
-            on_start(run_id)
-        return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
-                              Journal.from_events(created), timeout, harness, workspace,
-                              durability, branches, budget, links)
+        started = NewEvent("RunStarted", {
+            "workflowVersionId": version_id, "inputHash": short_hash(run_input),
+            "capabilities": capabilities, "capabilitiesHash": short_hash(capabilities),
+            "stepTimeoutS": timeout, "durability": durability,
+            "stepConcurrency": {"asked": concurrency_asked(lwir.get("steps") or []),
+                                "world": world.max_concurrent_steps},
+            "pid": os.getpid(), **({"links": links} if links else {})})
+        try:
+            created = world.create_run(run_id, version_id, run_input, options,
+                                       [started, *(seed or [])], fsyncs(durability))
+        except RunExists:
+            if not fresh:
+                raise
+            created = None
+        if created is not None:
+            if on_start:
+                on_start(run_id)
+            return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
+                                  Journal.from_events(created), timeout, harness, workspace,
+                                  durability, branches, budget, links)
+    # it existed after all (`fresh` was a guess): resumed, as any existing run is
+    return await start_run(world, lwir, run_input, tools, models, run_id, on_start,
+                           step_timeout, harness, workspace, durability, version_id,
+                           canonical, links, branches, budget, seed)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:

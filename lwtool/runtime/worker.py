@@ -285,7 +285,8 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
                                    workspace=options.get("workspace"),
                                    durability=options.get("durability"),
                                    version_id=claim.version_id, branches=branches,
-                                   budget=options.get("budget"))
+                                   budget=options.get("budget"),
+                                   fresh=claim.claims == 1)  # else a dead worker's, likely
         finally:
             branches.close()
 

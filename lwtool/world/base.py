@@ -109,6 +109,10 @@ class RunConflict(WorldError):
     """A run id that exists already was given for a different run."""
 
 
+class RunExists(WorldError):
+    """`create_run` for a run id the world has already."""
+
+
 class RunLocked(WorldError):
     """Another process is executing this run."""
 

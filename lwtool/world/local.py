@@ -40,6 +40,7 @@ from lwtool.world.base import (
     DEFAULT_DURABILITY,
     Event,
     NewEvent,
+    RunExists,
     RunNotFound,
     RunRecord,
     RunStatusChanged,
@@ -211,7 +212,7 @@ class LocalWorld(LocalVersions, InspectorViews):
         check_run_id(run_id)
         with self._tx(durable) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-                raise WorldError(f"run {run_id} already exists")
+                raise RunExists(f"run {run_id} already exists")
             row = (run_id, version_id, now, now, dumps_text(run_input), dumps_text(options))
             if self._keyed:
                 run_no = next_run_no(db)

@@ -33,6 +33,7 @@ from lwtool.world.base import (
     ArtifactMissing,
     Event,
     NewEvent,
+    RunExists,
     RunLocked,
     RunLockLost,
     RunNotFound,
@@ -41,7 +42,6 @@ from lwtool.world.base import (
     StepCommittedElsewhere,
     StoreDamaged,
     StoreUnavailable,
-    WorldError,
     check_durability,
     check_run_id,
 )
@@ -198,7 +198,7 @@ class PostgresWorld(VersionRows, InspectedRows):
             self._one_trip([trips.create(run_id, version_id, now, dumps_text(run_input),
                                          dumps_text(options), rows, head)], durable)
         except psycopg.errors.UniqueViolation:
-            raise WorldError(f"run {run_id} already exists") from None
+            raise RunExists(f"run {run_id} already exists") from None
         self._know_head(run_id, head)
         if self.on_commit is not None:
             self.on_commit(run_id, out)

@@ -319,3 +319,33 @@ def test_a_collector_that_is_away_is_a_warning_not_a_lost_run(tmp_path: Path,
     assert worker.returncode == 0 and "run x0 completed" in err, err
     assert "run x0: cannot export its trace:" in err
     assert _outputs(postgres_url, 1) == {"x0": EXPECTED}
+
+
+def test_a_run_killed_outside_the_queue_is_resumed_by_a_worker(tmp_path: Path,
+                                                               postgres_url: str) -> None:
+    """A run `lwtool run` started in the world and was killed in: `replay --enqueue`
+    queues it for the first time, so its first claim expects no run, finds one, and
+    resumes it from its log (its committed step is not run again)."""
+    step = {"tool": "mark", "args": {"run": "k", "step": "s0", "value": "v"}}
+    (tmp_path / "wf.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "killed"}, "permissions": {"tools": ["mark"]},
+        "steps": [{"id": "s0", "uses": "tool.call", "with": step},
+                  {"id": "s1", "uses": "tool.call", "needs": ["s0"], "with": {
+                      **step, "args": {**step["args"], "step": "s1"}}}]}))
+    (tmp_path / "in.json").write_text("{}")
+    world = ("--world", postgres_url)
+    killed = run_cli("run", str(tmp_path / "wf.lwir.json"), "-i", str(tmp_path / "in.json"),
+                     "--run-id", "k", "--tools", TOOLS, *world,
+                     env={"LWTOOL_TEST_DIR": str(tmp_path),
+                          "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@s0"})
+    assert killed.returncode != 0 and _marks(tmp_path) == {"k:s0": 1}
+    queued = run_cli("replay", "k", "--enqueue", *world)
+    assert queued.returncode == 0, queued.stderr
+    worker = _worker(tmp_path, postgres_url)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0 and "claimed run k (claim 1)" in err, err
+    assert "run k completed" in err and "left for later" not in err, err
+    assert "(claim 2)" not in err, err  # resumed at its first claim, not after a look
+    assert _marks(tmp_path) == {"k:s0": 1, "k:s1": 1}
+    assert run_cli("verify", "k", *world).returncode == 0
