@@ -133,6 +133,9 @@ def _exit(code: int) -> None:
     """Exit with `code`. A synchronous tool that hangs past its step's timeout leaves a
     worker thread that Python would join at exit, keeping a finished command alive
     forever; the run's outcome is already printed and committed, so end the process."""
+    pools = sys.modules.get("lwtool.record.thread_pools")
+    if pools is not None:  # the idle thread pools runs kept for the next run
+        pools.release_spares()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate()
            if t is not threading.main_thread()):
         sys.stdout.flush()

@@ -77,3 +77,13 @@ def give_back(pool: RunPool, drain: bool = False) -> None:
 
 def _nothing() -> None:
     return None
+
+
+def release_spares() -> None:
+    """Shut the idle pools kept down, their threads ended (a command that ends: nothing
+    would use them, and a live thread would keep the interpreter from exiting)."""
+    with _guard:
+        pools = [pool for spare in _spare.values() for pool in spare]
+        _spare.clear()
+    for pool in pools:
+        pool.shutdown(wait=True)

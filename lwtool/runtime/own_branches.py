@@ -8,7 +8,9 @@ the worker has free slots for are claimed for it at once (the oldest of the run'
 queued ones first), and the ends of the branches it executed are written. A branch
 claimed this way executes as a task on the run's loop, in the run's own state, as in
 one process: no state of its own to set up, its commits grouped with the run's other
-branches', its end handed to the run directly. The worker's other claims leave this
+branches', its end handed to the run directly. AHEAD more than the slots are claimed
+and start as the run's branches end, so a claim statement serves several ends. The
+worker's other claims leave this
 worker's runs to their owners (`BranchQueue.claim(besides=...)`); other workers claim
 what the owner has no slot for, and their ends reach the run through `BranchEnds`.
 A branch executed by someone before (its claims > 1) is executed from the run's log,
@@ -27,6 +29,9 @@ from lwtool.runtime.branches import branch_end, branch_outcome, branch_request, 
 from lwtool.world.base import WorldError
 
 LOOK_AGAIN = 1.0  # seconds between looks at the run's branches other workers hold
+# branches of a run claimed beyond its slots, each started as one of the run's branches
+# ends: one claim statement for every AHEAD + 1 branch ends, not one each
+AHEAD = 2
 
 
 def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
@@ -105,6 +110,7 @@ class OwnBranches:
         self.branches: dict[str, _Branch] = {}
         self.ends: list[dict[str, Any]] = []  # ended here, to write
         self.kept = 0  # slots kept for the run's next branches
+        self.ready: list[asyncio.Future[None]] = []  # claimed branches waiting for a slot
         self._pump_due = False
         self._stop_listening: Callable[[], None] | None = None
         self._look: asyncio.TimerHandle | None = None
@@ -140,19 +146,25 @@ class OwnBranches:
         fresh = [b for b in self.branches.values() if b.state == "new"]
         queued = [b for b in self.branches.values() if b.state == "queued"]
         slots = self.worker.slots
-        wanted, held = len(fresh) + len(queued), self.kept
+        wanted, held = len(self.ready) + len(fresh) + len(queued), self.kept
         held += slots.take(wanted - held) if wanted > held else 0
         slots.give(held - wanted)
         held, self.kept = min(held, wanted), 0
+        while held and self.ready:  # slots go to branches claimed already first
+            held -= 1
+            self.ready.pop(0).set_result(None)
+        # claimed: one a slot, and AHEAD more that start as the run's branches end
+        room = max(0, min(len(fresh) + len(queued), held + AHEAD - len(self.ready)))
         ends, self.ends = self.ends, []
-        if not fresh and not ends and not held:
+        if not fresh and not ends and not room:
+            slots.give(held)
             return
         asked = {b.prefix for b in fresh}
         if any(end["prefix"] in asked for end in ends):  # asked again (a wait answered):
             self._write(ends)  # its end first, or the statement would queue it ended
             ends = []
-        steal = min(held, len(queued))  # the oldest first: those queued before
-        mine = {b.prefix for b in fresh[:held - steal]}
+        steal = min(room, len(queued))  # the oldest first: those queued before
+        mine = {b.prefix for b in fresh[:room - steal]}
         for branch in fresh:
             branch.state = "queued"
         worker = self.worker
@@ -168,7 +180,6 @@ class OwnBranches:
                 if not branch.ended.done():
                     branch.ended.set_exception(exc)
             return
-        slots.give(held - len(tasks))
         claimed = {task.prefix for task in tasks}
         if sum(b.prefix in claimed for b in queued) < steal:  # the rest: others' now
             for branch in queued:
@@ -178,14 +189,21 @@ class OwnBranches:
         if any(b.prefix in claimed for b in queued):  # no longer anyone else's to end
             worker.ends.unwatch(self.run_id, [b.prefix for b in queued
                                               if b.prefix in claimed])
+        started, loop = 0, asyncio.get_running_loop()
         for task in tasks:
             found = self.branches.get(task.prefix)
             if found is None:  # not waited for any more: nothing executes it
-                slots.give(1)
                 self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
                 continue
+            go: asyncio.Future[None] | None = None  # None: it has a slot
+            if started < held:
+                started += 1
+            else:
+                go = loop.create_future()
+                self.ready.append(go)
             found.state = "here"
-            found.task = asyncio.get_running_loop().create_task(self._execute(found, task))
+            found.task = loop.create_task(self._execute(found, task, go))
+        slots.give(held - started)
         self._watch([b for b in fresh if b.prefix not in claimed])
         self._listen_for_slots()
 
@@ -234,7 +252,10 @@ class OwnBranches:
 
     # -- a branch executed here ---------------------------------------------------------
 
-    async def _execute(self, branch: _Branch, task: Any) -> None:
+    async def _execute(self, branch: _Branch, task: Any,
+                       go: asyncio.Future[None] | None) -> None:
+        """Execute a branch claimed for the run, once it has a slot (`go` done; None: it
+        has one)."""
         worker, queue = self.worker, self.worker.branch_queue
         setup, log = worker.setup, worker.log
         what = f"branch {task.prefix} of run {task.run_id}"
@@ -245,6 +266,8 @@ class OwnBranches:
         stop_beat = worker.heartbeat.hold(lambda: queue.renew(task, setup.name, setup.lease),
                                           what)
         try:
+            if go is not None:
+                await go  # a slot, passed on as a branch of the run ends
             if task.claims == 1 and branch.here is not None:  # the run's state knows it all
                 state, result = await branch_end(branch.here())
             else:  # executed by someone before: from the run's log, in a state of its own
@@ -253,7 +276,7 @@ class OwnBranches:
                                                      worker.models, worker.known)
         except asyncio.CancelledError:
             stop_beat()
-            self.worker.slots.give(1)
+            self._left(go)
             if branch.withdrawn:  # nothing waits for it: said so at once
                 self._finish_now(task, "cancelled")
             else:  # the lease was lost: another worker has it now
@@ -264,13 +287,13 @@ class OwnBranches:
             stop_beat()
             log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
                 step=task.prefix, level="warning")
-            self.worker.slots.give(1)
+            self._left(go)
             branch.state = "queued"  # its claim runs out; whoever takes it ends it
             self._watch([branch])
             return
         except Exception as exc:  # an error of lwtool's own: the run fails with it
             stop_beat()
-            self.worker.slots.give(1)
+            self._left(go)
             self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
             self._pump_soon()
             if not branch.ended.done():
@@ -281,8 +304,28 @@ class OwnBranches:
         self.ends.append({"prefix": task.prefix, "state": state, "result": result})
         if not branch.ended.done():
             branch.ended.set_result((state, result))
+        self._slot_freed()
+
+    def _left(self, go: asyncio.Future[None] | None) -> None:
+        """A branch stopped before its end: its slot freed, or its place in line left."""
+        if go is None or (go.done() and not go.cancelled()):
+            self._slot_freed()
+        else:
+            go.cancel()
+            if go in self.ready:
+                self.ready.remove(go)
+
+    def _slot_freed(self) -> None:
+        """A slot the run held is free: the next branch claimed already takes it; else
+        it is kept for the run's next queued branch (claimed by the pump, with the ends
+        written meanwhile) or given back to the worker."""
+        while self.ready:
+            go = self.ready.pop(0)
+            if not go.done():
+                go.set_result(None)
+                return
         if any(b.state in ("new", "queued") for b in self.branches.values()):
-            self.kept += 1  # for the run's next branch
+            self.kept += 1
         else:
             self.worker.slots.give(1)
         self._pump_soon()
@@ -316,6 +359,10 @@ class OwnBranches:
             self._look.cancel()
             self._look = None
         self.worker.ends.unwatch_run(self.run_id)
+        for branch in self.branches.values():  # the run left them (it failed, or stopped)
+            branch.withdrawn = True
+            if branch.task is not None:
+                branch.task.cancel()
         self.worker.slots.give(self.kept)
         self.kept = 0
         ends, self.ends = self.ends, []

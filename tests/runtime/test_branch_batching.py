@@ -30,6 +30,8 @@ class _Queue:
 
     def __init__(self, holds: frozenset[str] = frozenset(), fail: bool = False) -> None:
         self.pumps: list[tuple[Any, ...]] = []
+        self.finished: list[tuple[str, str]] = []
+        self.cancelled: list[str] = []
         self.holds, self.fail = holds, fail
 
     def pump(self, run_id: str, worker: str, lease: float, ends: list[dict[str, Any]],
@@ -44,6 +46,13 @@ class _Queue:
 
     def renew(self, *_: Any) -> bool:
         return True
+
+    def finish(self, task: Any, worker: str, state: str, result: Any, tell: bool) -> bool:
+        self.finished.append((task.prefix, state))
+        return True
+
+    def cancel(self, run_id: str, prefixes: list[str]) -> None:
+        self.cancelled += prefixes
 
 
 class _Ends:
@@ -96,11 +105,12 @@ def test_a_groups_branches_are_queued_and_claimed_in_one_statement() -> None:
     outputs = asyncio.run(_group(OwnBranches(worker, "r"), 6, executed, most))
     assert outputs == [f"here {n}" for n in range(6)]
     assert sorted(executed) == [str(n) for n in range(6)] and most[0] == 2
-    first = queue.pumps[0]
-    assert first == ([], [f"fan[{n}]." for n in range(6)], ["fan[0].", "fan[1]."], [], 0)
-    # each later statement writes ends and claims the next branches: never one a branch
-    # for each, and every end is written once
-    assert len(queue.pumps) <= 6
+    first = queue.pumps[0]  # a slot each, and AHEAD (2) more that wait for one
+    assert first == ([], [f"fan[{n}]." for n in range(6)],
+                     ["fan[0].", "fan[1].", "fan[2].", "fan[3]."], [], 0)
+    # later statements write ends and claim the next branches: far fewer than one a
+    # branch, and every end is written once
+    assert len(queue.pumps) <= 4, queue.pumps
     written = [end for pump in queue.pumps for end in pump[0]]
     assert sorted(written) == sorted((f"fan[{n}].", "done") for n in range(6))
     assert worker.slots.used == 0 and not worker.ends.watched
@@ -109,6 +119,7 @@ def test_a_groups_branches_are_queued_and_claimed_in_one_statement() -> None:
 def test_branches_others_hold_are_not_asked_for_at_each_freed_slot(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(own_branches, "LOOK_AGAIN", 0.05)
+    monkeypatch.setattr(own_branches, "AHEAD", 0)  # one claimed: the others wait queued
     queue = _Queue(holds=frozenset({"fan[1].", "fan[2]."}))
     worker = _worker(queue, 1)
     own = OwnBranches(worker, "r")
@@ -137,3 +148,34 @@ def test_a_refused_statement_fails_each_of_its_branches() -> None:
     assert all(isinstance(o, WorldError) and "the server is away" in str(o)
                for o in outcomes), outcomes
     assert len(queue.pumps) == 1 and worker.slots.used == 0
+
+
+def test_branches_the_run_stops_waiting_for_give_their_slots_back() -> None:
+    """fail_fast: the run cancels its branches. Those executing and those claimed and
+    waiting for a slot end `cancelled`; those still queued are taken off the queue; no
+    slot stays taken."""
+    queue = _Queue()
+    worker = _worker(queue, 2)
+    own = OwnBranches(worker, "r")
+
+    def slow() -> Any:
+        async def body() -> str:
+            await asyncio.sleep(5)
+            return "late"
+        return body
+
+    async def main() -> None:
+        tasks = [asyncio.create_task(own.run(SCOPE, FAN, "fan", str(n), n, slow()))
+                 for n in range(6)]
+        await asyncio.sleep(0.1)  # 2 executing, 2 claimed and waiting, 2 queued
+        assert worker.slots.used == 2 and len(own.ready) == 2
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.05)  # the branches' own tasks unwind
+        own.close()
+
+    asyncio.run(main())
+    assert worker.slots.used == 0 and own.ready == [] and own.kept == 0
+    assert sorted(queue.finished) == [(f"fan[{n}].", "cancelled") for n in range(4)]
+    assert sorted(queue.cancelled) == ["fan[4].", "fan[5]."]
