@@ -151,8 +151,10 @@ class OwnBranches:
         slots.give(held - wanted)
         held, self.kept = min(held, wanted), 0
         while held and self.ready:  # slots go to branches claimed already first
-            held -= 1
-            self.ready.pop(0).set_result(None)
+            waiting = self.ready.pop(0)
+            if not waiting.done():  # (one done was cancelled: its task is unwinding)
+                held -= 1
+                waiting.set_result(None)
         # claimed: one a slot, and AHEAD more that start as the run's branches end
         room = max(0, min(len(fresh) + len(queued), held + AHEAD - len(self.ready)))
         ends, self.ends = self.ends, []
