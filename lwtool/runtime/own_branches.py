@@ -229,7 +229,7 @@ class OwnBranches:
         loop = asyncio.get_running_loop()
 
         def heard(prefix: str, end: tuple[str, Any]) -> None:  # on the worker's loop
-            loop.call_soon_threadsafe(self._ended_elsewhere, prefix, end)
+            soon(loop, lambda: self._ended_elsewhere(prefix, end))
 
         self.worker.ends.watch(self.run_id, [b.prefix for b in branches], heard)
 
