@@ -51,7 +51,8 @@ class RunState:
     memo: dict[str, Any] = field(default_factory=dict)  # what the roles compute once per run
     parent_run_id: str | None = None  # the run this one is part of (links.parentRunId)
     # Where parallel branches execute: None, in this process; else an object whose
-    # `run(scope, step, path, key, item)` has them executed elsewhere and returns the
+    # `run(scope, step, path, key, item, here)` has them executed by whichever worker
+    # claims them (`here()`: in this state, when it is this run's) and returns the
     # branch's output (lwtool.runtime.own_branches.OwnBranches: a worker's queue).
     branches: Any = None
     # a branch of this run was executed in another state (another worker's, or one

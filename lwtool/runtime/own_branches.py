@@ -268,25 +268,26 @@ class OwnBranches:
         stop_beat = worker.heartbeat.hold(lambda: queue.renew(task, setup.name, setup.lease),
                                           what)
         try:
-            if go is not None:
-                await go  # a slot, passed on as a branch of the run ends
-            if task.claims == 1 and branch.here is not None:  # the run's state knows it all
-                state, result = await branch_end(branch.here())
-            else:  # executed by someone before: from the run's log, in a state of its own
-                self.state.branched = True
-                state, result = await execute_branch(worker.world, task, worker.tools,
-                                                     worker.models, worker.known)
+            try:
+                if go is not None:
+                    await go  # a slot, passed on as a branch of the run ends
+                if task.claims == 1 and branch.here is not None:  # the run's state knows it
+                    state, result = await branch_end(branch.here())
+                else:  # executed by someone before: from the log, in a state of its own
+                    self.state.branched = True
+                    state, result = await execute_branch(worker.world, task, worker.tools,
+                                                         worker.models, worker.known)
+            finally:  # before its end is written: a renewal after it would call it lost
+                stop_beat()
         except asyncio.CancelledError:
-            stop_beat()
             self._left(go)
             if branch.withdrawn:  # nothing waits for it: said so at once
-                self._finish_now(task, "cancelled")
+                self._write([{"prefix": task.prefix, "state": "cancelled", "result": None}])
             else:  # the lease was lost: another worker has it now
                 branch.state = "queued"
                 self._watch([branch])
             raise
         except WorldError as exc:  # the server away, or a successor committed first
-            stop_beat()
             log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
                 step=task.prefix, level="warning")
             self._left(go)
@@ -294,14 +295,12 @@ class OwnBranches:
             self._watch([branch])
             return
         except Exception as exc:  # an error of lwtool's own: the run fails with it
-            stop_beat()
             self._left(go)
             self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
             self._pump_soon()
             if not branch.ended.done():
                 branch.ended.set_exception(exc)
             return
-        stop_beat()
         log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
         self.ends.append({"prefix": task.prefix, "state": state, "result": result})
         if not branch.ended.done():
@@ -332,12 +331,6 @@ class OwnBranches:
             self.worker.slots.give(1)
         self._pump_soon()
 
-    def _finish_now(self, task: Any, state: str) -> None:
-        try:
-            self.worker.branch_queue.finish(task, self.worker.setup.name, state, None,
-                                            tell=False)
-        except WorldError:
-            pass  # its claim runs out; the next one finds the run no longer waits
 
     def _withdraw(self, branch: _Branch) -> None:
         """The run no longer waits for `branch` (fail_fast)."""

@@ -42,11 +42,16 @@ from lwtool.world.postgres_queue import (
 from lwtool.world.postgres_workers import WORKER_GONE
 
 ENDS_CHANNEL = "lwtool_branch_ends"  # NOTIFY payload: the run id of a branch that ended
-# A branch any worker may claim: queued, or claimed by a worker that is gone (its lease
-# ran out, or, a claim older than GRACE, the worker's lock is free). Parameters: now,
-# now - GRACE.
-RUNNABLE = ("(state = 'queued' OR (state = 'claimed' AND (lease_until < %s OR (claimed_at "
-            f"< %s AND {WORKER_GONE}))))")
+
+
+def runnable(now: str, grace: str) -> str:
+    """SQL: a branch any worker may claim: queued, or claimed by a worker that is gone
+    (its lease ran out, or, a claim older than GRACE, the worker's lock is free). `now`
+    and `grace` are the placeholders of the time and of the time GRACE ago."""
+    return (f"(state = 'queued' OR (state = 'claimed' AND (lease_until < {now} OR "
+            f"(claimed_at < {grace} AND {WORKER_GONE}))))")
+
+
 _MINE = "CASE WHEN r.mine THEN {} END"
 _PUMP = (
     "WITH ended AS (UPDATE lwtool.branches b SET state = e.state, result = e.result, "
@@ -68,9 +73,8 @@ _PUMP = (
     # picked once (MATERIALIZED): a LIMIT ... SKIP LOCKED subquery the plan scans again
     # for each row would pick (and claim) more rows than its limit
     "picked AS MATERIALIZED (SELECT prefix FROM lwtool.branches WHERE run_id = %(run)s AND "
-    "prefix = ANY(%(stealable)s) AND "
-    + RUNNABLE.replace("%s", "{}").format("%(now)s", "%(grace)s") +
-    " ORDER BY enqueued_at, prefix FOR UPDATE SKIP LOCKED LIMIT %(steal)s), "
+    f"prefix = ANY(%(stealable)s) AND {runnable('%(now)s', '%(grace)s')} ORDER BY "
+    "enqueued_at, prefix FOR UPDATE SKIP LOCKED LIMIT %(steal)s), "
     "stolen AS (UPDATE lwtool.branches b SET state = 'claimed', worker = %(worker)s, "
     "lease_until = %(until)s, claimed_at = %(now)s, claims = b.claims + 1 FROM picked "
     "WHERE b.run_id = %(run)s AND b.prefix = picked.prefix RETURNING b.prefix, b.parallel, "
@@ -108,8 +112,8 @@ class BranchQueue:
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
             "WITH picked AS MATERIALIZED (SELECT run_id, prefix FROM lwtool.branches WHERE "
-            f"queue = ANY(%s) AND {RUNNABLE} AND {SERVED} AND run_id <> ALL(%s) ORDER BY "
-            "enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED LIMIT %s) UPDATE "
+            f"queue = ANY(%s) AND {runnable('%s', '%s')} AND {SERVED} AND run_id <> "
+            "ALL(%s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED LIMIT %s) UPDATE "
             "lwtool.branches b SET state = 'claimed', worker = %s, lease_until = %s, "
             "claimed_at = %s, claims = b.claims + 1 FROM picked WHERE b.run_id = "
             "picked.run_id AND b.prefix = picked.prefix RETURNING b.run_id, b.prefix, "
@@ -154,23 +158,18 @@ class BranchQueue:
             "worker = %s AND state = 'claimed' RETURNING prefix",
             (time.time() + lease, task.run_id, task.prefix, worker))], durable=False))
 
-    def finish(self, task: BranchTask, worker: str, state: str, result: Any,
-               tell: bool = True) -> bool:
-        """End this worker's claim `done`, `failed`, `waiting` or `cancelled` with
-        `result`, and tell the run's owner (NOTIFY; `tell` False: the owner knows, it is
-        this worker); False when the branch was no longer its own (its lease ran out and
-        another took it). Not flushed: an end a server crash loses leaves the branch
-        claimed; the next claim replays it from the run's log, where its steps are
-        durable already."""
-        update = ("UPDATE lwtool.branches SET state = %s, result = %s, lease_until = NULL "
-                  "WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
-                  "RETURNING run_id")
-        args = (state, dumps_text(result), task.run_id, task.prefix, worker)
-        if not tell:
-            return bool(self.world._one_trip([(update, args)], durable=False))
+    def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
+        """End this worker's claim `done`, `failed` or `waiting` with `result`, and tell
+        the run's owner (NOTIFY); False when the branch was no longer its own (its lease
+        ran out and another took it). Not flushed: an end a server crash loses leaves
+        the branch claimed; the next claim replays it from the run's log, where its
+        steps are durable already."""
         return bool(self.world._one_trip([(  # NOTIFY: delivered at commit, to who listens
-            f"WITH ended AS ({update}) SELECT pg_notify(%s, run_id) FROM ended",
-            (*args, ENDS_CHANNEL))], durable=False))
+            "WITH ended AS (UPDATE lwtool.branches SET state = %s, result = %s, lease_until = "
+            "NULL WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
+            "RETURNING run_id) SELECT pg_notify(%s, run_id) FROM ended",
+            (state, dumps_text(result), task.run_id, task.prefix, worker, ENDS_CHANNEL))],
+            durable=False))
 
     def listen_ends(self, stop: Callable[[], bool], heard: Callable[[str], None],
                     every: float = 0.5) -> None:

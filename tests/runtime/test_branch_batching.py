@@ -30,7 +30,6 @@ class _Queue:
 
     def __init__(self, holds: frozenset[str] = frozenset(), fail: bool = False) -> None:
         self.pumps: list[tuple[Any, ...]] = []
-        self.finished: list[tuple[str, str]] = []
         self.cancelled: list[str] = []
         self.holds, self.fail = holds, fail
 
@@ -45,10 +44,6 @@ class _Queue:
         return [BranchTask(run_id, p, ["fan"], None, False, 1) for p in mine + stolen]
 
     def renew(self, *_: Any) -> bool:
-        return True
-
-    def finish(self, task: Any, worker: str, state: str, result: Any, tell: bool) -> bool:
-        self.finished.append((task.prefix, state))
         return True
 
     def cancel(self, run_id: str, prefixes: list[str]) -> None:
@@ -177,5 +172,6 @@ def test_branches_the_run_stops_waiting_for_give_their_slots_back() -> None:
 
     asyncio.run(main())
     assert worker.slots.used == 0 and own.ready == [] and own.kept == 0
-    assert sorted(queue.finished) == [(f"fan[{n}].", "cancelled") for n in range(4)]
+    written = [end for pump in queue.pumps for end in pump[0]]
+    assert sorted(written) == [(f"fan[{n}].", "cancelled") for n in range(4)]
     assert sorted(queue.cancelled) == ["fan[4].", "fan[5]."]
