@@ -160,6 +160,7 @@ class OwnBranches:
         ends, self.ends = self.ends, []
         if not fresh and not ends and not room:
             slots.give(held)
+            self._listen_for_slots()
             return
         asked = {b.prefix for b in fresh}
         if any(end["prefix"] in asked for end in ends):  # asked again (a wait answered):
@@ -241,9 +242,9 @@ class OwnBranches:
             branch.ended.set_result(end)
 
     def _listen_for_slots(self) -> None:
-        """While branches of the run wait in the queue, pump whenever the worker gives
-        a slot back."""
-        waiting = any(b.state == "queued" for b in self.branches.values())
+        """While branches of the run wait in the queue or, claimed, for a slot, pump
+        whenever the worker gives a slot back."""
+        waiting = bool(self.ready) or any(b.state == "queued" for b in self.branches.values())
         if waiting and self._stop_listening is None and self.loop is not None:
             loop = self.loop
             self._stop_listening = self.worker.slots.listen(

@@ -175,3 +175,21 @@ def test_branches_the_run_stops_waiting_for_give_their_slots_back() -> None:
     written = [end for pump in queue.pumps for end in pump[0]]
     assert sorted(written) == [(f"fan[{n}].", "cancelled") for n in range(4)]
     assert sorted(queue.cancelled) == ["fan[4].", "fan[5]."]
+
+
+def test_a_run_whose_branches_all_wait_claimed_gets_a_slot_freed_by_another_run() -> None:
+    """Run b claims its only branches AHEAD while run a holds the worker's one slot: none
+    of b's is left queued, and b still starts them once a gives the slot back."""
+    queue = _Queue()
+    worker = _worker(queue, 1)
+    first, second = OwnBranches(worker, "a"), OwnBranches(worker, "b")
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        a = asyncio.create_task(_group(first, 3, [], [0]))
+        await asyncio.sleep(0.005)  # a executes fan[0] in the slot
+        b = await asyncio.wait_for(_group(second, 2, [], [0]), 5)
+        return await a, b
+
+    outputs = asyncio.run(main())
+    assert outputs == ([f"here {n}" for n in range(3)], ["here 0", "here 1"])
+    assert worker.slots.used == 0
