@@ -9,8 +9,9 @@ queued ones first), and the ends of the branches it executed are written. A bran
 claimed this way executes as a task on the run's loop, in the run's own state, as in
 one process: no state of its own to set up, its commits grouped with the run's other
 branches', its end handed to the run directly. AHEAD more than the slots are claimed
-and start as the run's branches end, so a claim statement serves several ends. The
-worker's other claims leave this
+(more for quick branches: `OwnBranches.ahead`) and start as the run's branches end, so
+a claim statement serves several ends; the ends of the last ones, with no claim due,
+are written together a moment later (WRITE_AFTER). The worker's other claims leave this
 worker's runs to their owners (`BranchQueue.claim(besides=...)`); other workers claim
 what the owner has no slot for, and their ends reach the run through `BranchEnds`.
 A branch executed by someone before (its claims > 1) is executed from the run's log,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -29,9 +31,15 @@ from lwtool.runtime.branches import branch_end, branch_outcome, branch_request, 
 from lwtool.world.base import WorldError
 
 LOOK_AGAIN = 1.0  # seconds between looks at the run's branches other workers hold
+# seconds an end waits to be written when no claim is due: the ends of a group's last
+# branches go in one statement, not one each (a claim due sooner carries them)
+WRITE_AFTER = 0.1
 # branches of a run claimed beyond its slots, each started as one of the run's branches
-# ends: one claim statement for every AHEAD + 1 branch ends, not one each
-AHEAD = 2
+# ends: one claim statement for every AHEAD + 1 branch ends, not one each. Quick
+# branches claim more ahead, about CLAIM_AHEAD_S seconds of their work (AHEAD_MOST at
+# most): a claim statement costs more than a branch of a few milliseconds, and other
+# workers wait at most that long for what the owner claimed ahead.
+AHEAD, AHEAD_MOST, CLAIM_AHEAD_S = 2, 16, 0.05
 
 
 def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
@@ -114,6 +122,8 @@ class OwnBranches:
         self._pump_due = False
         self._stop_listening: Callable[[], None] | None = None
         self._look: asyncio.TimerHandle | None = None
+        self._write_due: asyncio.TimerHandle | None = None
+        self.took: float | None = None  # seconds a branch executed here took, smoothed
 
     async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
                   item: Any, here: Callable[[], Coroutine[Any, Any, Any]] | None = None
@@ -156,7 +166,7 @@ class OwnBranches:
                 held -= 1
                 waiting.set_result(None)
         # claimed: one a slot, and AHEAD more that start as the run's branches end
-        room = max(0, min(len(fresh) + len(queued), held + AHEAD - len(self.ready)))
+        room = max(0, min(len(fresh) + len(queued), held + self.ahead() - len(self.ready)))
         ends, self.ends = self.ends, []
         if not fresh and not ends and not room:
             slots.give(held)
@@ -197,6 +207,7 @@ class OwnBranches:
             found = self.branches.get(task.prefix)
             if found is None:  # not waited for any more: nothing executes it
                 self.ends.append({"prefix": task.prefix, "state": "cancelled", "result": None})
+                self._write_later()
                 continue
             go: asyncio.Future[None] | None = None  # None: it has a slot
             if started < held:
@@ -209,6 +220,12 @@ class OwnBranches:
         slots.give(held - started)
         self._watch([b for b in fresh if b.prefix not in claimed])
         self._listen_for_slots()
+
+    def ahead(self) -> int:
+        """How many branches to claim beyond the slots (AHEAD, more for quick ones)."""
+        if not self.took:
+            return AHEAD
+        return max(AHEAD, min(AHEAD_MOST, int(CLAIM_AHEAD_S / self.took)))
 
     def _look_again_later(self) -> None:
         """Branches another worker holds are claimable again once it is gone: looked at
@@ -272,6 +289,7 @@ class OwnBranches:
             try:
                 if go is not None:
                     await go  # a slot, passed on as a branch of the run ends
+                began = time.monotonic()
                 if task.claims == 1 and branch.here is not None:  # the run's state knows it
                     state, result = await branch_end(branch.here())
                 else:  # executed by someone before: from the log, in a state of its own
@@ -302,6 +320,8 @@ class OwnBranches:
             if not branch.ended.done():
                 branch.ended.set_exception(exc)
             return
+        took = time.monotonic() - began
+        self.took = took if self.took is None else 0.7 * self.took + 0.3 * took
         log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
         self.ends.append({"prefix": task.prefix, "state": state, "result": result})
         if not branch.ended.done():
@@ -320,7 +340,8 @@ class OwnBranches:
     def _slot_freed(self) -> None:
         """A slot the run held is free: the next branch claimed already takes it; else
         it is kept for the run's next queued branch (claimed by the pump, with the ends
-        written meanwhile) or given back to the worker."""
+        written meanwhile) or given back to the worker, the ends written a moment later
+        (WRITE_AFTER)."""
         while self.ready:
             go = self.ready.pop(0)
             if not go.done():
@@ -328,9 +349,19 @@ class OwnBranches:
                 return
         if any(b.state in ("new", "queued") for b in self.branches.values()):
             self.kept += 1
+            self._pump_soon()
         else:
             self.worker.slots.give(1)
-        self._pump_soon()
+            self._write_later()
+
+    def _write_later(self) -> None:
+        if self._write_due is None and self.loop is not None:
+            self._write_due = self.loop.call_later(WRITE_AFTER, self._written_due)
+
+    def _written_due(self) -> None:
+        self._write_due = None
+        if self.ends:
+            self._pump_soon()
 
 
     def _withdraw(self, branch: _Branch) -> None:
@@ -351,9 +382,10 @@ class OwnBranches:
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
-        if self._look is not None:
-            self._look.cancel()
-            self._look = None
+        for timer in (self._look, self._write_due):
+            if timer is not None:
+                timer.cancel()
+        self._look = self._write_due = None
         self.worker.ends.unwatch_run(self.run_id)
         for branch in self.branches.values():  # the run left them (it failed, or stopped)
             branch.withdrawn = True

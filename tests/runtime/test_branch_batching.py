@@ -2,7 +2,8 @@
 queue that records each statement: a group's branches are queued in one statement that
 also claims as many as the worker has free slots for; those execute on the run's loop,
 never more at once than the slots; their ends are written together with the next
-claims; branches other workers hold are not asked for again at each freed slot; a
+claims (quick branches claimed further ahead), those of a group's last branches
+together; branches other workers hold are not asked for again at each freed slot; a
 world that refuses the statement fails each branch of it with the world's error."""
 
 from __future__ import annotations
@@ -73,14 +74,15 @@ def _worker(queue: _Queue, slots: int) -> Any:
 
 
 async def _group(own: OwnBranches, count: int, executed: list[str],
-                 most: list[int]) -> list[Any]:
+                 most: list[int], pause: float = 0.01, stagger: float = 0.0) -> list[Any]:
+    """`count` branches asked for at once, branch n taking pause + n * stagger s."""
     running: list[str] = []
 
     def here(key: str) -> Any:
         async def body() -> str:
             running.append(key)
             most[0] = max(most[0], len(running))
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(pause + int(key) * stagger)
             running.remove(key)
             executed.append(key)
             return f"here {key}"
@@ -193,3 +195,33 @@ def test_a_run_whose_branches_all_wait_claimed_gets_a_slot_freed_by_another_run(
     outputs = asyncio.run(main())
     assert outputs == ([f"here {n}" for n in range(3)], ["here 0", "here 1"])
     assert worker.slots.used == 0
+
+
+def test_the_ends_of_a_groups_last_branches_are_written_together() -> None:
+    """No claim is due once the group's branches are all claimed: their ends wait a
+    moment (WRITE_AFTER) and go in one statement, not one each."""
+    queue, executed = _Queue(), []
+    worker = _worker(queue, 4)
+    outputs = asyncio.run(_group(OwnBranches(worker, "r"), 4, executed, [0], stagger=0.01))
+    assert outputs == [f"here {n}" for n in range(4)]
+    assert len(queue.pumps) == 2, queue.pumps  # the claim, then the four ends
+    assert sorted(queue.pumps[1][0]) == [(f"fan[{n}].", "done") for n in range(4)]
+
+
+def test_quick_branches_are_claimed_further_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the run's branches are seen to be quick, a claim takes about CLAIM_AHEAD_S
+    seconds of their work (AHEAD_MOST at most), not AHEAD: fewer statements a branch."""
+    monkeypatch.setattr(own_branches, "CLAIM_AHEAD_S", 10.0)  # any branch is quick
+    queue, executed, most = _Queue(), [], [0]
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "r")
+    assert own.ahead() == own_branches.AHEAD  # nothing executed yet
+    outputs = asyncio.run(_group(own, 24, executed, most))
+    assert outputs == [f"here {n}" for n in range(24)] and most[0] == 1
+    assert own.ahead() == own_branches.AHEAD_MOST
+    claimed = [len(pump[2]) + min(pump[4], len(pump[3])) for pump in queue.pumps]
+    assert claimed[0] == 1 + own_branches.AHEAD  # a slot, and AHEAD
+    assert claimed[1] == 1 + own_branches.AHEAD_MOST, queue.pumps  # then as many as it may
+    assert len(queue.pumps) <= 5, queue.pumps  # 24 branches: not one statement each 3
+    written = [end for pump in queue.pumps for end in pump[0]]
+    assert sorted(written) == sorted((f"fan[{n}].", "done") for n in range(24))
