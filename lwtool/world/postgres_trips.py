@@ -14,16 +14,18 @@ head is still the one it knows: the one this process committed last
 the run row's lock (a second appender waits, then finds the head moved and inserts
 nothing); the caller then reads the head again, and after a few misses appends the
 locking way. Artifacts go in the same statement (content-addressed: a second copy is
-no change)."""
+no change). Rows go as arrays (`unnest`): a statement's text does not depend on how
+many events and artifacts it writes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from json import dumps
 from typing import Any
 
 from lwtool.world.postgres_keys import CHUNK
 
-Statement = tuple[str, Sequence[Any]]
+Statement = tuple[str, Sequence[Any] | Mapping[str, Any]]
 
 _EVENT_COLUMNS = "(run_id, seq, type, step_path, payload, at, hash)"
 
@@ -50,40 +52,55 @@ def rows_of(cursor: Any) -> list[Any]:
         result.status == ExecStatus.TUPLES_OK else []
 
 
-def _artifacts(artifacts: Sequence[tuple[str, bytes]]) -> tuple[list[str], list[Any]]:
-    """CTEs that store each (ref, data) where it is not stored yet (its row, its
-    chunks), and their arguments."""
-    ctes: list[str] = []
-    args: list[Any] = []
-    for number, (ref, data) in enumerate(artifacts):
-        chunks = [(ref, n, data[start:start + CHUNK]) for n, start in
-                  enumerate(range(0, max(len(data), 1), CHUNK))]
-        ctes.append(f"a{number} AS (INSERT INTO lwtool.artifacts VALUES (%s, %s) ON CONFLICT "
-                    "DO NOTHING)")
-        ctes.append(f"c{number} AS (INSERT INTO lwtool.artifact_chunks VALUES "
-                    f"{', '.join(['(%s, %s, %s)'] * len(chunks))} ON CONFLICT DO NOTHING)")
-        args += [ref, len(data), *(value for chunk in chunks for value in chunk)]
-    return ctes, args
+# A commit's rows go as one JSON text each of events and artifacts (json_to_recordset):
+# its statement's text is the same for any number of them, so psycopg converts it once
+# (its query cache) and prepares it on the server, and the rows cost the client one
+# json.dumps, not a parameter (or an array element) each.
+_STORE = (
+    "a AS (INSERT INTO lwtool.artifacts SELECT ref, size FROM json_to_recordset("
+    "%(artifacts)s::json) AS a(ref text, size bigint) ON CONFLICT DO NOTHING), "
+    "c AS (INSERT INTO lwtool.artifact_chunks SELECT ref, n, decode(data, 'hex') FROM "
+    "json_to_recordset(%(chunks)s::json) AS c(ref text, n integer, data text) ON CONFLICT "
+    "DO NOTHING)")
+_HEAD = (
+    "head AS (UPDATE lwtool.runs SET last_seq = %(seq)s, last_hash = %(hash)s, updated_at = "
+    "%(now)s, status = coalesce(%(status)s, status) WHERE run_id = %(run)s AND last_seq = "
+    "%(known_seq)s AND last_hash = %(known_hash)s AND status = coalesce(%(when)s, status) "
+    "RETURNING run_id)")
+_EVENTS = (
+    f"INSERT INTO lwtool.events {_EVENT_COLUMNS} SELECT %(run)s, v.seq, v.type, v.path, "
+    "v.payload, %(now)s::double precision, v.hash FROM json_to_recordset(%(events)s::json) "
+    "AS v(seq bigint, type text, path text, payload text, hash text)")
+_CREATE = (
+    "WITH run AS (INSERT INTO lwtool.runs (run_id, version_id, status, created_at, "
+    "updated_at, input, options, last_seq, last_hash) VALUES (%(run)s, %(version)s, "
+    "'running', %(now)s, %(now)s, %(input)s, %(options)s, %(seq)s, %(hash)s)) " + _EVENTS)
+_APPEND = f"WITH {_STORE}, {_HEAD} {_EVENTS} WHERE EXISTS (SELECT FROM head) RETURNING seq"
+_MOVE = f"WITH {_STORE}, {_HEAD} SELECT run_id FROM head"
 
 
-def _values(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """A VALUES list of event rows and its arguments."""
-    return (", ".join(["(%s, %s, %s, %s, %s, %s::double precision, %s)"] * len(rows)),
-            [value for row in rows for value in row])
+def _events(rows: Sequence[tuple[Any, ...]]) -> str:
+    """The JSON of event rows ((run_id, seq, type, path, payload, at, hash) each)."""
+    return dumps([{"seq": r[1], "type": r[2], "path": r[3], "payload": r[4], "hash": r[6]}
+                  for r in rows], ensure_ascii=False, separators=(",", ":"))
+
+
+def _artifacts(artifacts: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """The JSON that stores each (ref, data): its row, and its chunks' (hex)."""
+    if not artifacts:
+        return {"artifacts": "[]", "chunks": "[]"}
+    return {"artifacts": dumps([{"ref": ref, "size": len(data)} for ref, data in artifacts]),
+            "chunks": dumps([{"ref": ref, "n": n, "data": data[start:start + CHUNK].hex()}
+                             for ref, data in artifacts
+                             for n, start in enumerate(range(0, max(len(data), 1), CHUNK))])}
 
 
 def create(run_id: str, version_id: str, now: float, input_text: str, options_text: str,
            rows: Sequence[tuple[Any, ...]], head: tuple[int, str]) -> Statement:
     """A new run's row, at its chain's head already, and its first events."""
-    run = ("INSERT INTO lwtool.runs (run_id, version_id, status, created_at, updated_at, "
-           "input, options, last_seq, last_hash) VALUES (%s, %s, 'running', %s, %s, %s, %s, "
-           "%s, %s)")
-    args: list[Any] = [run_id, version_id, now, now, input_text, options_text, *head]
-    if not rows:
-        return run, args
-    values, more = _values(rows)
-    return (f"WITH run AS ({run}) INSERT INTO lwtool.events {_EVENT_COLUMNS} VALUES "
-            f"{values}", [*args, *more])
+    return _CREATE, {"run": run_id, "version": version_id, "now": now, "input": input_text,
+                     "options": options_text, "seq": head[0], "hash": head[1],
+                     "events": _events(rows)}
 
 
 def append_at(run_id: str, known: tuple[int, str], rows: Sequence[tuple[Any, ...]],
@@ -94,14 +111,9 @@ def append_at(run_id: str, known: tuple[int, str], rows: Sequence[tuple[Any, ...
     only where the head is still `known` (and the status `when_status`, when given):
     returns a row per event inserted (one, with no events), none when the head had
     moved."""
-    ctes, args = _artifacts(artifacts)
-    ctes.append("head AS (UPDATE lwtool.runs SET last_seq = %s, last_hash = %s, updated_at "
-                "= %s, status = coalesce(%s, status) WHERE run_id = %s AND last_seq = %s AND "
-                "last_hash = %s AND status = coalesce(%s, status) RETURNING run_id)")
-    args += [head[0], head[1], now, status, run_id, known[0], known[1], when_status]
+    args = {"run": run_id, "seq": head[0], "hash": head[1], "now": now, "status": status,
+            "known_seq": known[0], "known_hash": known[1], "when": when_status,
+            **_artifacts(artifacts)}
     if not rows:
-        return f"WITH {', '.join(ctes)} SELECT run_id FROM head", args
-    values, more = _values(rows)
-    return (f"WITH {', '.join(ctes)} INSERT INTO lwtool.events {_EVENT_COLUMNS} SELECT v.* "
-            f"FROM (VALUES {values}) AS v {_EVENT_COLUMNS} WHERE EXISTS (SELECT FROM head) "
-            "RETURNING seq", [*args, *more])
+        return _MOVE, args
+    return _APPEND, {**args, "events": _events(rows)}

@@ -275,3 +275,39 @@ def test_a_printed_world_url_hides_its_password() -> None:
     assert without_password("postgresql://u@h/db?password=pw&sslmode=require") == \
         "postgresql://u@h/db?password=***&sslmode=require"
     assert without_password("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_a_commits_rows_keep_every_character_in_one_statement_text(
+        postgres_url: str, tmp_path: Path) -> None:
+    """An append's events and artifacts go as JSON (postgres_trips): payloads with
+    quotes, backslashes, escapes, line separators and non-ASCII text read back exactly
+    and verify against the hash chain; an artifact twice in one commit is stored once;
+    the statement's text is the same for any number of events and artifacts."""
+    import asyncio
+    import hashlib
+
+    from lwtool.world import postgres_trips as trips
+    from lwtool.world.base import NewEvent
+    from lwtool.world.verify import verify
+
+    from lwtool.canonical.digest import workflow_version_id
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    lwir = {"steps": []}
+    world.register_version(workflow_version_id(lwir), lwir)
+    odd = {"text": 'q"uote \\ back\\slash \u2028 \u00fc \U0001f600 \\u0000 \x00 \t\n',
+           "path": "fan[0].a"}
+    world.create_run("r", workflow_version_id(lwir), {}, {}, [NewEvent("RunStarted", odd)])
+    data = b'{"ok":true}'
+    ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
+    world.append("r", [NewEvent("StepStarted", odd, 'fan[0]."a"'),
+                       NewEvent("StepCompleted", {"ref": ref}, 'fan[0]."a"')], None,
+                 [(ref, data), (ref, data)])
+    assert [e.payload for e in world.events("r")][:2] == [odd, odd]
+    assert asyncio.run(world.get_artifact(ref)) == data
+    assert not verify(world, "r").problems
+    world.close()
+    texts = {trips.append_at("r", (1, "h"), [("r", 2, "T", None, "{}", 0.0, "h")] * n,
+                             (1 + n, "h"), None, 0.0, None, [(ref, data)] * n)[0]
+             for n in (1, 3, 40)}
+    assert len(texts) == 1
