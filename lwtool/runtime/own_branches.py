@@ -16,7 +16,7 @@ worker's runs to their owners (`BranchQueue.claim(besides=...)`); other workers 
 what the owner has no slot for, and their ends reach the run through `BranchEnds`.
 A branch executed by someone before (its claims > 1) is executed from the run's log,
 as another worker does (`execute_branch`). A slot freed anywhere in the worker sets
-every run waiting for one pumping again.
+every run waiting for one pumping again; one that gets no slot makes no statement.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class OwnBranches:
         self.kept = 0  # slots kept for the run's next branches
         self.ready: list[asyncio.Future[None]] = []  # claimed branches waiting for a slot
         self._pump_due = False
+        self._must = False  # a pump is due whatever it gets (not only a slot offered)
         self._stop_listening: Callable[[], None] | None = None
         self._look: asyncio.TimerHandle | None = None
         self._write_due: asyncio.TimerHandle | None = None
@@ -145,8 +146,11 @@ class OwnBranches:
 
     # -- the pump: one statement for what the run's branches need of the queue ----------
 
-    def _pump_soon(self) -> None:
-        """Pump once the loop has run what is ready (a group's branches ask together)."""
+    def _pump_soon(self, offered: bool = False) -> None:
+        """Pump once the loop has run what is ready (a group's branches ask together);
+        `offered`: only a slot was given back in the worker, worth a statement if this
+        run gets it."""
+        self._must = self._must or not offered
         if not self._pump_due and self.loop is not None:
             self._pump_due = True
             self.loop.call_soon(self._pump)
@@ -157,7 +161,12 @@ class OwnBranches:
         queued = [b for b in self.branches.values() if b.state == "queued"]
         slots = self.worker.slots
         wanted, held = len(self.ready) + len(fresh) + len(queued), self.kept
-        held += slots.take(wanted - held) if wanted > held else 0
+        taken = slots.take(wanted - held) if wanted > held else 0
+        if not taken and not self._must:  # a slot offered went to another run
+            if self.ends:
+                self._write_later()
+            return
+        self._must, held = False, held + taken
         slots.give(held - wanted)
         held, self.kept = min(held, wanted), 0
         while held and self.ready:  # slots go to branches claimed already first
@@ -165,8 +174,12 @@ class OwnBranches:
             if not waiting.done():  # (one done was cancelled: its task is unwinding)
                 held -= 1
                 waiting.set_result(None)
-        # claimed: one a slot, and AHEAD more that start as the run's branches end
-        room = max(0, min(len(fresh) + len(queued), held + self.ahead() - len(self.ready)))
+        # claimed: one a slot, and AHEAD more that start as the run's branches end; none
+        # while none executes here (no end to start them at: they wait for a slot, and
+        # so may any worker's)
+        executing = sum(b.state == "here" for b in self.branches.values()) - len(self.ready)
+        room = 0 if not held and executing <= 0 else \
+            max(0, min(len(fresh) + len(queued), held + self.ahead() - len(self.ready)))
         ends, self.ends = self.ends, []
         if not fresh and not ends and not room:
             slots.give(held)
@@ -265,7 +278,7 @@ class OwnBranches:
         if waiting and self._stop_listening is None and self.loop is not None:
             loop = self.loop
             self._stop_listening = self.worker.slots.listen(
-                lambda: soon(loop, self._pump_soon))
+                lambda: soon(loop, lambda: self._pump_soon(offered=True)))
         elif not waiting and self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None

@@ -225,3 +225,28 @@ def test_quick_branches_are_claimed_further_ahead(monkeypatch: pytest.MonkeyPatc
     assert len(queue.pumps) <= 5, queue.pumps  # 24 branches: not one statement each 3
     written = [end for pump in queue.pumps for end in pump[0]]
     assert sorted(written) == sorted((f"fan[{n}].", "done") for n in range(24))
+
+
+def test_a_run_without_a_slot_claims_none_and_a_slot_it_does_not_get_costs_nothing() -> None:
+    """While another run holds the worker's only slot, a group is queued with none of it
+    claimed (any worker may take it); slots given back and taken by the other run
+    before this one gets them cost no statement; the slot once free is taken."""
+    queue = _Queue()
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "b")
+
+    async def main() -> list[Any]:
+        worker.slots.take(1)  # the other run's branch executes in it
+        group = asyncio.create_task(_group(own, 3, [], [0]))
+        await asyncio.sleep(0.01)
+        assert queue.pumps == [([], ["fan[0].", "fan[1].", "fan[2]."], [], [], 0)]
+        for _ in range(10):  # given back, and taken again by the other run meanwhile
+            worker.slots.give(1)
+            worker.slots.take(1)
+            await asyncio.sleep(0.001)
+        assert len(queue.pumps) == 1, queue.pumps
+        worker.slots.give(1)
+        return await asyncio.wait_for(group, 5)
+
+    assert asyncio.run(main()) == ["here 0", "here 1", "here 2"]
+    assert worker.slots.used == 0

@@ -286,11 +286,10 @@ def test_a_commits_rows_keep_every_character_in_one_statement_text(
     import asyncio
     import hashlib
 
+    from lwtool.canonical.digest import workflow_version_id
     from lwtool.world import postgres_trips as trips
     from lwtool.world.base import NewEvent
     from lwtool.world.verify import verify
-
-    from lwtool.canonical.digest import workflow_version_id
 
     world = PostgresWorld(postgres_url, tmp_path)
     lwir = {"steps": []}
