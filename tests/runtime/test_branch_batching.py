@@ -4,6 +4,8 @@ also claims as many as the worker has free slots for; those execute on the run's
 never more at once than the slots; their ends are written together with the next
 claims (quick branches claimed further ahead), those of a group's last branches
 together; branches other workers hold are not asked for again at each freed slot; a
+branch executed here whose lease is lost, or that the world refuses, is left to the
+worker that takes it, and an error of lwtool's own fails the run with it; a
 world that refuses the statement fails each branch of it with the world's error."""
 
 from __future__ import annotations
@@ -249,4 +251,82 @@ def test_a_run_without_a_slot_claims_none_and_a_slot_it_does_not_get_costs_nothi
         return await asyncio.wait_for(group, 5)
 
     assert asyncio.run(main()) == ["here 0", "here 1", "here 2"]
+    assert worker.slots.used == 0
+
+
+def _failing_group(own: OwnBranches, failure: Any) -> Any:
+    """Two branches on one slot: fan[0] executes here and `failure(task)` is called
+    while it does (it raises, or cancels the task as a lost lease does); fan[1] ends
+    normally."""
+    started = asyncio.Event()
+
+    def here(key: str) -> Any:
+        async def body() -> str:
+            if key == "0":
+                started.set()
+                await asyncio.sleep(0.01)
+                failure()
+                await asyncio.sleep(5)
+            return f"here {key}"
+        return body
+
+    async def main() -> tuple[list[Any], Any]:
+        tasks = [asyncio.create_task(own.run(SCOPE, FAN, "fan", str(n), n, here(str(n))))
+                 for n in range(2)]
+        await started.wait()
+        await asyncio.sleep(0.1)  # the failure has happened; fan[1] ran in the freed slot
+        heard = own.worker.ends.watched.get("fan[0].")
+        if heard is not None:  # left for another worker, which ends it
+            heard("fan[0].", ("done", {"output": "there fan[0]."}))
+        try:
+            return await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True),
+                                          5), heard
+        finally:
+            own.close()
+
+    return main()
+
+
+def test_a_branch_whose_lease_is_lost_here_is_left_to_the_worker_that_took_it() -> None:
+    queue = _Queue()
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "r")
+
+    def lease_lost() -> None:  # what the heartbeat does when a renewal is refused
+        own.branches["fan[0]."].task.cancel()  # type: ignore[union-attr]
+
+    outputs, heard = asyncio.run(_failing_group(own, lease_lost))
+    assert heard is not None and outputs == ["there fan[0].", "here 1"]
+    written = [end for pump in queue.pumps for end in pump[0]]
+    assert written == [("fan[1].", "done")]  # fan[0]'s end is its new holder's to write
+    assert worker.slots.used == 0
+
+
+def test_a_branch_the_world_refuses_here_is_left_for_later() -> None:
+    queue = _Queue()
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "r")
+
+    def refused() -> None:
+        raise WorldError("PostgreSQL at db: the server is away")
+
+    outputs, heard = asyncio.run(_failing_group(own, refused))
+    assert heard is not None and outputs == ["there fan[0].", "here 1"]
+    assert [end for pump in queue.pumps for end in pump[0]] == [("fan[1].", "done")]
+    assert worker.slots.used == 0
+
+
+def test_an_error_of_lwtools_own_in_a_branch_fails_the_run_with_it() -> None:
+    queue = _Queue()
+    worker = _worker(queue, 1)
+    own = OwnBranches(worker, "r")
+
+    def broken() -> None:
+        raise RuntimeError("a bug")
+
+    outputs, heard = asyncio.run(_failing_group(own, broken))
+    assert heard is None  # nobody else is waited for
+    assert isinstance(outputs[0], RuntimeError) and outputs[1] == "here 1"
+    written = sorted(end for pump in queue.pumps for end in pump[0])
+    assert written == [("fan[0].", "cancelled"), ("fan[1].", "done")]
     assert worker.slots.used == 0
