@@ -263,8 +263,11 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
 
     world, setup, queue, log = worker.world, worker.setup, worker.queue, worker.log
     run_id, what = claim.run_id, f"run {claim.run_id}"
-    stop_beat = worker.heartbeat.hold(lambda: queue.renew(run_id, setup.name, setup.lease),
-                                      what)
+    # the commit that ends the run ends the claim too: a renewal after it is no lost lease
+    world.end_claim_with_run(run_id, setup.name)
+    stop_beat = worker.heartbeat.hold(
+        lambda: queue.renew(run_id, setup.name, setup.lease) or
+        world.claim_ended(run_id, forget=False), what)
     branches = OwnBranches(worker, run_id)
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
@@ -317,8 +320,10 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         return False
     finally:
         stop_beat()
+        ended = world.claim_ended(run_id)  # by the run's final commit
     log("run_ended", said, run=run_id)
-    if not await _end(lambda: queue.finish(run_id, setup.name, state), what, log):
+    if not ended and not await _end(lambda: queue.finish(run_id, setup.name, state), what,
+                                    log):
         return False
     if setup.metrics is not None:
         setup.metrics.runs_ended.labels(state).inc()

@@ -50,6 +50,7 @@ from lwtool.world.local_artifacts import ARTIFACT_REF
 from lwtool.world.local_events import chained, read_events, run_record
 from lwtool.world.postgres_inspected import InspectedRows
 from lwtool.world.postgres_keys import CHUNK, run_lock_key
+from lwtool.world.postgres_queue import CLAIM_END, finish_statement
 from lwtool.world.postgres_trips import Statement
 from lwtool.world.postgres_url import reason_of, secrets_of, where
 from lwtool.world.postgres_versions import KEPT, VersionRows
@@ -128,6 +129,8 @@ class PostgresWorld(VersionRows, InspectedRows):
         self._version_records: dict[str, str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
         self._run_guards: dict[str, threading.Lock] = {}
+        # run id -> the worker whose queue claim its final commit ends; "" once ended
+        self._claims: dict[str, str] = {}
 
     # -- connections ------------------------------------------------------------------
 
@@ -215,15 +218,20 @@ class PostgresWorld(VersionRows, InspectedRows):
         (postgres_trips); the locking way after OPTIMISTIC misses."""
         import psycopg
 
+        worker = self._claims.get(run_id) if status in CLAIM_END else None
+        claim = None if worker is None else (worker, CLAIM_END[str(status)])
         try:
             with self._guard_of(run_id):  # this process's appends to a run take turns
                 for _ in range(OPTIMISTIC):
                     known = self._heads.get(run_id) or self._head(run_id, when_status)
                     now = time.time()
                     out, rows, head = chained(run_id, known, events, now, None)
-                    if self._one_trip([trips.append_at(run_id, known, rows, head, status, now,
-                                                       when_status, artifacts)], durable,
-                                      lambda: self._check_lock(run_id)):
+                    done = self._one_trip([trips.append_at(
+                        run_id, known, rows, head, status, now, when_status, artifacts,
+                        claim)], durable, lambda: self._check_lock(run_id))
+                    if done:
+                        if claim is not None and done[0][1]:
+                            self._claims[run_id] = ""  # ended
                         return self._appended(run_id, head, out)
                     self._heads.pop(run_id, None)  # another process appended meanwhile
                     artifacts = ()  # stored already
@@ -239,11 +247,28 @@ class PostgresWorld(VersionRows, InspectedRows):
                     raise RunStatusChanged(f"run {run_id} is {row[2]}, not {when_status}")
                 out, head = self._insert(conn, run_id, (int(row[0]), str(row[1])), events,
                                          status, time.time())
+                if claim is not None and conn.execute(*finish_statement(
+                        run_id, claim[0], claim[1])).fetchall():
+                    self._claims[run_id] = ""  # ended
             return self._appended(run_id, head, out)
         except psycopg.errors.UniqueViolation:
             paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
             raise StepCommittedElsewhere(f"run {run_id}: {', '.join(paths)} completed "
                                          "already (committed by another worker)") from None
+
+    def end_claim_with_run(self, run_id: str, worker: str) -> None:
+        """Let the commit that ends the run (RunCompleted, RunFailed) end `worker`'s
+        queue claim of it in its own transaction (`done`, `failed`): no round trip of
+        its own, no moment where one is written and not the other."""
+        self._claims[run_id] = worker
+
+    def claim_ended(self, run_id: str, forget: bool = True) -> bool:
+        """Whether the run's final commit ended its claim (end_claim_with_run);
+        `forget`: the run is left (its registration dropped)."""
+        ended = self._claims.get(run_id) == ""
+        if forget:
+            self._claims.pop(run_id, None)
+        return ended
 
     def _head(self, run_id: str, when_status: str | None) -> tuple[int, str]:
         """The run's head as committed (RunNotFound; RunStatusChanged when its status is

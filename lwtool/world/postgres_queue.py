@@ -44,6 +44,25 @@ WORK_CHANNEL = "lwtool_work"
 BRANCH_NOTE = "branch "
 # After `WITH x AS (... RETURNING queue)`: tell the listening workers, a row for each
 _NOTIFY_FROM = f"SELECT pg_notify('{WORK_CHANNEL}', queue) FROM"
+# The queue's state once the run ended with this status
+CLAIM_END = {"completed": "done", "failed": "failed"}
+# CTEs a run's final commit carries to end its worker's claim in the same transaction
+# (lwtool.world.postgres_trips): only where the commit moved the run's head (its CTE
+# `head`); `told` tells the listening workers (a row each claim ended)
+ENDED_WITH_RUN = (
+    "ended AS (UPDATE lwtool.queue SET state = %(claim_state)s, lease_until = NULL WHERE "
+    "run_id = %(run)s AND worker = %(claim_worker)s AND state = 'claimed' AND EXISTS "
+    f"(SELECT FROM head) RETURNING queue), told AS ({_NOTIFY_FROM} ended)")
+
+
+def finish_statement(run_id: str, worker: str, state: str,
+                     needs: list[str] | None = None) -> tuple[str, tuple[Any, ...]]:
+    """End this worker's claim of the run with `state` (RunQueue.finish); a row when it
+    did."""
+    return ("WITH ended AS (UPDATE lwtool.queue SET state = %s, lease_until = NULL, needs = "
+            "coalesce(%s, needs) WHERE run_id = %s AND worker = %s AND state = 'claimed' "
+            f"RETURNING queue) {_NOTIFY_FROM} ended",
+            (state, needs_text(needs), run_id, worker))
 # Those of the claim's queues (its one parameter) whose limit is reached
 _FULL = ("SELECT q.name FROM lwtool.queues q WHERE q.name = ANY(%s) AND q.max_concurrent <= "
          "(SELECT count(*) FROM lwtool.queue c WHERE c.queue = q.name AND c.state = "
@@ -164,11 +183,7 @@ class RunQueue:
         written to the row, so no worker without it claims the run again); False when
         the run's claim is no longer this worker's."""
         # told: a place on its queue is free, or the run is back
-        return bool(self.world._one_trip([(
-            "WITH ended AS (UPDATE lwtool.queue SET state = %s, lease_until = NULL, needs = "
-            "coalesce(%s, needs) WHERE run_id = %s AND worker = %s AND state = 'claimed' "
-            f"RETURNING queue) {_NOTIFY_FROM} ended",
-            (state, needs_text(needs), run_id, worker))]))
+        return bool(self.world._one_trip([finish_statement(run_id, worker, state, needs)]))
 
     def pending(self, serves: list[str] | None = None, queues: list[str] | None = None
                 ) -> int:

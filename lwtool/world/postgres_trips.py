@@ -24,6 +24,7 @@ from json import dumps
 from typing import Any
 
 from lwtool.world.postgres_keys import CHUNK
+from lwtool.world.postgres_queue import ENDED_WITH_RUN
 
 Statement = tuple[str, Sequence[Any] | Mapping[str, Any]]
 
@@ -77,6 +78,11 @@ _CREATE = (
     "'running', %(now)s, %(now)s, %(input)s, %(options)s, %(seq)s, %(hash)s)) " + _EVENTS)
 _APPEND = f"WITH {_STORE}, {_HEAD} {_EVENTS} WHERE EXISTS (SELECT FROM head) RETURNING seq"
 _MOVE = f"WITH {_STORE}, {_HEAD} SELECT run_id FROM head"
+# the same, ending the run's queue claim too: each row says whether it did
+_APPEND_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN} {_EVENTS} WHERE EXISTS (SELECT "
+                  "FROM head) RETURNING seq, (SELECT count(*) FROM told)")
+_MOVE_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN} SELECT run_id, (SELECT count(*) "
+                "FROM told) FROM head")
 
 
 def _events(rows: Sequence[tuple[Any, ...]]) -> str:
@@ -106,14 +112,18 @@ def create(run_id: str, version_id: str, now: float, input_text: str, options_te
 def append_at(run_id: str, known: tuple[int, str], rows: Sequence[tuple[Any, ...]],
               head: tuple[int, str], status: str | None, now: float,
               when_status: str | None = None,
-              artifacts: Sequence[tuple[str, bytes]] = ()) -> Statement:
+              artifacts: Sequence[tuple[str, bytes]] = (),
+              claim: tuple[str, str] | None = None) -> Statement:
     """Store `artifacts`, move the run's head from `known` to `head` and insert `rows`,
     only where the head is still `known` (and the status `when_status`, when given):
     returns a row per event inserted (one, with no events), none when the head had
-    moved."""
+    moved. `claim` (worker, queue state): that worker's claim of the run ended with it,
+    each row's second field 1 when it was."""
     args = {"run": run_id, "seq": head[0], "hash": head[1], "now": now, "status": status,
             "known_seq": known[0], "known_hash": known[1], "when": when_status,
             **_artifacts(artifacts)}
+    if claim is not None:
+        args.update(claim_worker=claim[0], claim_state=claim[1])
     if not rows:
-        return _MOVE, args
-    return _APPEND, {**args, "events": _events(rows)}
+        return (_MOVE if claim is None else _MOVE_ENDING), args
+    return (_APPEND if claim is None else _APPEND_ENDING), {**args, "events": _events(rows)}

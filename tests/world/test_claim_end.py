@@ -1,0 +1,78 @@
+"""A worker's queue claim ends in the commit that ends its run (PostgresWorld
+.end_claim_with_run), on a real PostgreSQL: RunCompleted and RunFailed end it `done` and
+`failed` in the same transaction, whichever way the append goes; a commit that does not
+move the run's head, another worker's claim and a run that waits leave it claimed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lwtool.world import postgres as postgres_module
+from lwtool.world.base import NewEvent, RunStatusChanged
+from lwtool.world.postgres import PostgresWorld
+from lwtool.world.postgres_queue import RunQueue
+
+
+def _claimed(world: PostgresWorld, run_id: str, worker: str = "w") -> None:
+    world.register_version("v", {"steps": []})
+    queue = RunQueue(world)
+    queue.enqueue(run_id, "v", {}, {})
+    claim = queue.claim(worker, 30.0)
+    assert claim is not None and claim.run_id == run_id
+    world.create_run(run_id, "v", {}, {}, [NewEvent("RunStarted", {})])
+
+
+def _state(world: PostgresWorld, run_id: str) -> str:
+    return str(world._read("SELECT state FROM lwtool.queue WHERE run_id = %s",
+                           (run_id,))[0][0])
+
+
+@pytest.mark.parametrize(("event", "status", "state"), [
+    ("RunCompleted", "completed", "done"), ("RunFailed", "failed", "failed")])
+@pytest.mark.parametrize("locking", [False, True], ids=["one trip", "the locking way"])
+def test_the_final_commit_ends_the_claim(postgres_url: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, event: str,
+                                         status: str, state: str, locking: bool) -> None:
+    if locking:  # as after OPTIMISTIC misses: the run row's lock, plain statements
+        monkeypatch.setattr(postgres_module, "OPTIMISTIC", 0)
+    world = PostgresWorld(postgres_url, tmp_path)
+    try:
+        _claimed(world, "r")
+        world.end_claim_with_run("r", "w")
+        world.append("r", [NewEvent("StepCompleted", {}, "a")])
+        assert _state(world, "r") == "claimed" and not world.claim_ended("r", forget=False)
+        world.append("r", [NewEvent(event, {})], status=status)
+        assert _state(world, "r") == state
+        assert world.claim_ended("r") and not world.claim_ended("r")  # forgotten
+    finally:
+        world.close()
+
+
+def test_a_commit_that_does_not_move_the_head_leaves_the_claim(postgres_url: str,
+                                                               tmp_path: Path) -> None:
+    world = PostgresWorld(postgres_url, tmp_path)
+    try:
+        _claimed(world, "r")
+        world.end_claim_with_run("r", "w")
+        with pytest.raises(RunStatusChanged):  # not appended: the run is not waiting
+            world.append("r", [NewEvent("RunCompleted", {})], status="completed",
+                         when_status="waiting")
+        assert _state(world, "r") == "claimed" and not world.claim_ended("r")
+    finally:
+        world.close()
+
+
+def test_another_workers_claim_and_a_waiting_run_are_left(postgres_url: str,
+                                                          tmp_path: Path) -> None:
+    world = PostgresWorld(postgres_url, tmp_path)
+    try:
+        _claimed(world, "r", worker="other")  # this worker's lease was lost to it
+        world.end_claim_with_run("r", "w")
+        world.append("r", [NewEvent("RunWaiting", {})], status="waiting")
+        assert _state(world, "r") == "claimed"
+        world.append("r", [NewEvent("RunCompleted", {})], status="completed")
+        assert _state(world, "r") == "claimed" and not world.claim_ended("r")
+    finally:
+        world.close()
