@@ -287,32 +287,25 @@ def _failing_group(own: OwnBranches, failure: Any) -> Any:
     return main()
 
 
-def test_a_branch_whose_lease_is_lost_here_is_left_to_the_worker_that_took_it() -> None:
+@pytest.mark.parametrize("failure", ["lease lost", "world away"])
+def test_a_branch_that_cannot_end_here_is_left_to_the_worker_that_takes_it(
+        failure: str) -> None:
+    """Its lease lost (the heartbeat cancels it) or the world refusing its commit: its
+    slot goes to the next branch, and the run waits for whoever takes it to end it."""
     queue = _Queue()
     worker = _worker(queue, 1)
     own = OwnBranches(worker, "r")
 
-    def lease_lost() -> None:  # what the heartbeat does when a renewal is refused
-        own.branches["fan[0]."].task.cancel()  # type: ignore[union-attr]
+    def fail() -> None:
+        if failure == "lease lost":  # what the heartbeat does when a renewal is refused
+            own.branches["fan[0]."].task.cancel()  # type: ignore[union-attr]
+        else:
+            raise WorldError("PostgreSQL at db: the server is away")
 
-    outputs, heard = asyncio.run(_failing_group(own, lease_lost))
+    outputs, heard = asyncio.run(_failing_group(own, fail))
     assert heard is not None and outputs == ["there fan[0].", "here 1"]
     written = [end for pump in queue.pumps for end in pump[0]]
     assert written == [("fan[1].", "done")]  # fan[0]'s end is its new holder's to write
-    assert worker.slots.used == 0
-
-
-def test_a_branch_the_world_refuses_here_is_left_for_later() -> None:
-    queue = _Queue()
-    worker = _worker(queue, 1)
-    own = OwnBranches(worker, "r")
-
-    def refused() -> None:
-        raise WorldError("PostgreSQL at db: the server is away")
-
-    outputs, heard = asyncio.run(_failing_group(own, refused))
-    assert heard is not None and outputs == ["there fan[0].", "here 1"]
-    assert [end for pump in queue.pumps for end in pump[0]] == [("fan[1].", "done")]
     assert worker.slots.used == 0
 
 

@@ -5,6 +5,7 @@ move the run's head, another worker's claim and a run that waits leave it claime
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,50 +30,43 @@ def _state(world: PostgresWorld, run_id: str) -> str:
                            (run_id,))[0][0])
 
 
+@pytest.fixture
+def world(postgres_url: str, tmp_path: Path) -> Iterator[PostgresWorld]:
+    opened = PostgresWorld(postgres_url, tmp_path)
+    yield opened
+    opened.close()
+
+
 @pytest.mark.parametrize(("event", "status", "state"), [
     ("RunCompleted", "completed", "done"), ("RunFailed", "failed", "failed")])
 @pytest.mark.parametrize("locking", [False, True], ids=["one trip", "the locking way"])
-def test_the_final_commit_ends_the_claim(postgres_url: str, tmp_path: Path,
+def test_the_final_commit_ends_the_claim(world: PostgresWorld,
                                          monkeypatch: pytest.MonkeyPatch, event: str,
                                          status: str, state: str, locking: bool) -> None:
     if locking:  # as after OPTIMISTIC misses: the run row's lock, plain statements
         monkeypatch.setattr(postgres_module, "OPTIMISTIC", 0)
-    world = PostgresWorld(postgres_url, tmp_path)
-    try:
-        _claimed(world, "r")
-        world.end_claim_with_run("r", "w")
-        world.append("r", [NewEvent("StepCompleted", {}, "a")])
-        assert _state(world, "r") == "claimed" and not world.claim_ended("r", forget=False)
-        world.append("r", [NewEvent(event, {})], status=status)
-        assert _state(world, "r") == state
-        assert world.claim_ended("r") and not world.claim_ended("r")  # forgotten
-    finally:
-        world.close()
+    _claimed(world, "r")
+    world.end_claim_with_run("r", "w")
+    world.append("r", [NewEvent("StepCompleted", {}, "a")])
+    assert _state(world, "r") == "claimed" and not world.claim_ended("r", forget=False)
+    world.append("r", [NewEvent(event, {})], status=status)
+    assert _state(world, "r") == state
+    assert world.claim_ended("r") and not world.claim_ended("r")  # forgotten
 
 
-def test_a_commit_that_does_not_move_the_head_leaves_the_claim(postgres_url: str,
-                                                               tmp_path: Path) -> None:
-    world = PostgresWorld(postgres_url, tmp_path)
-    try:
-        _claimed(world, "r")
-        world.end_claim_with_run("r", "w")
-        with pytest.raises(RunStatusChanged):  # not appended: the run is not waiting
-            world.append("r", [NewEvent("RunCompleted", {})], status="completed",
-                         when_status="waiting")
-        assert _state(world, "r") == "claimed" and not world.claim_ended("r")
-    finally:
-        world.close()
+def test_a_commit_that_does_not_move_the_head_leaves_the_claim(world: PostgresWorld) -> None:
+    _claimed(world, "r")
+    world.end_claim_with_run("r", "w")
+    with pytest.raises(RunStatusChanged):  # not appended: the run is not waiting
+        world.append("r", [NewEvent("RunCompleted", {})], status="completed",
+                     when_status="waiting")
+    assert _state(world, "r") == "claimed" and not world.claim_ended("r")
 
 
-def test_another_workers_claim_and_a_waiting_run_are_left(postgres_url: str,
-                                                          tmp_path: Path) -> None:
-    world = PostgresWorld(postgres_url, tmp_path)
-    try:
-        _claimed(world, "r", worker="other")  # this worker's lease was lost to it
-        world.end_claim_with_run("r", "w")
-        world.append("r", [NewEvent("RunWaiting", {})], status="waiting")
-        assert _state(world, "r") == "claimed"
-        world.append("r", [NewEvent("RunCompleted", {})], status="completed")
-        assert _state(world, "r") == "claimed" and not world.claim_ended("r")
-    finally:
-        world.close()
+def test_another_workers_claim_and_a_waiting_run_are_left(world: PostgresWorld) -> None:
+    _claimed(world, "r", worker="other")  # this worker's lease was lost to it
+    world.end_claim_with_run("r", "w")
+    world.append("r", [NewEvent("RunWaiting", {})], status="waiting")
+    assert _state(world, "r") == "claimed"
+    world.append("r", [NewEvent("RunCompleted", {})], status="completed")
+    assert _state(world, "r") == "claimed" and not world.claim_ended("r")
