@@ -349,3 +349,23 @@ def test_a_run_killed_outside_the_queue_is_resumed_by_a_worker(tmp_path: Path,
     assert "(claim 2)" not in err, err  # resumed at its first claim, not after a look
     assert _marks(tmp_path) == {"k:s0": 1, "k:s1": 1}
     assert run_cli("verify", "k", *world).returncode == 0
+
+
+def test_a_worker_killed_right_after_a_runs_last_commit_leaves_it_ended(
+        tmp_path: Path, postgres_url: str) -> None:
+    """The claim ends in the commit that completes the run: a worker SIGKILLed the
+    moment RunCompleted commits leaves the run completed and its queue row done, for
+    no other worker to claim, look at or end."""
+    import psycopg
+
+    _enqueue(tmp_path, postgres_url, "x0")
+    worker = _worker(tmp_path, postgres_url, LWTOOL_FAULT_KILL_AFTER="RunCompleted@")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == -signal.SIGKILL, err
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT state, lease_until FROM lwtool.queue WHERE run_id = "
+                           "'x0'").fetchone()
+    assert row == ("done", None)
+    assert _outputs(postgres_url, 1) == {"x0": EXPECTED}
+    assert run_cli("runs", "--world", postgres_url).stdout.splitlines()[1].split()[:2] == \
+        ["x0", "completed"]
