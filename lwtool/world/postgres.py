@@ -219,7 +219,7 @@ class PostgresWorld(VersionRows, InspectedRows):
         import psycopg
 
         worker = self._claims.get(run_id) if status in CLAIM_END else None
-        claim = None if worker is None else (worker, CLAIM_END[str(status)])
+        claim = (worker, CLAIM_END[str(status)]) if worker else None
         try:
             with self._guard_of(run_id):  # this process's appends to a run take turns
                 for _ in range(OPTIMISTIC):
@@ -247,9 +247,10 @@ class PostgresWorld(VersionRows, InspectedRows):
                     raise RunStatusChanged(f"run {run_id} is {row[2]}, not {when_status}")
                 out, head = self._insert(conn, run_id, (int(row[0]), str(row[1])), events,
                                          status, time.time())
-                if claim is not None and conn.execute(*finish_statement(
-                        run_id, claim[0], claim[1])).fetchall():
-                    self._claims[run_id] = ""  # ended
+                ended = claim is not None and bool(conn.execute(*finish_statement(
+                    run_id, claim[0], claim[1])).fetchall())
+            if ended:  # committed
+                self._claims[run_id] = ""
             return self._appended(run_id, head, out)
         except psycopg.errors.UniqueViolation:
             paths = sorted({e.step_path or "" for e in events if e.type == "StepCompleted"})
