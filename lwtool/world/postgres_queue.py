@@ -53,6 +53,15 @@ ENDED_WITH_RUN = (
     "ended AS (UPDATE lwtool.queue SET state = %(claim_state)s, lease_until = NULL WHERE "
     "run_id = %(run)s AND worker = %(claim_worker)s AND state = 'claimed' AND EXISTS "
     f"(SELECT FROM head) RETURNING queue), told AS ({_NOTIFY_FROM} ended)")
+# Those of the claim's queues (its one parameter) whose limit is reached
+_FULL = ("SELECT q.name FROM lwtool.queues q WHERE q.name = ANY(%s) AND q.max_concurrent <= "
+         "(SELECT count(*) FROM lwtool.queue c WHERE c.queue = q.name AND c.state = "
+         "'claimed')")
+
+
+def needs_text(tools: list[str] | None) -> str | None:
+    """Tool names as the JSON array `needs` and `serves` are (None stays NULL)."""
+    return None if tools is None else dumps_text(sorted(set(tools)))
 
 
 def finish_statement(run_id: str, worker: str, state: str,
@@ -63,15 +72,6 @@ def finish_statement(run_id: str, worker: str, state: str,
             "coalesce(%s, needs) WHERE run_id = %s AND worker = %s AND state = 'claimed' "
             f"RETURNING queue) {_NOTIFY_FROM} ended",
             (state, needs_text(needs), run_id, worker))
-# Those of the claim's queues (its one parameter) whose limit is reached
-_FULL = ("SELECT q.name FROM lwtool.queues q WHERE q.name = ANY(%s) AND q.max_concurrent <= "
-         "(SELECT count(*) FROM lwtool.queue c WHERE c.queue = q.name AND c.state = "
-         "'claimed')")
-
-
-def needs_text(tools: list[str] | None) -> str | None:
-    """Tool names as the JSON array `needs` and `serves` are (None stays NULL)."""
-    return None if tools is None else dumps_text(sorted(set(tools)))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ head is still the one it knows: the one this process committed last
 the run row's lock (a second appender waits, then finds the head moved and inserts
 nothing); the caller then reads the head again, and after a few misses appends the
 locking way. Artifacts go in the same statement (content-addressed: a second copy is
-no change). Rows go as arrays (`unnest`): a statement's text does not depend on how
-many events and artifacts it writes."""
+no change). Rows go as JSON (`json_to_recordset`): a statement's text does not depend
+on how many events and artifacts it writes. A run's final commit may end its worker's
+queue claim too (`claim`, postgres_queue.ENDED_WITH_RUN)."""
 
 from __future__ import annotations
 
