@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.calls import providers
+from lwtool.calls.credentials import call_secrets, scrub
 from lwtool.calls.offline import OFFLINE_MODEL, offline_reply, offline_usage
 from lwtool.calls.provider_errors import classify, filtered_reply
 from lwtool.calls.scripted import ScriptedModel, ScriptExhausted
@@ -232,9 +233,7 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
             raise ModelCallFailed(f"{model}: no API key (set {' or '.join(missing)})",
                                   transient=False) from None
         failure = classify(exc)
-        said = brief(exc)
-        if kwargs.get("api_key"):  # a provider that echoes the key it refused
-            said = said.replace(str(kwargs["api_key"]), "***")
+        said = brief(exc, call_secrets(kwargs))  # a provider may echo the key it refused
         raise ModelCallFailed(f"{model}: {type(exc).__name__}: {said}", failure.transient,
                               failure.cause, failure.retry_after) from None
     if filtered_reply(response):
@@ -263,10 +262,12 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
 MAX_FAILURE_TEXT = 300
 
 
-def brief(exc: BaseException) -> str:
+def brief(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     """A provider failure in one short line: no traceback text, no echoed reply (a
-    hostile reply made litellm's message 200 KB)."""
+    hostile reply made litellm's message 200 KB), and no credential (`secrets`, quoted
+    auth headers: scrubbed before the cut, which would keep a key's first part)."""
     text = " ".join(str(exc).split("Traceback (most recent call last)")[0].split())
+    text = scrub(text, secrets)
     return text if len(text) <= MAX_FAILURE_TEXT else text[:MAX_FAILURE_TEXT] + "…"
 
 

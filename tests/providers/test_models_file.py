@@ -80,3 +80,32 @@ def test_an_entry_lwtool_cannot_use_is_refused_before_anything_runs(
                       "--data-dir", "d", cwd=tmp_path)
     assert refused.returncode == 2 and said in refused.stderr, refused.stderr
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(("api", "entry_key", "env"), [
+    # no apiKeyEnv: litellm reads the provider's standard variable itself
+    ("openai", None, {"OPENAI_API_KEY": SECRET}),
+    ("anthropic", "LWTOOL_TEST_KEY", {"LWTOOL_TEST_KEY": SECRET}),
+])
+def test_a_key_a_provider_quotes_in_its_error_reaches_nothing_lwtool_writes(
+        tmp_path: Path, api: str, entry_key: str | None, env: dict[str, str]) -> None:
+    model = "openai/gpt-4o-mini" if api == "openai" else MODEL
+    with provider_server(api, [{"error": 401, "kind": "echo_key"}]) as server:
+        entry: dict[str, object] = {"model": model, "apiBase": server.api_base}
+        if entry_key:
+            entry["apiKeyEnv"] = entry_key
+        _files(tmp_path, entry)
+        args = ["--models", "models.yaml", "--data-dir", "d"]
+        done = run_cli("run", "flow.lwir.yaml", "-i", "in.json", "--run-id", "r", "--json",
+                       *args, cwd=tmp_path, env=env)
+        assert done.returncode == 1, done.stderr
+        assert len(server.requests) == 1
+    events = run_cli("events", "r", "--json", "--data-dir", "d", cwd=tmp_path)
+    assert "Incorrect API key provided" in events.stdout  # the provider's words stay
+    report = run_cli("report", "r", "--json", "--data-dir", "d", cwd=tmp_path)
+    run_cli("export-otel", "r", "--file", "trace.json", "--data-dir", "d", cwd=tmp_path)
+    for text in (report.stdout, events.stdout, done.stdout, done.stderr,
+                 (tmp_path / "trace.json").read_text()):
+        assert SECRET not in text and SECRET[:12] not in text
+    for path in (tmp_path / "d").rglob("*"):
+        assert not path.is_file() or SECRET[:12].encode() not in path.read_bytes(), path
