@@ -12,6 +12,13 @@ from lwtool.cli.render import say
 
 
 def mcp(
+    root: Annotated[Path | None, typer.Option(
+        "--root", help="The folder the server serves: every path a client names is "
+        "relative to it and must stay inside it (default: the working folder).")] = None,
+    allow_code: Annotated[bool, typer.Option(
+        "--allow-code", help="Let `plan` import the Python a definition names "
+        "(planner.harness); off by default, as a repository's files may be hostile.")
+    ] = False,
     data_dir: Annotated[Path, typer.Option(
         "--data-dir", help="The local world `runs` and `events` read (and `plan` records "
         "its planner session in).")] = Path(".little-workflow"),
@@ -34,5 +41,10 @@ def mcp(
         raise typer.Exit(2) from None
     from lwtool.mcp.compiler import Served
 
-    serve(Served(root=Path.cwd(), data_dir=str(data_dir), world=world_url,
-                 models=str(models) if models else None, tools=tuple(tools or ())))
+    folder = (root or Path.cwd()).expanduser()
+    if not folder.is_dir():
+        say(f"--root {folder} is not a folder")
+        raise typer.Exit(2)
+    serve(Served(root=folder.resolve(), data_dir=str(data_dir), world=world_url,
+                 models=str(models) if models else None, tools=tuple(tools or ()),
+                 allow_code=allow_code))

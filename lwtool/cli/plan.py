@@ -48,6 +48,9 @@ def plan(
     step_timeout: StepTimeout = None,
     as_json: AsJson = False,
     offline: OfflineOption = False,
+    no_code: Annotated[bool, typer.Option(
+        "--no-code", help="Import no Python the definition names (planner.harness): "
+        "refuse it instead (what `lwtool mcp` passes unless --allow-code).")] = False,
 ) -> None:
     """Draft LWIR for a definition with its planner model, repair it, lock it, write it."""
     use_world(world_url)
@@ -71,6 +74,10 @@ def plan(
                 "drafts": 0, "addedNeeds": [], "usage": None, "fixedPlan": str(fixed)},
                out, as_json)
         return
+    harness = (definition.get("planner") or {}).get("harness")
+    if no_code and harness:
+        raise fail(f"{path} names planner.harness {harness!r}, Python from the repository; "
+                   "--no-code imports none (start `lwtool mcp --allow-code` to allow it)")
     run_input = read_json_or_yaml(input, "input")
     registry = load_tool_registry(tools)
     model_map = {**definition_models(definition),

@@ -4,7 +4,14 @@ ToolError with a message for the agent): the compiler's answers on a file or on 
 the CLI computes them; and the answers that read a world or call a planner (`runs`,
 `events`, `plan`), which run the CLI itself (`python -m lwtool ... --json`) with the
 server's --data-dir/--world/--models/--tools, so they say exactly what the commands say
-and a failing one never takes the server down."""
+and a failing one never takes the server down.
+
+What an agent names is confined (a repository's text may steer the agent): every path
+it gives resolves (symlinks followed) inside the server's folder (`--root`); `plan`
+writes only an LWIR file name (`*.lwir.yaml`, `*.lwir.json`), and never over a file
+that is not an LWIR workflow; a run id is checked as a run id and passed after `--`;
+and `plan` imports no Python the definition names (`planner.harness`) unless the
+server was started with `--allow-code`."""
 
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ class Served:
     world: str | None = None
     models: str | None = None
     tools: tuple[str, ...] = ()
+    allow_code: bool = False  # `plan` may import a definition's planner.harness
 
 
 def validate(served: Served, path: str | None, text: str | None,
@@ -133,9 +141,16 @@ def events(served: Served, run_id: str, event_type: str | None,
            after_seq: int) -> dict[str, Any]:
     """`lwtool events RUN --json` of the server's world: at most EVENTS_LIMIT events
     after `after_seq`, and `nextSeq` when there are more."""
-    args = ["events", run_id, "--json", *_where(served)]
+    from lwtool.world.base import check_run_id
+
+    try:
+        check_run_id(run_id)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    args = ["events", "--json", *_where(served)]
     if event_type is not None:
         args += ["--type", event_type]
+    args += ["--", run_id]  # never an option, whatever it holds
     found = [json.loads(line) for line in _lwtool(served, args).splitlines() if line]
     after = [e for e in found if e["seq"] > after_seq]
     page = after[:EVENTS_LIMIT]
@@ -148,15 +163,18 @@ def plan(served: Served, path: str, run_input: Any, offline: bool,
     """`lwtool plan DEFINITION`: the planner drafts LWIR, the validator repairs or
     rejects it, and the locked LWIR is written (to `out`, else a temporary file) and
     returned as text with its WorkflowVersion id."""
+    definition = _resolved(served, path)
     with tempfile.TemporaryDirectory(prefix="lwtool-mcp-plan-") as scratch:
-        target = _resolved(served, out) if out else Path(scratch) / "planned.lwir.yaml"
+        target = _writable_lwir(served, out) if out else Path(scratch) / "planned.lwir.yaml"
         (Path(scratch) / "input.json").write_text(json.dumps(run_input))
-        args = ["plan", str(_resolved(served, path)), "-i", str(Path(scratch) / "input.json"),
+        args = ["plan", "-i", str(Path(scratch) / "input.json"),
                 "-o", str(target), "--json", *_where(served)]
         args += ["--offline"] if offline else []
-        args += ["--models", str(_resolved(served, served.models))] if served.models else []
+        args += [] if served.allow_code else ["--no-code"]
+        args += ["--models", str(served.root / served.models)] if served.models else []
         for tools in served.tools:
             args += ["--tools", tools]
+        args += ["--", str(definition)]
         result = json.loads(_lwtool(served, args, timeout=PLAN_TIMEOUT))
         lwir = target.read_text(encoding="utf-8")
     return {"lwir": lwir, "path": _shown(served, str(target)) if out else None,
@@ -190,21 +208,53 @@ def _compiled_file(compile_file: Any, path: Path) -> Any:
         raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+LWIR_NAMES = (".lwir.yaml", ".lwir.yml", ".lwir.json")
+
+
 def _resolved(served: Served, path: str) -> Path:
-    found = Path(path).expanduser()
-    return found if found.is_absolute() else served.root / found
+    """`path` (relative to the server's folder) resolved; ToolError when it leads
+    outside that folder, through `..`, an absolute path or a symlink."""
+    root = served.root.resolve()
+    try:
+        found = (root / Path(path).expanduser()).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ToolError(f"cannot resolve {path}: {exc}") from None
+    if not found.is_relative_to(root):
+        raise ToolError(f"{path} is outside the folder this server serves ({root}); "
+                        "paths are relative to it and stay inside it")
+    return found
+
+
+def _writable_lwir(served: Served, out: str) -> Path:
+    """Where `plan` may write: an LWIR file name inside the served folder, new or an
+    LWIR workflow already (its lock, beside it, is lwtool's own)."""
+    from lwtool.compile import compile_file
+
+    target = _resolved(served, out)
+    if not target.name.lower().endswith(LWIR_NAMES):
+        raise ToolError(f"plan writes LWIR files only: name `out` *.lwir.yaml or "
+                        f"*.lwir.json, not {out}")
+    if target.is_dir() or (target.exists() and not target.is_file()):
+        raise ToolError(f"{out} exists and is not a file; nothing was written")
+    if target.exists() and _compiled_file(compile_file, target).kind != "Workflow":
+        raise ToolError(f"{out} exists and is not an LWIR workflow; plan overwrites only "
+                        "LWIR it wrote (nothing was written)")
+    return target
 
 
 def _shown(served: Served, path: str) -> str:
     """A path as the agent named it: relative to the server's folder where inside it."""
-    try:
-        return str(Path(path).relative_to(served.root))
-    except ValueError:
-        return path
+    for root in (served.root, served.root.resolve()):
+        try:
+            return str(Path(path).relative_to(root))
+        except ValueError:
+            continue
+    return path
 
 
 def _where(served: Served) -> list[str]:
-    return ["--data-dir", str(_resolved(served, served.data_dir)),
+    data_dir = Path(served.data_dir).expanduser()  # the operator's, not the agent's
+    return ["--data-dir", str(data_dir if data_dir.is_absolute() else served.root / data_dir),
             *(["--world", served.world] if served.world else [])]
 
 

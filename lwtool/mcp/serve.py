@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from lwtool._version import __version__
@@ -34,7 +35,11 @@ Name = Annotated[str | None, Field(
 def build_server(served: Served) -> Any:
     """The MCPServer with lwtool's tools, answering for `served`."""
     server: MCPServer[Any] = MCPServer("lwtool", version=__version__, instructions=INSTRUCTIONS)
-    tool = server.tool
+
+    def tool(**kwargs: Any) -> Any:  # every tool but `plan` reads and changes nothing
+        hints = ToolAnnotations(readOnlyHint=kwargs.pop("read_only", True),
+                                openWorldHint=kwargs.pop("open_world", False))
+        return server.tool(annotations=hints, **kwargs)
 
     @tool(description="Validate LWIR, WorkflowDefinition or Pipeline files (a file or "
           "folder) or text: the findings `lwtool validate` prints, with code, severity, "
@@ -86,14 +91,18 @@ def build_server(served: Served) -> Any:
 
     @tool(description="Draft LWIR for a WorkflowDefinition with its planner model (or "
           "offline: lwtool's deterministic model, no key), repaired by the validator and "
-          "locked: the LWIR's text and WorkflowVersion id.")
+          "locked: the LWIR's text and WorkflowVersion id.", read_only=False,
+          open_world=True)
     def plan(path: Annotated[str, Field(description="A WorkflowDefinition file.")],
-             input: Annotated[Any, Field(description="The run input the plan is for.")
-                              ] = None,
+             input: Annotated[dict[str, Any] | None, Field(
+                 description="The run input the plan is for: a JSON object that fits the "
+                 "definition's input schema.")] = None,
              offline: Annotated[bool, Field(description="Use the offline model for every "
                                             "slot (no network, no key).")] = False,
              out: Annotated[str | None, Field(description="Also write the LWIR (and its "
-                                              "lock beside it) here.")] = None
+                                              "lock beside it) here: a *.lwir.yaml or "
+                                              "*.lwir.json name inside the server's "
+                                              "folder, new or LWIR already.")] = None
              ) -> dict[str, Any]:
         return _answer(compiler.plan, served, path, {} if input is None else input,
                        offline, out)

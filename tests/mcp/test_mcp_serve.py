@@ -41,15 +41,18 @@ def _folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _session(folder: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+async def _session(folder: Path, calls: list[tuple[str, dict[str, Any]]],
+                   *options: str, listing: list[Any] | None = None) -> list[Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     server = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "lwtool", "mcp", "--data-dir", "data"],
-                                   cwd=str(folder))
+                                   args=["-m", "lwtool", "mcp", "--data-dir", "data",
+                                         *options], cwd=str(folder))
     async with Client(server) as client:
         listed = await client.list_tools()
+        if listing is not None:
+            listing.extend(listed.tools)
         answers = [sorted(tool.name for tool in listed.tools)]
         for name, args in calls:
             answers.append(await client.call_tool(name, args))
@@ -150,3 +153,72 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> Non
     refused = run_cli("mcp", env={"PYTHONPATH": str(tmp_path)})
     assert refused.returncode == 2
     assert "pip install 'lwtool[mcp]'" in refused.stderr
+
+
+HARNESS_DEFINITION = """\
+apiVersion: littleworkflow.dev/v0.1
+kind: WorkflowDefinition
+id: steered
+description: A definition whose planner harness is the repository's Python.
+input: {schema: {type: object}}
+output: {schema: {type: object}}
+models: [{id: writer, model: openai/gpt-4o-mini}]
+planner: {model: writer, harness: "planner_code.py:harness"}
+"""
+
+
+def test_a_steered_agent_reads_writes_and_runs_nothing_outside_the_served_folder(
+        tmp_path: Path) -> None:
+    """What text in a repository could steer a coding agent to ask of `lwtool mcp`:
+    paths out of the folder (`..`, absolute, a symlink), a plan written over a file
+    that is not LWIR, run ids that are options, and a definition whose planner harness
+    is the repository's own Python (imported only under --allow-code)."""
+    (tmp_path / "repo").mkdir()
+    folder = _folder(tmp_path / "repo")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep me")
+    (folder / "notes.lwir.yaml").write_text("export PATH=/evil:$PATH\n")
+    (folder / "link.lwir.yaml").symlink_to(outside / "keep.txt")
+    (folder / "steered.definition.yaml").write_text(HARNESS_DEFINITION)
+    marker = tmp_path / "imported"
+    (folder / "planner_code.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\nharness = None\n")
+    plan = {"path": "summarize-ticket.definition.yaml", "input": {"ticket": "t"},
+            "offline": True}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("plan", {**plan, "out": "../outside/keep.lwir.yaml"}),
+        ("plan", {**plan, "out": str(outside / "new.lwir.yaml")}),
+        ("plan", {**plan, "out": "keep.txt"}),
+        ("plan", {**plan, "out": "notes.lwir.yaml"}),
+        ("plan", {**plan, "out": "link.lwir.yaml"}),
+        ("plan", {**plan, "path": "../outside/keep.txt"}),
+        ("validate", {"path": "../outside"}),
+        ("validate", {"path": "/proc/1"}),
+        ("hash", {"path": "link.lwir.yaml"}),
+        ("events", {"runId": "--help"}),
+        ("events", {"runId": "-h"}),
+        ("events", {"runId": "--data-dir=/"}),
+        ("plan", {"path": "steered.definition.yaml", "offline": True}),
+    ]
+    listing: list[Any] = []
+    _, *got = asyncio.run(_session(folder, calls, listing=listing))
+    said = [answer.content[0].text for answer in got]
+    assert all(answer.is_error for answer in got), said
+    for n in (0, 1, 4, 5, 6, 7, 8):
+        assert "is outside the folder this server serves" in said[n], said[n]
+    assert "plan writes LWIR files only" in said[2]
+    assert "notes.lwir.yaml exists and is not an LWIR workflow" in said[3]
+    for n in (9, 10, 11):
+        assert "invalid run id" in said[n], said[n]
+    assert "planner.harness" in said[12] and "--allow-code" in said[12]
+    assert not marker.exists()
+    assert (outside / "keep.txt").read_text() == "keep me"
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (folder / "notes.lwir.yaml").read_text() == "export PATH=/evil:$PATH\n"
+    tools = {tool.name: tool for tool in listing}
+    assert tools["plan"].input_schema["properties"]["input"]["anyOf"][0]["type"] == "object"
+    assert tools["plan"].annotations.read_only_hint is False
+    assert all(tools[name].annotations.read_only_hint for name in tools if name != "plan")
+    allowed = asyncio.run(_session(folder, calls[-1:], "--allow-code"))
+    assert marker.read_text() == "ran", allowed[1].content[0].text
