@@ -32,13 +32,22 @@ def check_tools(needed: Iterable[str], registry: ToolRegistry,
     """MissingTools naming each tool of `needed` (the tools a workflow's steps may call,
     a definition's `tools`) that `registry` lacks."""
     missing = sorted({str(name) for name in needed} - set(registry.tools))
-    if missing:
-        given = ", ".join(registry.names()) or "none"
-        raise MissingTools(
-            f"{what} tool{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)} that {'are' if len(missing) > 1 else 'is'}"
-            f" not provided (tools given: {given}): pass --tools MODULE:ATTR that registers "
-            f"{'them' if len(missing) > 1 else 'it'}; nothing was run")
+    if not missing:
+        return
+    away = sorted({m.partition(".")[0] for m in missing} & set(registry.unavailable))
+    if away:  # an MCP server that could not be had: its own reason
+        raise MissingTools(f"{'; '.join(registry.unavailable[s] for s in away)} "
+                           f"({what} {', '.join(repr(m) for m in missing)}); nothing was run")
+    given = ", ".join(registry.names()) or "none"
+    them = 'them' if len(missing) > 1 else 'it'
+    fix = f"pass --tools MODULE:ATTR that registers {them}"
+    if registry.served:  # a servers file was given: its tools are SERVER.TOOL
+        fix = (f"an MCP server's tools are named SERVER.TOOL as its servers file and its "
+               f"tools/list name them; or {fix}")
+    raise MissingTools(
+        f"{what} tool{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(repr(m) for m in missing)} that {'are' if len(missing) > 1 else 'is'}"
+        f" not provided (tools given: {given}): {fix}; nothing was run")
 
 
 class Refused(Exception):
@@ -275,6 +284,9 @@ class ToolRegistry:
     """Named tools. Use `register(...)` or the `@registry.tool()` decorator."""
 
     tools: dict[str, Tool] = field(default_factory=dict)
+    # MCP servers that could not be had: server name -> why (their tools are absent)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    served: bool = False  # some tools come from an MCP servers file
 
     def register(self, name: str, fn: Callable[..., Any], description: str = "",
                  input_schema: Any = None, output_schema: Any = None,
@@ -410,4 +422,6 @@ def merged(registries: list[tuple[str, ToolRegistry]]) -> ToolRegistry:
                 raise ToolsNotLoadable(f"tool '{name}' is given twice: by {given[name]} and "
                                        f"by {spec}")
             out.tools[name], given[name] = tool, spec
+        out.unavailable.update(registry.unavailable)
+        out.served = out.served or registry.served
     return out

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from lwtool.cli.extras import EXTRA_MODULES
 from tests.conftest import ROOT
 
 PROBE = """
@@ -61,9 +64,7 @@ runpy.run_module('lwtool', run_name='__main__')
 
 def _base_only(*args: str, blocked: frozenset[str] | None = None
                ) -> subprocess.CompletedProcess[str]:
-    from lwtool.cli.app import RUN_EXTRA_MODULES
-
-    code = BASE_ONLY.format(blocked=sorted(blocked or RUN_EXTRA_MODULES), args=list(args))
+    code = BASE_ONLY.format(blocked=sorted(blocked or EXTRA_MODULES["run"]), args=list(args))
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 
@@ -94,25 +95,21 @@ def test_run_without_the_run_extra_says_what_to_install(tmp_path: object) -> Non
 def test_the_run_extra_is_what_the_cli_names() -> None:
     import tomllib
 
-    from lwtool.cli.app import RUN_EXTRA_MODULES
-
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extra = {r.split("=")[0].split("<")[0].split(">")[0].strip()
              for r in project["optional-dependencies"]["run"]}
     base = {r.split("=")[0].strip() for r in project["dependencies"]}
-    assert extra == set(RUN_EXTRA_MODULES) and not extra & base
+    assert extra == set(EXTRA_MODULES["run"]) and not extra & base
 
 
 def test_export_otel_without_the_observe_extra_says_what_to_install(tmp_path: object) -> None:
-    from lwtool.cli.app import OBSERVE_EXTRA_MODULES
-
     ran = subprocess.run([sys.executable, "-m", "lwtool", "run", "examples/refine-loop.lwir.yaml",
                           "--input", "examples/inputs/refine-loop.json", "--tools",
                           "examples/tools.py:tools", "--data-dir", str(tmp_path), "--run-id",
                           "r"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     result = _base_only("export-otel", "r", "--data-dir", str(tmp_path), "--file",
-                        f"{tmp_path}/t.json", blocked=OBSERVE_EXTRA_MODULES)
+                        f"{tmp_path}/t.json", blocked=EXTRA_MODULES["observe"])
     assert result.returncode == 2, result.stderr
     assert "pip install 'lwtool[observe]'" in result.stderr and "Traceback" not in result.stderr
 
@@ -120,12 +117,50 @@ def test_export_otel_without_the_observe_extra_says_what_to_install(tmp_path: ob
 def test_the_observe_extra_is_what_the_cli_names() -> None:
     import tomllib
 
-    from lwtool.cli.app import OBSERVE_EXTRA_MODULES
-
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extra = {r.split("=")[0].split("-")[0].strip()
              for r in project["optional-dependencies"]["observe"]}
-    assert extra | {"google"} == set(OBSERVE_EXTRA_MODULES) | {"jinja2"}
+    assert extra | {"google"} == set(EXTRA_MODULES["observe"]) | {"jinja2"}
+
+
+@pytest.mark.parametrize("args", [
+    ["migrate", "--world", "postgresql://127.0.0.1:1/none"],
+    ["workers", "--world", "postgresql://127.0.0.1:1/none"],
+    ["worker", "--world", "postgresql://127.0.0.1:1/none"],
+    ["runs", "--world", "postgresql://127.0.0.1:1/none"],
+])
+def test_postgres_commands_without_the_postgres_extra_say_what_to_install(
+        args: list[str]) -> None:
+    result = _base_only(*args, blocked=EXTRA_MODULES["postgres"])
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'lwtool[postgres]'" in result.stderr, result.stderr
+    assert ".venv/bin/pip install -e '.[postgres]'" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_servers_file_without_the_mcp_extra_says_what_to_install_at_once(
+        tmp_path: Path) -> None:
+    (tmp_path / "servers.json").write_text(
+        '{"mcpServers": {"time": {"command": "sh", "args": ["-c", "sleep 60"]}}}')
+    started = time.monotonic()
+    result = _base_only("run", "examples/refine-loop.lwir.yaml", "--input",
+                        "examples/inputs/refine-loop.json", "--tools",
+                        str(tmp_path / "servers.json"), "--data-dir", str(tmp_path / "d"),
+                        blocked=EXTRA_MODULES["mcp"])
+    assert time.monotonic() - started < 20
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'lwtool[mcp]'" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_each_extra_is_what_the_cli_names() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for extra in ("postgres", "mcp"):
+        packages = {r.split("=")[0].split("[")[0].replace("-", "_").strip()
+                    for r in project["optional-dependencies"][extra]}
+        assert packages <= set(EXTRA_MODULES[extra]), (extra, packages)
 
 
 RUN_PROBE = """

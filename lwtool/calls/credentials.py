@@ -28,7 +28,7 @@ _AUTH_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key",
 _QUOTED_HEADER = re.compile(
     r"(?i)(\b(?:" + "|".join(re.escape(h) for h in _AUTH_HEADERS) + r")\b['\"]?\s*[:=]\s*"
     r"['\"]?(?:(?:bearer|basic|token)\s+)?)([^\s'\",;}\]]+)")
-_BEARER = re.compile(r"(?i)(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/=-]{%d,})" % MIN_SECRET)
+_BEARER = re.compile(r"(?i)(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/=-]{" + str(MIN_SECRET) + ",})")
 
 
 def call_secrets(arguments: Mapping[str, Any],

@@ -91,15 +91,13 @@ def main() -> None:
     except KeyboardInterrupt as exc:
         code = _interrupted(exc)
     except ModuleNotFoundError as exc:
-        top = (exc.name or "").split(".")[0]
-        if top in RUN_EXTRA_MODULES:
-            say("this command runs workflows and needs lwtool's runtime, which is not "
-                f"installed (no module {exc.name!r}): pip install 'lwtool[run]'")
-        elif top in OBSERVE_EXTRA_MODULES:
-            say("this command needs lwtool's observability extra, which is not "
-                f"installed (no module {exc.name!r}): pip install 'lwtool[observe]'")
-        else:
+        from lwtool.cli.extras import NEEDED_FOR, extra_of, hint
+
+        extra = extra_of(exc.name)
+        if extra is None:
             raise
+        say(f"this command {NEEDED_FOR[extra]}, which is not installed (no module "
+            f"{exc.name!r}): {hint(extra)}")
         code = exit_codes.USAGE
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -109,10 +107,6 @@ def main() -> None:
     _exit(code)
 
 
-# The modules of the `run` extra (pyproject.toml): validate, check and lsp need none.
-RUN_EXTRA_MODULES = frozenset({"orjson", "aiofiles", "litellm", "deno", "rich"})
-# The modules of the `observe` extra: export-otel and ui.
-OBSERVE_EXTRA_MODULES = frozenset({"opentelemetry", "google", "starlette", "uvicorn"})
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:

@@ -36,8 +36,10 @@ def mcp(
     try:
         from lwtool.mcp.serve import serve
     except ImportError as exc:
+        from lwtool.cli.extras import hint
+
         say(f"`lwtool mcp` needs the MCP SDK, which is not installed ({exc.name}): "
-            "pip install 'lwtool[mcp]'")
+            f"{hint('mcp')}")
         raise typer.Exit(2) from None
     from lwtool.mcp.compiler import Served
 

@@ -79,7 +79,7 @@ def plan(
         raise fail(f"{path} names planner.harness {harness!r}, Python from the repository; "
                    "--no-code imports none (start `lwtool mcp --allow-code` to allow it)")
     run_input = read_json_or_yaml(input, "input")
-    registry = load_tool_registry(tools)
+    registry = load_tool_registry(tools, [str(t) for t in definition.get("tools") or []])
     model_map = {**definition_models(definition),
                  **(offline_models(definition) if offline else {}), **load_models(models)}
     world = open_world(data_dir)

@@ -127,10 +127,10 @@ def fork(
     except ValueError as exc:
         raise fail(str(exc)) from None
     run_input = read_json_or_yaml(input, "input") if input is not None else SAME_INPUT
-    registry = load_tool_registry(tools)
+    world = open_world(data_dir, must_exist=True)
+    registry = load_tool_registry(tools, _run_tools(world, run_id))
     worker_harness = load_worker_harness(harness)
     model_map = load_models(models) if models else None
-    world = open_world(data_dir, must_exist=True)
 
     from lwtool.observe.progress import watch
 
@@ -241,10 +241,10 @@ def _resume(run_id: str, tools: list[str] | None, models: Path | None, data_dir:
             accept_drift: bool = False, retry: bool = False) -> None:
     """`replay` and `retry`: resume the run from its log (`retry`: reopening it first)."""
     use_world(world_url)
-    registry = load_tool_registry(tools)
+    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
+    registry = load_tool_registry(tools, _run_tools(world, run_id))
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
-    world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
     if offline:
         model_map = {**_recorded_offline(world, run_id), **(model_map or {})}
 
@@ -256,6 +256,23 @@ def _resume(run_id: str, tools: list[str] | None, models: Path | None, data_dir:
                               worker_harness, accept_drift, retry=retry, budget=budget),
            as_json, lambda: run_id, shown,
            again_flags(tools, models, data_dir, offline, harness))
+
+
+def _run_tools(world: Any, run_id: str) -> list[str] | None:
+    """The tools a recorded workflow run may call (its MCP servers are the only ones
+    started); None (start every server) for a run that is no workflow's or not found."""
+    from lwtool.world.base import WorldError, find_run
+
+    try:
+        record = find_run(world, run_id)
+        lwir = world.get_version(record.version_id) if record is not None else None
+    except WorldError:
+        return None
+    if not isinstance(lwir, dict) or lwir.get("kind") != "Workflow":
+        return None
+    from lwtool.runtime.interpreter import reachable_tools
+
+    return reachable_tools(lwir)
 
 
 def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:

@@ -131,7 +131,7 @@ def run(
                      step_timeout, as_json, budget, queue, tools)
         return
     run_input = read_json_or_yaml(_given(input), "input")
-    registry = load_tool_registry(tools)
+    registry = load_tool_registry(tools, _calls(lwir, definition))
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
@@ -175,6 +175,16 @@ def run(
                              started_as, step_timeout, worker_harness, workspace,
                              budget=budget),
            as_json, lambda: started[0] if started else run_id, shown, again)
+
+
+def _calls(lwir: dict[str, Any] | None, definition: dict[str, Any] | None) -> list[str]:
+    """The tools a run may call: its LWIR's tool steps and grants, or its definition's
+    tools (the only MCP servers it starts are theirs)."""
+    if lwir is not None:
+        from lwtool.runtime.interpreter import reachable_tools
+
+        return reachable_tools(lwir)
+    return [str(name) for name in (definition or {}).get("tools") or []]
 
 
 def _given(input: str | None) -> str:

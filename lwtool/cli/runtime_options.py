@@ -14,7 +14,8 @@ from typing import Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.render import error
+from lwtool.cli.extras import hint as extra_hint
+from lwtool.cli.render import error, say
 
 DEFAULT_DATA_DIR = Path(".little-workflow")  # the local world's, unless --data-dir
 
@@ -148,38 +149,47 @@ def offline_models(*documents: Any) -> dict[str, str]:
     return dict.fromkeys(sorted(slots), "offline")
 
 
-def load_tool_registry(spec: str | list[str] | None) -> Any:
+def load_tool_registry(spec: str | list[str] | None, needed: Any = None,
+                       warn: Any = None) -> Any:
     """`--tools` (repeatable): each MODULE:ATTR, or an MCP servers file (its servers
-    started, lwtool.mcp), merged into one registry; exit 2 naming what cannot be
-    loaded."""
+    started, lwtool.mcp: only those whose tools `needed` names, when the caller knows
+    what its run calls), merged into one registry; exit 2 naming what cannot be
+    loaded. A server that could not be had is said in one line (a run that needs it
+    fails naming why)."""
     from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools, merged
 
     specs = [spec] if isinstance(spec, str) else spec or []
     try:
-        return merged([(one, _mcp_tools(one) if _servers_file(one) else load_tools(one))
-                       for one in specs]) if specs else ToolRegistry()
+        registry = merged([(one, _mcp_tools(one, needed) if _servers_file(one)
+                            else load_tools(one)) for one in specs]) if specs \
+            else ToolRegistry()
     except ToolsNotLoadable as exc:
         raise fail(str(exc)) from None
+    if needed is not None and registry.unavailable:  # a server this run needs: say why
+        raise fail("; ".join(registry.unavailable.values()))
+    if needed is None:
+        for reason in registry.unavailable.values():
+            (warn or (lambda text: say(f"warning: {text}")))(
+                f"{reason}; only the runs that call its tools fail")
+    return registry
 
 
 def _servers_file(spec: str) -> bool:
     return spec.lower().endswith((".json", ".yaml", ".yml"))
 
 
-def _mcp_tools(path: str) -> Any:
+def _mcp_tools(path: str, needed: Any) -> Any:
     """The tools of an MCP servers file, its servers started (the SDK imported only
     here: a tools file names MCP servers)."""
-    try:
-        from lwtool.mcp.tools import load_servers
-    except ImportError as exc:
-        raise fail(f"{path} names MCP servers, and the MCP SDK is not installed "
-                   f"({exc.name}): pip install 'lwtool[mcp]'") from None
     from lwtool.mcp.config import McpConfigError
-    from lwtool.mcp.hub import McpUnavailable
+    from lwtool.mcp.tools import load_servers
 
     try:
-        return load_servers(path)
-    except (McpConfigError, McpUnavailable) as exc:
+        return load_servers(path, needed)
+    except ImportError as exc:
+        raise fail(f"{path} names MCP servers, and the MCP SDK is not installed "
+                   f"({exc.name}): {extra_hint('mcp')}") from None
+    except McpConfigError as exc:
         raise fail(str(exc)) from None
 
 
@@ -269,8 +279,8 @@ def open_world(data_dir: Path, must_exist: bool = False, durability: str = "stri
             try:
                 from lwtool.world.postgres import PostgresWorld
             except ImportError:
-                raise fail("the PostgreSQL world needs the postgres extra: pip install "
-                           "'lwtool[postgres]'") from None
+                raise fail("the PostgreSQL world needs the postgres extra: "
+                           f"{extra_hint('postgres')}") from None
             import logging
 
             # The pool's own warnings (a connection discarded, a reconnect failing) repeat

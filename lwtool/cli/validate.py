@@ -83,9 +83,13 @@ def validate(
 def _check_provided(reports: list[FileReport], loaded: list[Any], tools: list[str]) -> None:
     """Add `tools.unavailable` findings for declared tools the given tools lack."""
     from lwtool.cli.runtime_options import load_tool_registry
-    from lwtool.validate.provided import unavailable_tools
+    from lwtool.validate.provided import declared_tools, unavailable_tools
 
-    provided = load_tool_registry(tools).names()
+    declared = sorted({str(name) for compiled in loaded if compiled is not None
+                       and compiled.document is not None
+                       for name in declared_tools(compiled.document, compiled.kind)[0]})
+    registry = load_tool_registry(tools, declared)  # only the servers the files name
+    provided = registry.names()
     for report, compiled in zip(reports, loaded, strict=True):
         if compiled is not None and compiled.document is not None:
             report.findings.extend(unavailable_tools(compiled.document, compiled.kind,

@@ -64,12 +64,9 @@ def worker(
     if postgres_url() is None:
         raise fail("lwtool worker needs a PostgreSQL world (--world postgresql://... or "
                    "LWTOOL_WORLD)")
-    registry = load_tool_registry(tools)
-    model_map = load_models(models)
-    world = open_world(data_dir)
-
     import asyncio  # here, as the runtime: `lwtool validate` loads this module too
 
+    from lwtool.mcp import hub
     from lwtool.runtime import event_loop
     from lwtool.runtime.worker import WorkerSetup, work, worker_name
     from lwtool.runtime.worker_log import WorkerLog
@@ -77,6 +74,10 @@ def worker(
 
     name = worker_name()
     log = WorkerLog(name, log_format.value, verbose)
+    hub.warn[0] = lambda text: log("mcp_warning", text, level="warning")
+    registry = load_tool_registry(tools, warn=hub.warn[0])
+    model_map = load_models(models)
+    world = open_world(data_dir)
     setup = WorkerSetup(concurrency=concurrency, lease=lease_seconds, drain=drain,
                         queues=sorted(set(queue or ["default"])), name=name, log=log,
                         otel_endpoint=otel_endpoint)

@@ -4,7 +4,10 @@ their own, so that any run's loop (a worker runs each run on its own) can call t
 tools: a call is handed to the hub's loop and its result awaited where it was made.
 
 Servers start when the tools file is loaded (their tools are listed: names, schemas),
-each within its `timeout`; one that does not answer in time is one error naming it.
+all at once, each within its `timeout`: only those whose tools a run names when the
+run is known, and one that does not answer is an error for the runs that need its
+tools only. A connection lost (a stdio server that died, a timed-out HTTP session) is
+started anew on the next call, at most MAX_RESTARTS times in a row.
 They stop when the process ends (atexit; the SDK ends a stdio server's process tree),
 and a stdio server whose lwtool is killed sees its stdin close. A stdio server's stderr
 goes to a temporary file, not to lwtool's: its last lines are shown when it fails to
@@ -16,8 +19,10 @@ import asyncio
 import atexit
 import concurrent.futures
 import logging
+import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any, TextIO, cast
 
@@ -25,10 +30,59 @@ from lwtool.mcp.config import ServerSpec
 
 STOP_WAIT = 5.0  # seconds a server has to stop before its connection is cancelled
 STDERR_TAIL = 5  # lines of a server's stderr a start failure shows
+MAX_RESTARTS = 3  # a lost server started anew this many times in a row, at most
+CONNECTION_CLOSED = -32000  # the SDK's JSON-RPC code for a connection that ended
+
+
+def _stderr_warning(text: str) -> None:
+    sys.stderr.write(f"lwtool: warning: {text}\n")
+    sys.stderr.flush()
+
+
+# Where the SDK's complaints go, one line each (a worker's log sets its own: JSON lines)
+warn: list[Callable[[str], None]] = [_stderr_warning]
+
+
+class _OneLine(logging.Handler):
+    """The SDK's log records (a server writing lines that are not JSON-RPC on stdout,
+    a read that failed) as one warning line per kind, once a process: no traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.said: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith("Failed to parse JSONRPC message"):
+            text = ("an MCP server wrote a line that is not JSON-RPC on its stdout "
+                    "(ignored: a server's own output belongs on stderr)")
+        if text in self.said:
+            return
+        self.said.add(text)
+        try:
+            warn[0](text)
+        except Exception:  # noqa: BLE001 - a warning that cannot be written is dropped
+            pass
+
+
+_one_line = _OneLine()
+
+
+def quiet_sdk_logs() -> None:
+    """Route the SDK's logs through _OneLine, nothing else (idempotent)."""
+    logger = logging.getLogger("mcp")
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    if _one_line not in logger.handlers:
+        logger.addHandler(_one_line)
 
 
 class McpUnavailable(Exception):
     """A server that could not be started or reached (the message names it)."""
+
+
+class McpGaveUp(McpUnavailable):
+    """A server whose connection was lost more than MAX_RESTARTS times in a row."""
 
 
 class McpHub:
@@ -38,73 +92,111 @@ class McpHub:
         self.server_info: dict[str, Any] = {}
         self._stderr: dict[str, TextIO] = {}
         self._loop = asyncio.new_event_loop()
-        self._stop: asyncio.Event | None = None
-        self._served: list[concurrent.futures.Future[None]] = []
+        self._stops: dict[str, asyncio.Event] = {}
+        self._served: dict[str, concurrent.futures.Future[None]] = {}
+        self._lost: set[str] = set()  # servers whose connection was lost: started anew
+        self._restarts: dict[str, int] = {}  # restarts since the server's last good call
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="lwtool mcp")
         self._closed = False
 
-    def start(self) -> dict[str, list[Any]]:
-        """Connect every server and list its tools: server name -> its `Tool`s."""
-        logging.getLogger("mcp").setLevel(logging.ERROR)  # its errors reach the step
-        self._thread.start()
-        atexit.register(self.close)
-        self._stop = self._run(self._event(), 5.0)
-        listed: dict[str, list[Any]] = {}
-        for spec in self.specs.values():
-            ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            self._served.append(asyncio.run_coroutine_threadsafe(self._serve(spec, ready),
-                                                                 self._loop))
+    def start(self, names: list[str] | None = None) -> dict[str, list[Any] | McpUnavailable]:
+        """Connect the named servers (default: all), all at once, and list their tools:
+        server name -> its `Tool`s, or the McpUnavailable that says why it could not be
+        had (only the runs that need its tools fail)."""
+        quiet_sdk_logs()  # its errors reach the step; its complaints, one line each
+        if not self._thread.is_alive():
+            self._thread.start()
+            atexit.register(self.close)
+        wanted = [self.specs[name] for name in (names if names is not None else self.specs)]
+        pending = {spec.name: asyncio.run_coroutine_threadsafe(self._connect(spec), self._loop)
+                   for spec in wanted}
+        listed: dict[str, list[Any] | McpUnavailable] = {}
+        for spec in wanted:
             try:  # (the connection's own timeout ends it first, its process with it)
-                self.clients[spec.name] = ready.result(timeout=spec.timeout + STOP_WAIT)
+                listed[spec.name] = pending[spec.name].result(timeout=2 * spec.timeout
+                                                              + STOP_WAIT)
+            except McpUnavailable as exc:
+                listed[spec.name] = exc
             except (TimeoutError, concurrent.futures.TimeoutError):
-                self.close()
-                said = self._said(spec.name)
-                raise McpUnavailable(f"MCP server '{spec.name}' did not answer within "
-                                     f"{spec.timeout:g} s ({_where(spec)}){said}") from None
-            except Exception as exc:  # noqa: BLE001 - whatever the SDK or the OS raised
-                self.close()
-                said = self._said(spec.name)
-                raise McpUnavailable(f"MCP server '{spec.name}' could not be started "
-                                     f"({_where(spec)}): {_reason(exc)}{said}") from None
-            listed[spec.name] = self._run(self._list(spec.name), spec.timeout)
+                listed[spec.name] = McpUnavailable(
+                    f"MCP server '{spec.name}' did not answer within {spec.timeout:g} s "
+                    f"({_where(spec)}){self._said(spec.name)}")
         return listed
 
     def call(self, server: str, tool: str, args: Any) -> concurrent.futures.Future[Any]:
         """Call a tool on the hub's loop; the CallToolResult (or the error) comes in
-        the returned future."""
+        the returned future. A server whose connection was lost is started anew first
+        (at most MAX_RESTARTS times in a row without a good call between)."""
+        return asyncio.run_coroutine_threadsafe(self._call(server, tool, args), self._loop)
+
+    async def _call(self, server: str, tool: str, args: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+
         spec = self.specs[server]
-        client = self.clients[server]
-        return asyncio.run_coroutine_threadsafe(
-            client.call_tool(tool, args, read_timeout_seconds=spec.timeout), self._loop)
+        if server in self._lost:
+            if self._restarts.get(server, 0) >= MAX_RESTARTS:
+                raise McpGaveUp(f"MCP server '{server}' lost its connection "
+                                     f"{MAX_RESTARTS + 1} times in a row; it is not "
+                                     "started again in this process")
+            self._restarts[server] = self._restarts.get(server, 0) + 1
+            await self._connect(spec)
+        try:
+            result = await self.clients[server].call_tool(
+                tool, args, read_timeout_seconds=spec.timeout)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._lost.add(server)
+            raise
+        except (OSError, ConnectionError):
+            self._lost.add(server)
+            raise
+        self._restarts.pop(server, None)
+        return result
 
     def close(self) -> None:
         """Stop every server (each within its timeout) and the hub's thread."""
         if self._closed or not self._thread.is_alive():
             return
         self._closed = True
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        for served in self._served:  # each leaves its connection (ends its process)
-            try:
-                served.result(timeout=STOP_WAIT)
-            except concurrent.futures.TimeoutError:  # still connecting, or stuck: cancel
-                served.cancel()
-            except BaseException:  # noqa: BLE001 - it ended with an error: it ended
-                continue
-            try:
-                served.result(timeout=STOP_WAIT)
-            except BaseException:  # noqa: BLE001 - cancelled, or would not stop: let it be
-                pass
+        for stop in list(self._stops.values()):
+            self._loop.call_soon_threadsafe(stop.set)
+        for served in list(self._served.values()):  # each leaves its connection
+            _ended(served)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
-    async def _serve(self, spec: ServerSpec, ready: concurrent.futures.Future[Any]) -> None:
+    async def _connect(self, spec: ServerSpec) -> list[Any]:
+        """(Re)connect one server and list its tools (McpUnavailable naming it)."""
+        old = self._served.pop(spec.name, None)
+        if old is not None:  # a lost connection: leave it (its process ends) first
+            self._stops[spec.name].set()
+            await asyncio.wait([asyncio.wrap_future(old)], timeout=STOP_WAIT)
+        self._lost.discard(spec.name)
+        stop = self._stops[spec.name] = asyncio.Event()
+        ready: asyncio.Future[Any] = self._loop.create_future()
+        self._served[spec.name] = asyncio.run_coroutine_threadsafe(
+            self._serve(spec, ready, stop), self._loop)
+        try:
+            self.clients[spec.name] = await asyncio.wait_for(ready, spec.timeout + STOP_WAIT)
+            return await asyncio.wait_for(self._list(spec.name), spec.timeout)
+        except TimeoutError:
+            self._lost.add(spec.name)
+            raise McpUnavailable(f"MCP server '{spec.name}' did not answer within "
+                                 f"{spec.timeout:g} s ({_where(spec)})"
+                                 f"{self._said(spec.name)}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever the SDK or the OS raised
+            self._lost.add(spec.name)
+            raise McpUnavailable(f"MCP server '{spec.name}' could not be started "
+                                 f"({_where(spec)}): {_reason(exc)}"
+                                 f"{self._said(spec.name)}") from None
+
+    async def _serve(self, spec: ServerSpec, ready: asyncio.Future[Any],
+                     stop: asyncio.Event) -> None:
         """Hold one server's connection open (entered and left in this one task, as
-        the SDK's task groups want) until the hub closes."""
+        the SDK's task groups want) until it is stopped."""
         from mcp import Client
 
-        assert self._stop is not None
         try:
             async with AsyncExitStack() as stack:
                 async with asyncio.timeout(spec.timeout):  # connected in time, or ended
@@ -112,10 +204,12 @@ class McpHub:
                         Client(self._target(spec), read_timeout_seconds=spec.timeout))
                 self.server_info[spec.name] = client.server_info
                 ready.set_result(client)
-                await self._stop.wait()
+                await stop.wait()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc)
+            else:  # the connection ended under a client in use: start it anew next call
+                self._lost.add(spec.name)
             if not isinstance(exc, Exception):
                 raise
 
@@ -152,12 +246,6 @@ class McpHub:
             if not cursor:
                 return tools
 
-    async def _event(self) -> asyncio.Event:
-        return asyncio.Event()
-
-    def _run(self, coroutine: Any, timeout: float) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
-
 
 def _http(spec: ServerSpec) -> Any:
     """A streamable HTTP transport with the file's headers (the SDK's, when it takes
@@ -170,6 +258,21 @@ def _http(spec: ServerSpec) -> Any:
 
     return streamable_http_client(spec.url, http_client=httpx.AsyncClient(
         headers=spec.headers, timeout=spec.timeout))
+
+
+def _ended(served: concurrent.futures.Future[None]) -> None:
+    """Wait for a connection's task to end (cancelled when it will not)."""
+    try:
+        served.result(timeout=STOP_WAIT)
+        return
+    except concurrent.futures.TimeoutError:  # still connecting, or stuck: cancel
+        served.cancel()
+    except BaseException:  # noqa: BLE001 - it ended with an error: it ended
+        return
+    try:
+        served.result(timeout=STOP_WAIT)
+    except BaseException:  # noqa: BLE001 - cancelled, or would not stop: let it be
+        pass
 
 
 def _where(spec: ServerSpec) -> str:

@@ -6,7 +6,7 @@ that does not exist is an error result in the same words as the CLI's."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,6 +17,7 @@ from lwtool._version import __version__
 from lwtool.mcp import compiler
 from lwtool.mcp.compiler import Served
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 INSTRUCTIONS = (
     "lwtool checks and runs LWIR workflows (littleworkflow.dev/v0.1). Call `validate` on a "
     "file or on text you are writing and fix each finding at its line and JSON Pointer; "
@@ -36,9 +37,9 @@ def build_server(served: Served) -> Any:
     """The MCPServer with lwtool's tools, answering for `served`."""
     server: MCPServer[Any] = MCPServer("lwtool", version=__version__, instructions=INSTRUCTIONS)
 
-    def tool(**kwargs: Any) -> Any:  # every tool but `plan` reads and changes nothing
-        hints = ToolAnnotations(readOnlyHint=kwargs.pop("read_only", True),
-                                openWorldHint=kwargs.pop("open_world", False))
+    def tool(**kwargs: Any) -> Callable[[_F], _F]:  # all but `plan` change nothing
+        hints = ToolAnnotations(read_only_hint=kwargs.pop("read_only", True),
+                                open_world_hint=kwargs.pop("open_world", False))
         return server.tool(annotations=hints, **kwargs)
 
     @tool(description="Validate LWIR, WorkflowDefinition or Pipeline files (a file or "

@@ -14,20 +14,40 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from lwtool.mcp.config import read_servers
-from lwtool.mcp.hub import McpHub
+from lwtool.mcp.hub import McpGaveUp, McpHub, McpUnavailable
 from lwtool.record.errors import TransientError
 from lwtool.record.ids import short_hash
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
 
+# JSON-RPC codes the SDK gives a timed-out request, a connection that ended, and an
+# HTTP server's 5xx: the step's retry policy takes them
+TRANSIENT_CODES = frozenset({-32001, -32000, -32603})
 
-def load_servers(path: str) -> ToolRegistry:
-    """Start the file's servers and register their tools (McpConfigError, McpUnavailable)."""
+
+def load_servers(path: str, needed: Iterable[str] | None = None) -> ToolRegistry:
+    """Start the file's servers (only those whose tools `needed` names, when given) and
+    register their tools (McpConfigError). A server that cannot be had is noted in the
+    registry's `unavailable` with why: the runs that need its tools fail saying so.
+    ImportError when the MCP SDK is not installed, before anything starts."""
+    import mcp.client.stdio  # noqa: F401 - the SDK, or ImportError here and now
+
     hub = McpHub(read_servers(path))
-    registry = ToolRegistry()
-    for server, tools in hub.start().items():
+    names = None if needed is None else \
+        sorted({str(n).partition(".")[0] for n in needed} & set(hub.specs))
+    registry = ToolRegistry(served=True)
+    for server, tools in hub.start(names).items():
+        if isinstance(tools, McpUnavailable):
+            registry.unavailable[server] = str(tools)
+            continue
+        twice = sorted({t.name for t in tools if [u.name for u in tools].count(t.name) > 1})
+        if twice:
+            registry.unavailable[server] = (f"MCP server '{server}' lists the tool "
+                                            f"'{twice[0]}' twice: its tools are ambiguous")
+            continue
         info = hub.server_info.get(server)
         for tool in tools:
             output_schema = getattr(tool, "output_schema", None)
@@ -56,10 +76,16 @@ def _caller(hub: McpHub, server: str, tool: Any) -> Any:
         try:
             result = await asyncio.wrap_future(hub.call(server, name, args))
         except MCPError as exc:
+            if exc.code in TRANSIENT_CODES:  # a timeout, a lost connection, an HTTP 5xx
+                raise TransientError(f"MCP server '{server}' did not answer: {exc}") from None
             raise ToolFailed(f"MCP server '{server}' answered with an error: {exc}") from None
-        except (TimeoutError, OSError, ConnectionError) as exc:
+        except McpGaveUp as exc:
+            raise ToolFailed(str(exc)) from None
+        except (McpUnavailable, TimeoutError, OSError, ConnectionError) as exc:
             raise TransientError(f"MCP server '{server}' did not answer: "
                                  f"{exc or type(exc).__name__}") from None
+        except RuntimeError as exc:  # the SDK's check of structuredContent
+            raise ToolFailed(_unfit(server, name, exc)) from None
         if result.is_error:
             raise ToolFailed(f"MCP server '{server}': {_text(result) or 'the call failed'}")
         return _output(result)
@@ -67,6 +93,19 @@ def _caller(hub: McpHub, server: str, tool: Any) -> Any:
     call.__lwtool_version__ = f"mcp:{server}"  # type: ignore[attr-defined]
     call.__qualname__ = f"{server}.{name}"
     return call
+
+
+def _unfit(server: str, tool: str, exc: RuntimeError) -> str:
+    """The SDK's refusal of a result as one plain line: the tool, the server and the
+    first schema error (not its class, the schema dump or where it is installed)."""
+    cause = exc.__cause__
+    if cause is not None and hasattr(cause, "message"):
+        where = "/".join(str(p) for p in getattr(cause, "absolute_path", []))
+        return (f"MCP server '{server}': tool '{tool}' returned structured content that "
+                f"does not fit its outputSchema: {cause.message}"
+                + (f" (at /{where})" if where else ""))
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"MCP server '{server}': tool '{tool}': {first}"
 
 
 def _output(result: Any) -> Any:

@@ -73,6 +73,13 @@ def needed_tools(lwir: dict[str, Any]) -> set[str]:
         lwir.get("steps") or []) if step.get("uses") == "tool.call"}
 
 
+def reachable_tools(lwir: dict[str, Any]) -> list[str]:
+    """Every tool a run may call: its tool.call steps' and its grant's (code.run's reach)
+    (the MCP servers a command starts for the run are these tools' only)."""
+    granted = (lwir.get("permissions") or {}).get("tools") or []
+    return sorted(needed_tools(lwir) | {str(name) for name in granted})
+
+
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
                   harness: Any) -> dict[str, Any]:
     """What the run depends on outside the LWIR: the tools it may call (each one's

@@ -14,8 +14,9 @@ from lwtool.validate.context import did_you_mean
 CODE = "tools.unavailable"
 
 
-def unavailable_tools(document: Any, kind: str | None, provided: Iterable[str]) -> list[Finding]:
-    """The findings for `document`'s declared tools that `provided` lacks."""
+def declared_tools(document: Any, kind: str | None) -> tuple[list[Any], str]:
+    """A file's declared tools (a workflow's `permissions.tools`, a definition's
+    `tools`) and the JSON Pointer of their list."""
     value = document.value if isinstance(document.value, dict) else {}
     if kind == "Workflow":
         permissions = value.get("permissions")
@@ -24,10 +25,16 @@ def unavailable_tools(document: Any, kind: str | None, provided: Iterable[str]) 
     elif kind == "WorkflowDefinition":
         listed, pointer = value.get("tools"), "/tools"
     else:
-        return []
+        return [], ""
+    return (listed if isinstance(listed, list) else []), pointer
+
+
+def unavailable_tools(document: Any, kind: str | None, provided: Iterable[str]) -> list[Finding]:
+    """The findings for `document`'s declared tools that `provided` lacks."""
+    listed, pointer = declared_tools(document, kind)
     names = set(provided)
     found = []
-    for index, name in enumerate(listed if isinstance(listed, list) else []):
+    for index, name in enumerate(listed):
         if isinstance(name, str) and name not in names:
             where = f"{pointer}/{index}"
             found.append(Finding(CODE, _message(name, names), document.path, where,
