@@ -45,6 +45,12 @@ def migrate(world_url: WorldOption = None,
             found = schema_version(conn)
             if not check and found != SCHEMA_VERSION:
                 migrate(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise fail(f"cannot migrate PostgreSQL at {where(url)}: "
+                   f"{reason_of(exc, secrets_of(url))}: this role may not create the "
+                   "schema; run `lwtool migrate` as the role that owns the database (the "
+                   "owner of docs/postgres.md's 'Roles and grants'), then grant the "
+                   "application role its rows") from None
     except psycopg.Error as exc:
         raise fail(f"cannot migrate PostgreSQL at {where(url)}: "
                    f"{reason_of(exc, secrets_of(url))}") from None

@@ -65,6 +65,9 @@ def test_a_least_privilege_role_works_once_lwtool_migrate_has_run(
     assert refused.returncode == 2
     assert "run `lwtool migrate --world URL` with a role that owns the schema" in \
         refused.stderr, refused.stderr
+    as_app = run_cli("migrate", "--world", app_role)
+    assert as_app.returncode == 2 and "permission denied" in as_app.stderr
+    assert "run `lwtool migrate` as the role that owns the database" in as_app.stderr
     migrated = run_cli("migrate", "--world", postgres_url)
     assert migrated.returncode == 0 and "lwtool schema none -> 7" in migrated.stderr
     again = run_cli("migrate", "--world", postgres_url)
