@@ -39,8 +39,11 @@ def discover(paths: Iterable[Path]) -> list[Path]:
             name = candidate.name.lower()
             if name.endswith(".lock.json"):
                 continue
-            locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
-                candidate).exists()
+            try:
+                locked = name.endswith((".yaml", ".yml", ".json")) and lock_path_for(
+                    candidate).exists()
+            except OSError:
+                locked = False
             if name.endswith(_LWIR_SUFFIXES) or locked:
                 found.append(candidate)
     return found
@@ -54,8 +57,13 @@ def _walk(root: Path) -> Iterable[Path]:
     except OSError:
         return
     for entry in entries:
-        if entry.is_dir() and not entry.is_symlink():
+        try:  # an entry that cannot even be looked at (/proc/1/...) is passed over
+            folder = entry.is_dir() and not entry.is_symlink()
+            plain = not folder and entry.is_file()
+        except OSError:
+            continue
+        if folder:
             if entry.name not in _SKIP_DIRS:
                 yield from _walk(entry)
-        elif entry.is_file():
+        elif plain:
             yield entry

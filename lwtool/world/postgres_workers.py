@@ -131,7 +131,19 @@ def list_workers(world: Any, include_gone: bool = False) -> list[WorkerRow]:
     `include_gone` those whose process ended without leaving (killed)."""
     rows = world._read("SELECT name, host, pid, queues, serves, started_at, seen_at, runs, "
                        f"branches, {_HELD} FROM lwtool.workers w ORDER BY started_at, name")
-    out = [WorkerRow(r[0], r[1], int(r[2]), loads(r[3]), loads(r[4]) if r[4] else None,
-                     float(r[5]), float(r[6]), int(r[7]), int(r[8]), bool(r[9]))
+    # a worker that is gone holds nothing, whatever its last heartbeat counted
+    out = [WorkerRow(r[0], r[1], int(r[2]), _names(r[3]), _names(r[4]) if r[4] else None,
+                     float(r[5]), float(r[6]), int(r[7]) if r[9] else 0,
+                     int(r[8]) if r[9] else 0, bool(r[9]))
            for r in rows]
     return [w for w in out if w.live or include_gone]
+
+
+def _names(text: Any) -> list[str]:
+    """A row's JSON list of names (queues, tools); `["?"]` for one that is not (a row
+    written by hand, or by something else): listed, never a traceback."""
+    try:
+        value = loads(text)
+    except (ValueError, TypeError):
+        return ["?"]
+    return [str(v) for v in value] if isinstance(value, list) else ["?"]

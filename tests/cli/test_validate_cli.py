@@ -181,3 +181,13 @@ def test_version_and_unknown_command() -> None:
     version = run_cli("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"lwtool {__version__}"
     assert run_cli("bogus").returncode == 2
+
+
+def test_a_tree_with_entries_that_cannot_be_read_is_walked_without_a_traceback() -> None:
+    """/proc/1 holds entries even root may not look at (another namespace's fds)."""
+    walked = run_cli("validate", "/proc/1")
+    assert walked.returncode == 2, walked.stderr
+    assert "Traceback" not in walked.stderr
+    assert walked.stderr.strip().splitlines() == [
+        "lwtool: no workflow files in /proc/1 (*.lwir.yaml, *.workflow.yaml, "
+        "*.definition.yaml, *.pipeline.yaml)"]

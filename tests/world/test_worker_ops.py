@@ -226,8 +226,15 @@ def test_a_killed_worker_leaves_the_list_at_once(tmp_path: Path, postgres_url: s
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=30)
     assert json.loads(run_cli("workers", "--world", postgres_url, "--json").stdout) == []
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # its last beat's count,
+        conn.execute("UPDATE lwtool.workers SET runs = 4, queues = 'not json'")  # and junk
     gone = json.loads(run_cli("workers", "--world", postgres_url, "--json", "--all").stdout)
-    assert [(w["pid"], w["live"]) for w in gone] == [(worker.pid, False)]
+    assert [(w["pid"], w["live"], w["runs"], w["queues"]) for w in gone] == [
+        (worker.pid, False, 0, ["?"])]
+    shown = run_cli("workers", "--world", postgres_url, "--all")
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
 
 
 def test_a_run_needing_a_model_slot_waits_for_a_worker_that_maps_it(
