@@ -85,10 +85,10 @@ class SubRuns:
             Tool(RUN, self.run_workflow, "Run a planned workflowVersionId on an "
                  "input as a sub-run; returns its runId, status, a short outputSummary and "
                  "outputPath (the whole output, readable with bash).", RUN_SCHEMA,
-                 reserve=self._reserving(SUB_RUN)),
+                 reserve=self._reserving(SUB_RUN, spec=True)),
             Tool(START, self.start_workflow, "Plan and run one workflow on one "
                  "input (for batches: plan_workflow once, then run_workflow many times).",
-                 PLAN_SCHEMA, reserve=self._reserving(PLANNER, SUB_RUN)))})
+                 PLAN_SCHEMA, reserve=self._reserving(PLANNER, SUB_RUN, spec=True)))})
 
     def workflow_tools(self) -> ToolRegistry:
         """Each workflow as a tool of its own (create_harness): named by its id, its
@@ -157,13 +157,18 @@ class SubRuns:
 
     # -- reservations: ids from the call id, logged in harness.tool_call.started ----------
 
-    def _reserving(self, *kinds: str) -> Callable[[Any, str], Any]:
+    def _reserving(self, *kinds: str, spec: bool = False) -> Callable[[Any, str], Any]:
         """A tool's `reserve`: the call's ids of `kinds` under RESERVED (what the caller
-        wrote there was taken away before the call: lwtool's ids are lwtool's)."""
+        wrote there was taken away before the call: lwtool's ids are lwtool's). `spec`:
+        the spec's orchestrator tools, whose `harness.tool_call.started` reserves
+        `args.subRunId` itself: the derived id is written there too, over whatever a
+        model wrote (every reader checks it against the derivation)."""
         def reserve(args: Any, call_id: str) -> Any:
             if not isinstance(args, dict):
                 return args
-            return {**args, RESERVED: reservation(self.run_id, call_id, *kinds)}
+            ids = reservation(self.run_id, call_id, *kinds)
+            top = {SUB_RUN: ids[SUB_RUN]} if spec and SUB_RUN in ids else {}
+            return {**args, **top, RESERVED: ids}
         return reserve
 
     def _admit(self, workflow: Available, value: Any, sub_run: str) -> None:

@@ -81,6 +81,7 @@ def test_orchestrator_plan_run_and_start_workflow_tool_dispatch(folder: Path) ->
     # the call reserved its sub-run before it started; the sub-run names its parent
     calls = _events(folder, "pipe", "harness.tool_call.started")
     assert calls[1]["args"]["$lwtool"]["subRunId"] == "pipe.sub.1.0"
+    assert calls[1]["args"]["subRunId"] == "pipe.sub.1.0"  # where the spec reserves it
     links = _events(folder, "pipe.sub.1.0", "RunStarted")[0]["links"]
     assert links == {"parentRunId": "pipe", "parentCallId": "session#1.0",
                      "plannerRunId": "pipe.plan.0.0"}

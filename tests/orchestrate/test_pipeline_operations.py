@@ -169,6 +169,9 @@ def test_a_model_cannot_forge_the_ids_that_hold_the_budget(tmp_path: Path) -> No
         "--json", cwd=folder).stdout.splitlines()]
     logged = [e["payload"]["args"]["$lwtool"] for e in events]
     assert [ids.get("subRunId") for ids in logged] == [None, "p.sub.1.0", "p.sub.1.1"]
+    # the spec's `args.subRunId` of run_workflow: lwtool's id, over the model's
+    assert [e["payload"]["args"]["subRunId"] for e in events[1:]] == ["p.sub.1.0",
+                                                                      "p.sub.1.1"]
     assert "../evil" not in json.dumps(events)  # the model's key is not even logged
 
 
