@@ -179,11 +179,13 @@ class EarlySession:
 
 
 def document_name(uri: str) -> str:
-    """The file name findings are reported under (the URI itself when it is no file)."""
+    """The file's path, findings are reported under and the files it names (a
+    pipeline's workflows, a definition's plan) are read relative to: the editor's
+    folder is no file's (the URI itself when it is no file)."""
     from pygls.uris import to_fs_path  # stdlib only: no lsprotocol behind it
 
     path = to_fs_path(uri) or uri
-    return Path(path).name if path else uri
+    return path if path else uri
 
 
 def frame_writer(stdout: BinaryIO) -> Any:

@@ -51,3 +51,23 @@ async def test_go_to_a_pipelines_workflow_and_hover_its_fields(client: LanguageC
         ("plan: double", "planner:"))
     assert uri == (tmp_path / "double.lwir.yaml").as_uri()
     assert "A fixed plan" in hover
+
+
+async def test_a_pipelines_workflows_are_found_beside_it_whatever_the_servers_folder(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """The server runs in the repository's root (as editors start it, in the workspace),
+    the pipeline in a folder of its own: its entries are read relative to it."""
+    for name in ("numbers.pipeline.yaml", "double.definition.yaml", "double.lwir.yaml"):
+        shutil.copy(ROOT / "examples" / "pipeline" / name, tmp_path / name)
+    pipeline = tmp_path / "numbers.pipeline.yaml"
+    text = pipeline.read_text()
+    broken = tmp_path / "broken.pipeline.yaml"
+    broken.write_text(text.replace("double.definition.yaml", "gone.definition.yaml"))
+    for path in (pipeline, broken):
+        open_document(client, path.read_text(), path.as_uri())
+    while broken.as_uri() not in client.diagnostics or pipeline.as_uri() not in \
+            client.diagnostics:
+        await client.wait_for_notification("textDocument/publishDiagnostics")
+    assert [d.code for d in client.diagnostics[pipeline.as_uri()]] == []
+    assert [d.code for d in client.diagnostics[broken.as_uri()]] == [
+        "pipeline.invalid_workflow"]
