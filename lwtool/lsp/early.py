@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from lwtool._version import __version__
