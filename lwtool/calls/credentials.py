@@ -59,6 +59,5 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    text = _QUOTED_HEADER.sub(lambda m: m.group(1) + MASK if m.group(2) != MASK
-                              else m.group(0), text)
-    return _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    text = _QUOTED_HEADER.sub(rf"\g<1>{MASK}", text)
+    return _BEARER.sub(rf"\g<1>{MASK}", text)

@@ -107,8 +107,6 @@ def main() -> None:
     _exit(code)
 
 
-
-
 def _interrupted(exc: KeyboardInterrupt) -> int:
     terminated = isinstance(exc, Terminated)
     say("terminated" if terminated else "interrupted")

@@ -22,6 +22,7 @@ from lwtool.cli.run import (
     definition_of,
     execute,
     lwir_for,
+    tools_called,
 )
 from lwtool.cli.runtime_options import (
     fail,
@@ -79,7 +80,7 @@ def plan(
         raise fail(f"{path} names planner.harness {harness!r}, Python from the repository; "
                    "--no-code imports none (start `lwtool mcp --allow-code` to allow it)")
     run_input = read_json_or_yaml(input, "input")
-    registry = load_tool_registry(tools, [str(t) for t in definition.get("tools") or []])
+    registry = load_tool_registry(tools, tools_called(None, definition))
     model_map = {**definition_models(definition),
                  **(offline_models(definition) if offline else {}), **load_models(models)}
     world = open_world(data_dir)

@@ -258,16 +258,24 @@ def _resume(run_id: str, tools: list[str] | None, models: Path | None, data_dir:
            again_flags(tools, models, data_dir, offline, harness))
 
 
+def _recorded(world: Any, run_id: str) -> tuple[Any, Any]:
+    """The run's record and its version as the world holds it ((None, None): no such
+    run); WorldError as the world raises it."""
+    from lwtool.world.base import find_run
+
+    record = find_run(world, run_id)
+    return record, world.get_version(record.version_id) if record is not None else None
+
+
 def _run_tools(world: Any, run_id: str) -> list[str] | None:
     """The tools a recorded workflow run may call (its MCP servers are the only ones
     started); None (start every server) for a run that is no workflow's or not found."""
-    from lwtool.world.base import WorldError, find_run
+    from lwtool.world.base import WorldError
 
     try:
-        record = find_run(world, run_id)
-        lwir = world.get_version(record.version_id) if record is not None else None
+        lwir = _recorded(world, run_id)[1]
     except WorldError:
-        return None
+        return None  # resume_run says what is wrong with the world
     if not isinstance(lwir, dict) or lwir.get("kind") != "Workflow":
         return None
     from lwtool.runtime.interpreter import reachable_tools
@@ -277,11 +285,10 @@ def _run_tools(world: Any, run_id: str) -> list[str] | None:
 
 def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:
     """--offline on replay: the slots of the run's version and of its recorded map."""
-    from lwtool.world.base import WorldError, find_run
+    from lwtool.world.base import WorldError
 
     try:
-        record = find_run(world, run_id)
-        lwir = world.get_version(record.version_id) if record is not None else None
+        record, lwir = _recorded(world, run_id)
     except WorldError as exc:
         raise fail(str(exc)) from None
     if record is None:

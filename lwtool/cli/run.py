@@ -131,7 +131,7 @@ def run(
                      step_timeout, as_json, budget, queue, tools)
         return
     run_input = read_json_or_yaml(_given(input), "input")
-    registry = load_tool_registry(tools, _calls(lwir, definition))
+    registry = load_tool_registry(tools, tools_called(lwir, definition))
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)
@@ -177,7 +177,8 @@ def run(
            as_json, lambda: started[0] if started else run_id, shown, again)
 
 
-def _calls(lwir: dict[str, Any] | None, definition: dict[str, Any] | None) -> list[str]:
+def tools_called(lwir: dict[str, Any] | None, definition: dict[str, Any] | None
+                 ) -> list[str]:
     """The tools a run may call: its LWIR's tool steps and grants, or its definition's
     tools (the only MCP servers it starts are theirs)."""
     if lwir is not None:

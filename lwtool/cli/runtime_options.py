@@ -15,7 +15,7 @@ import typer
 
 from lwtool.cli import exit_codes
 from lwtool.cli.extras import hint as extra_hint
-from lwtool.cli.render import error, say
+from lwtool.cli.render import error
 
 DEFAULT_DATA_DIR = Path(".little-workflow")  # the local world's, unless --data-dir
 
@@ -149,13 +149,12 @@ def offline_models(*documents: Any) -> dict[str, str]:
     return dict.fromkeys(sorted(slots), "offline")
 
 
-def load_tool_registry(spec: str | list[str] | None, needed: Any = None,
-                       warn: Any = None) -> Any:
+def load_tool_registry(spec: str | list[str] | None, needed: Any = None) -> Any:
     """`--tools` (repeatable): each MODULE:ATTR, or an MCP servers file (its servers
     started, lwtool.mcp: only those whose tools `needed` names, when the caller knows
     what its run calls), merged into one registry; exit 2 naming what cannot be
-    loaded. A server that could not be had is said in one line (a run that needs it
-    fails naming why)."""
+    loaded. A server that could not be had is a warning, through the MCP hub's (a run
+    that needs it fails naming why)."""
     from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools, merged
 
     specs = [spec] if isinstance(spec, str) else spec or []
@@ -167,10 +166,11 @@ def load_tool_registry(spec: str | list[str] | None, needed: Any = None,
         raise fail(str(exc)) from None
     if needed is not None and registry.unavailable:  # a server this run needs: say why
         raise fail("; ".join(registry.unavailable.values()))
-    if needed is None:
+    if needed is None and registry.unavailable:  # (a servers file's: its hub is loaded)
+        from lwtool.mcp.hub import warn
+
         for reason in registry.unavailable.values():
-            (warn or (lambda text: say(f"warning: {text}")))(
-                f"{reason}; only the runs that call its tools fail")
+            warn[0](f"{reason}; only the runs that call its tools fail")
     return registry
 
 

@@ -75,7 +75,7 @@ def worker(
     name = worker_name()
     log = WorkerLog(name, log_format.value, verbose)
     hub.warn[0] = lambda text: log("mcp_warning", text, level="warning")
-    registry = load_tool_registry(tools, warn=hub.warn[0])
+    registry = load_tool_registry(tools)
     model_map = load_models(models)
     world = open_world(data_dir)
     setup = WorkerSetup(concurrency=concurrency, lease=lease_seconds, drain=drain,

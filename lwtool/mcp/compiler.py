@@ -234,7 +234,7 @@ def _writable_lwir(served: Served, out: str) -> Path:
     if not target.name.lower().endswith(LWIR_NAMES):
         raise ToolError(f"plan writes LWIR files only: name `out` *.lwir.yaml or "
                         f"*.lwir.json, not {out}")
-    if target.is_dir() or (target.exists() and not target.is_file()):
+    if target.exists() and not target.is_file():
         raise ToolError(f"{out} exists and is not a file; nothing was written")
     if target.exists() and _compiled_file(compile_file, target).kind != "Workflow":
         raise ToolError(f"{out} exists and is not an LWIR workflow; plan overwrites only "

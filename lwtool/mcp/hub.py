@@ -31,11 +31,12 @@ from lwtool.mcp.config import ServerSpec
 STOP_WAIT = 5.0  # seconds a server has to stop before its connection is cancelled
 STDERR_TAIL = 5  # lines of a server's stderr a start failure shows
 MAX_RESTARTS = 3  # a lost server started anew this many times in a row, at most
-CONNECTION_CLOSED = -32000  # the SDK's JSON-RPC code for a connection that ended
 
 
 def _stderr_warning(text: str) -> None:
-    sys.stderr.write(f"lwtool: warning: {text}\n")
+    from lwtool.observe.terminal import safe_text  # a server's words reach a terminal
+
+    sys.stderr.write(f"lwtool: warning: {safe_text(text)}\n")
     sys.stderr.flush()
 
 
@@ -132,6 +133,7 @@ class McpHub:
 
     async def _call(self, server: str, tool: str, args: Any) -> Any:
         from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
 
         spec = self.specs[server]
         if server in self._lost:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,10 +23,6 @@ from lwtool.mcp.hub import McpGaveUp, McpHub, McpUnavailable
 from lwtool.record.errors import TransientError
 from lwtool.record.ids import short_hash
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
-
-# JSON-RPC codes the SDK gives a timed-out request, a connection that ended, and an
-# HTTP server's 5xx: the step's retry policy takes them
-TRANSIENT_CODES = frozenset({-32001, -32000, -32603})
 
 
 def load_servers(path: str, needed: Iterable[str] | None = None) -> ToolRegistry:
@@ -43,7 +40,7 @@ def load_servers(path: str, needed: Iterable[str] | None = None) -> ToolRegistry
         if isinstance(tools, McpUnavailable):
             registry.unavailable[server] = str(tools)
             continue
-        twice = sorted({t.name for t in tools if [u.name for u in tools].count(t.name) > 1})
+        twice = sorted(name for name, n in Counter(t.name for t in tools).items() if n > 1)
         if twice:
             registry.unavailable[server] = (f"MCP server '{server}' lists the tool "
                                             f"'{twice[0]}' twice: its tools are ambiguous")
@@ -66,6 +63,7 @@ def _caller(hub: McpHub, server: str, tool: Any) -> Any:
 
     async def call(args: Any) -> Any:
         from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
         from lwtool.steps.outputs import OutputInvalid, check_schema
 
@@ -76,7 +74,9 @@ def _caller(hub: McpHub, server: str, tool: Any) -> Any:
         try:
             result = await asyncio.wrap_future(hub.call(server, name, args))
         except MCPError as exc:
-            if exc.code in TRANSIENT_CODES:  # a timeout, a lost connection, an HTTP 5xx
+            # a timed-out request, a connection that ended, an HTTP server's 5xx (the
+            # SDK's INTERNAL_ERROR): for the step's retry policy
+            if exc.code in (REQUEST_TIMEOUT, CONNECTION_CLOSED, INTERNAL_ERROR):
                 raise TransientError(f"MCP server '{server}' did not answer: {exc}") from None
             raise ToolFailed(f"MCP server '{server}' answered with an error: {exc}") from None
         except McpGaveUp as exc:

@@ -117,3 +117,22 @@ def test_a_server_that_never_answers_fails_only_the_runs_that_need_it(
     refused = _run(tmp_path, flow, servers, "r2")
     assert refused.returncode == 2
     assert "MCP server 'away' did not answer within 1 s" in refused.stderr
+
+
+def test_where_the_runs_are_not_known_a_server_that_fails_is_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker (or `run --enqueue`, `orchestrate`) starts every server: one that cannot
+    be started is a warning, and only a run that calls its tools is refused, with why."""
+    from lwtool.cli.runtime_options import load_tool_registry
+    from lwtool.tools import MissingTools, check_tools
+
+    servers = _servers(tmp_path, bad={"command": str(tmp_path / "no-such-server")})
+    registry = load_tool_registry([str(servers)])
+    warned = capsys.readouterr().err.splitlines()
+    assert warned == [f"lwtool: warning: MCP server 'bad' could not be started "
+                      f"({tmp_path / 'no-such-server'}): [Errno 2] No such file or "
+                      f"directory: '{tmp_path / 'no-such-server'}'; only the runs that "
+                      "call its tools fail"], warned
+    check_tools(["raw.echo"], registry)
+    with pytest.raises(MissingTools, match="MCP server 'bad' could not be started"):
+        check_tools(["raw.echo", "bad.t"], registry)
