@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,20 @@ def _folder(tmp_path: Path) -> Path:
 async def _session(folder: Path, calls: list[tuple[str, dict[str, Any]]],
                    *options: str, listing: list[Any] | None = None) -> list[Any]:
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     server = StdioServerParameters(command=sys.executable,
                                    args=["-m", "lwtool", "mcp", "--data-dir", "data",
                                          *options], cwd=str(folder))
-    async with Client(server) as client:
+    # The server's stderr goes to a real file: the SDK's default (sys.stderr) has no
+    # fileno under some pytest capture modes.
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        return await _calls(Client(stdio_client(server, errlog=errlog)), calls, listing)
+
+
+async def _calls(connected: Any, calls: list[tuple[str, dict[str, Any]]],
+                 listing: list[Any] | None) -> list[Any]:
+    async with connected as client:
         listed = await client.list_tools()
         if listing is not None:
             listing.extend(listed.tools)
