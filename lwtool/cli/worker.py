@@ -110,7 +110,8 @@ def _serve_metrics(world: Any, setup: Any, port: int) -> Any:
 
     metrics = WorkerMetrics(RunQueue(world).depths, setup.beat_every)
     try:
-        server = metrics.serve(port)
+        server = metrics.serve(port, lambda message: setup.log(
+            "metrics_error", message, level="warning"))
     except OSError as exc:
         world.close()
         raise fail(f"cannot serve metrics on 127.0.0.1:{port}: {exc.strerror or exc}"

@@ -7,7 +7,9 @@ check over HTTP on 127.0.0.1.
   lwtool_step_attempts_failed_total, lwtool_attempts_in_flight,
   lwtool_claim_latency_seconds (a run's wait from enqueue to claim),
   lwtool_heartbeat_age_seconds, lwtool_runs_in_hand, lwtool_branches_in_hand, and
-  lwtool_queue_depth{queue,state} (read from the world at each scrape).
+  lwtool_queue_depth{queue,state} and lwtool_world_up (read from the world at each
+  scrape, waited on for at most DEPTH_WAIT seconds: while the world is away a scrape gets
+  the last figures at once and lwtool_world_up 0, never Prometheus's scrape timeout).
 - `GET /healthz`: 200 `ok` while the worker's heartbeat reaches the world, else 503
   with the reason.
 """
@@ -19,6 +21,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+DEPTH_WAIT = 1.0  # seconds a scrape waits for the world's queue depths
 
 
 class WorkerMetrics:
@@ -54,7 +58,7 @@ class WorkerMetrics:
                                   registry=registry)
         self.branches_in_hand = Gauge("lwtool_branches_in_hand", "Branches this worker "
                                       "executes now.", registry=registry)
-        registry.register(_QueueDepth(depths))
+        registry.register(_QueueDepth(depths, lambda: self.last_error is None))
         self._flying: set[tuple[str, str]] = set()
         self._guard = threading.Lock()
 
@@ -91,9 +95,12 @@ class WorkerMetrics:
                     self._flying.discard(key)
             self.in_flight.set(len(self._flying))
 
-    def serve(self, port: int) -> ThreadingHTTPServer:
+    def serve(self, port: int, warn: Callable[[str], None] | None = None
+              ) -> ThreadingHTTPServer:
         """Serve /metrics and /healthz on 127.0.0.1:`port` from a thread (port 0: any
-        free one; the server's `server_port` says which)."""
+        free one; the server's `server_port` says which). A scraper that hangs up is
+        nothing to report; any other failure of a request goes to `warn` as one line,
+        never as a traceback on stderr."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         metrics = self
@@ -119,29 +126,73 @@ class WorkerMetrics:
             def log_message(self, *args: Any) -> None:  # no line per scrape on stderr
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        server = _QuietServer(("127.0.0.1", port), Handler)
+        server.warn = warn
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, name="lwtool metrics",
                          daemon=True).start()
         return server
 
 
-class _QueueDepth:
-    """lwtool_queue_depth{queue,state}, read from the world when scraped."""
+class _QuietServer(ThreadingHTTPServer):
+    warn: Callable[[str], None] | None = None
 
-    def __init__(self, depths: Callable[[], dict[str, dict[str, int]]]) -> None:
-        self.depths = depths
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):  # the scraper hung up
+            return
+        if self.warn is not None:
+            self.warn(f"metrics request from {client_address[0]} failed: "
+                      f"{type(exc).__name__}: {exc}")
+
+
+class _QueueDepth:
+    """lwtool_queue_depth{queue,state} and lwtool_world_up, read from the world when
+    scraped by one reader thread at a time; a scrape waits DEPTH_WAIT seconds at most and
+    otherwise serves the last figures."""
+
+    def __init__(self, depths: Callable[[], dict[str, dict[str, int]]],
+                 beating: Callable[[], bool]) -> None:
+        self.depths, self.beating = depths, beating
+        self.last: dict[str, dict[str, int]] = {}
+        self.read_ok = True
+        self._reading: threading.Event | None = None
+        self._guard = threading.Lock()
+
+    def _read(self, done: threading.Event) -> None:
+        try:
+            self.last, self.read_ok = self.depths(), True
+        except Exception:  # noqa: BLE001 - the world away: the last figures, flagged
+            self.read_ok = False
+        finally:
+            with self._guard:
+                self._reading = None
+            done.set()
+
+    def _refresh(self) -> bool:
+        """Read the depths (waiting DEPTH_WAIT at most): whether the read answered."""
+        with self._guard:
+            done = self._reading
+            if done is None:
+                done = self._reading = threading.Event()
+                threading.Thread(target=self._read, args=(done,), name="lwtool depths",
+                                 daemon=True).start()
+        return done.wait(DEPTH_WAIT)
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
+        answered = self._refresh()
         family = GaugeMetricFamily("lwtool_queue_depth", "Runs on each queue of the world "
-                                   "that have not ended, by state.", labels=["queue", "state"])
-        try:
-            depths = self.depths()
-        except Exception:  # noqa: BLE001 - the world away: no depth rather than no scrape
-            depths = {}
-        for queue, states in sorted(depths.items()):
+                                   "that have not ended, by state (the last figures read "
+                                   "while lwtool_world_up is 0).", labels=["queue", "state"])
+        for queue, states in sorted(self.last.items()):
             for state in ("queued", "claimed", "waiting"):
                 family.add_metric([queue, state], states.get(state, 0))
         yield family
+        up = answered and self.read_ok and self.beating()
+        yield GaugeMetricFamily("lwtool_world_up", "1 while the world (the database) "
+                                "answers this worker's reads and heartbeats, else 0.",
+                                value=1 if up else 0)

@@ -154,6 +154,16 @@ def test_a_worker_is_seen_in_workers_metrics_health_and_json_logs(
     assert "invoke_workflow marks" in {span.name for span in spans}  # the run's root
 
 
+def _hang_up(port: int) -> None:
+    import socket
+    import struct
+
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port)) as scraper:
+            scraper.sendall(b"GET /metrics HTTP/1.1\r\nHost: lwtool\r\n\r\n")
+            scraper.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
 def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[Any]:
     """A worker with metrics, JSON logs and an OTLP endpoint, through one run: what its
     endpoints, `lwtool workers` and its log say; its log records."""
@@ -174,6 +184,7 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
                 break
         assert port is not None
         assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        _hang_up(port)  # a scraper that hangs up: nothing but JSON lines in the log
         listed = json.loads(run_cli("workers", "--world", postgres_url, "--json").stdout)
         assert [(w["pid"], w["queues"], w["live"]) for w in listed] == [
             (worker.pid, ["batch", "default"], True)]

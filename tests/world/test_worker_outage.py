@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from lwtool.observe.worker_metrics import DEPTH_WAIT
 from lwtool.world.postgres import POOL_WAIT
 from lwtool.world.postgres_url import where
 from tests.fixtures.loopback import http_get
 from tests.fixtures.postgres import PrivateCluster, database
+from tests.world.test_worker_ops import _metric
+from tests.world.test_worker_ops import _metric
 from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs, _worker
 
 pytestmark = pytest.mark.slow
@@ -54,16 +57,27 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
             assert worker.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         assert http_get(health)[0] == 200
+        metrics = f"http://127.0.0.1:{port}/metrics"
+        before = http_get(metrics)[1]
+        assert _metric(before, "lwtool_world_up") == 1
+        assert _metric(before, 'lwtool_queue_depth{queue="default",state="claimed"}') == 1
         cluster.stop()  # mid-run: a step is executing, its result not yet committed
         time.sleep(POOL_WAIT + 3)  # longer than a commit waits for a connection
         assert worker.poll() is None  # still there, waiting for the server
         down, why = http_get(health)  # the heartbeat cannot reach the world
         assert down == 503 and why.startswith("no heartbeat reached the world for"), why
+        asked = time.monotonic()  # a scrape gets the last figures at once, flagged
+        status, away = http_get(metrics)
+        assert status == 200 and time.monotonic() - asked < DEPTH_WAIT + 1.5
+        assert _metric(away, "lwtool_world_up") == 0
+        assert _metric(away, 'lwtool_queue_depth{queue="default",state="claimed"}') == 1
         cluster.start()
         deadline = time.monotonic() + 60
         while http_get(health)[0] != 200:  # healthy again once a beat gets through
             assert time.monotonic() < deadline and worker.poll() is None
             time.sleep(0.2)
+        while _metric(http_get(metrics)[1], "lwtool_world_up") != 1:  # reads answer again
+            assert time.monotonic() < deadline and worker.poll() is None
         _, err = worker.communicate(timeout=180)
         assert worker.returncode == 0, err
         # its commit failed while the server was away, or found its lock lost after
