@@ -93,8 +93,7 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
     serves = worker_serves(tools, models)
     registration = WorkerRegistration(world, setup.name, setup.queues, serves)
     await asyncio.to_thread(registration.join)
-    if setup.metrics is not None:
-        world.on_commit = setup.metrics.committed
+    world.on_commit = _on_commit(setup)
     try:
         return await _Worker(world, tools, models, setup, serves, registration).work(
             stop or asyncio.Event())
@@ -102,6 +101,18 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
         call_models_on(None)
         world.on_commit = None
         await asyncio.to_thread(registration.leave)
+
+
+def _on_commit(setup: WorkerSetup) -> Any:
+    """What sees the events a run commits here: the log's step lines, the metrics."""
+    log, metrics = setup.log, setup.metrics
+    assert log is not None
+
+    def committed(run_id: str, events: list[Any]) -> None:
+        log.steps(run_id, events)
+        if metrics is not None:
+            metrics.committed(run_id, events)
+    return committed
 
 
 class _Worker:

@@ -1,7 +1,8 @@
 """A worker's log on stderr: a line per event, `text` (a UTC timestamp, the worker's
 name, the words) or `json` (one object a line: ts, level, worker, event, runId,
-stepPath, message). Info lines (claims, ends) are written with `--verbose` or in JSON;
-warnings (the world away, a lease lost) always."""
+stepPath, message). Info lines (claims, ends, and a line per step attempt started,
+completed or failed, from the events the worker commits) are written with `--verbose` or
+in JSON; warnings (the world away, a lease lost, a step's last attempt failed) always."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 
@@ -49,3 +51,28 @@ class WorkerLog:
     def line(self, message: str) -> None:
         """A warning in words only (what lwtool.runtime.branches says)."""
         self("branches", message, level="warning")
+
+    def steps(self, run_id: str, events: Iterable[Any]) -> None:
+        """A line per step attempt started, step completed and attempt failed among the
+        events a run committed."""
+        for event in events:
+            said = _step_line(event)
+            if said is not None:
+                self(said[0], said[1], run=run_id, step=event.step_path, level=said[2])
+
+
+def _step_line(event: Any) -> tuple[str, str, str] | None:
+    """(event, message, level) for a step's event, else None."""
+    payload = event.payload or {}
+    where = f"step {event.step_path}"
+    if event.type == "StepAttemptStarted":
+        return ("step_started", f"{where} ({payload.get('uses')}) attempt "
+                f"{payload.get('attempt')} started", "info")
+    if event.type == "StepCompleted":
+        return "step_completed", f"{where} completed", "info"
+    if event.type == "StepAttemptFailed":
+        final = bool(payload.get("final"))
+        return ("step_failed", f"{where} attempt {payload.get('attempt')} failed"
+                f"{'' if final else ' (to be retried)'}: {payload.get('causeCode')}: "
+                f"{payload.get('error')}", "warning" if final else "info")
+    return None

@@ -219,6 +219,9 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
     records = [json.loads(line) for line in rest]
     claimed = [r for r in records if r["event"] == "run_claimed"]
     assert [(r["runId"], r["level"]) for r in claimed] == [("m0", "info")]
+    steps = [(r["event"], r["runId"], r["stepPath"]) for r in records
+             if r["event"].startswith("step_")]  # a line per step, by run id and path
+    assert len(steps) == 30 and ("step_completed", "m0", "s0") in steps, steps
     assert records[-1]["event"] == "worker_stopped"
     assert run_cli("workers", "--world", postgres_url).stdout.strip() == "no live workers"
     return records
@@ -317,6 +320,9 @@ def test_a_run_a_worker_failed_is_retried_by_the_workers(tmp_path: Path,
     _, err = first.communicate(timeout=120)
     assert "run f failed (step_failed)" in err and \
         "retry it: lwtool retry f --enqueue" in err, err
+    # -v: a line per step attempt, with the step's path
+    assert "worker " in err and "step s0 (tool.call) attempt 1 started" in err, err
+    assert "step s0 completed" in err and "step s1 attempt 1 failed: " in err, err
     ended = run_cli("replay", "f", "--enqueue", *world)
     assert ended.returncode == 2 and "`lwtool retry f --enqueue`" in ended.stderr
     retried = run_cli("retry", "f", "--enqueue", *world)
