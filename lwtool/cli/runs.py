@@ -202,15 +202,17 @@ def _where(data_dir: Path) -> str:
 
 
 def _resume(world: Any, run_id: str, data_dir: Path) -> str:
-    """The replay command that resumes a run: with `--tools` and `--models` when its
-    workflow calls tools or uses model slots (named, as the run does not record where
-    its tools came from)."""
+    """The replay command that resumes a run: with `--tools` when its workflow calls
+    tools (named, as the run does not record where its tools came from) and `--models`
+    when it uses model slots the mapping it recorded does not resolve (a resume reuses
+    that mapping)."""
     from lwtool.runtime.needs import SLOT, describe, run_needs
     from lwtool.world.base import WorldError
 
     try:
-        lwir = world.get_version(world.get_run(run_id).version_id) or {}
-        needs = run_needs(lwir, {})
+        record = world.get_run(run_id)
+        lwir = world.get_version(record.version_id) or {}
+        needs = run_needs(lwir, record.options.get("models") or {})
     except (WorldError, ValueError):
         needs = []
     flags = (" --tools MODULE:ATTR" if any(not n.startswith(SLOT) for n in needs) else "") \

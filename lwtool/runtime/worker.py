@@ -200,6 +200,7 @@ class _Worker:
                     metrics.branches_claimed.inc()
                 self.branches.add(asyncio.create_task(_execute_branch(self, task)))
             if tasks:
+                self.heartbeat.poke()
                 return True
         if len(self.runs) < setup.concurrency and not stop.is_set():
             claim = await asyncio.to_thread(self.queue.claim, setup.name, setup.lease,
@@ -214,6 +215,7 @@ class _Worker:
                 executing = asyncio.create_task(_execute(self, claim))
                 executing.add_done_callback(lambda _: self.run_ids.discard(claim.run_id))
                 self.runs.add(executing)
+                self.heartbeat.poke()
                 return True
         return False
 
@@ -237,6 +239,8 @@ class _Worker:
                 ended += bool(finished.result())
             self.runs.discard(finished)
             self.branches.discard(finished)
+        if any(finished not in (woken, stopped) for finished in done):
+            self.heartbeat.poke()
         return ended
 
 

@@ -41,3 +41,29 @@ def test_an_interrupted_run_is_named_with_how_to_resume_it(tmp_path: Path,
 
 def test_no_runs_yet(tmp_path: Path) -> None:
     assert run_cli("runs", "--data-dir", str(tmp_path / "none")).stdout == "no runs\n"
+
+
+def test_the_resume_hint_asks_for_no_models_the_run_recorded(tmp_path: Path) -> None:
+    """A run's model mapping is recorded and reused by its resume: the hint does not ask
+    for `--models`, and works as printed."""
+    import shlex
+
+    step = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.x }}"}}
+    (tmp_path / "two.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "two"}, "permissions": {"models": ["writer"]},
+        "input": {"schema": {"type": "object"}},
+        "steps": [{"id": "a", **step}, {"id": "b", "needs": ["a"], **step}]}))
+    (tmp_path / "models.yaml").write_text("writer: offline\n")
+    (tmp_path / "in.json").write_text('{"x": 1}')
+    data = ["--data-dir", str(tmp_path / "data")]
+    killed = run_cli("run", str(tmp_path / "two.lwir.json"), "--input",
+                     str(tmp_path / "in.json"), "--models", str(tmp_path / "models.yaml"),
+                     "--run-id", "cut", "-q", *data,
+                     env={"LWTOOL_FAULT_KILL_AFTER": "StepCompleted@a"})
+    assert killed.returncode == -9, killed.stderr
+    hint = run_cli("runs", *data).stdout.splitlines()[-1]
+    command = hint.partition("resume it: ")[2]
+    assert command == f"lwtool replay cut --data-dir {tmp_path / 'data'}", hint
+    resumed = run_cli(*shlex.split(command)[1:])
+    assert resumed.returncode == 0, resumed.stderr

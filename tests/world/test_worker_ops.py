@@ -164,6 +164,19 @@ def _hang_up(port: int) -> None:
             scraper.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
+def _in_hand(url: str, port: int, runs: int) -> None:
+    """`lwtool workers` and lwtool_runs_in_hand say `runs` within two seconds (a
+    heartbeat comes every five)."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        listed = json.loads(run_cli("workers", "--world", url, "--json").stdout)
+        gauge = _metric(http_get(f"http://127.0.0.1:{port}/metrics")[1],
+                        "lwtool_runs_in_hand")
+        if listed[0]["runs"] == runs and gauge == runs:
+            return
+        assert time.monotonic() < deadline, (listed, gauge, runs)
+
+
 def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[Any]:
     """A worker with metrics, JSON logs and an OTLP endpoint, through one run: what its
     endpoints, `lwtool workers` and its log say; its log records."""
@@ -171,7 +184,7 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
         [sys.executable, "-m", "lwtool", "worker", "--world", postgres_url, "--tools", TOOLS,
          "--data-dir", str(tmp_path / "data"), "--metrics-port", "0", "--log-format", "json",
          "--queue", "default", "--queue", "batch", "--otel-endpoint", collector], cwd=ROOT,
-        env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path)},
+        env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path), "LWTOOL_TEST_SLEEP": "0.2"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         port = None
@@ -192,11 +205,13 @@ def _watched_worker(tmp_path: Path, postgres_url: str, collector: str) -> list[A
         assert serves[0] == "mark" and re.fullmatch(r"mark@sha256:[0-9a-f]{64}", serves[1])
         assert len(serves) == 2
         _enqueue(tmp_path, postgres_url, "m0")
+        # the runs in hand, told at each claim and end, not at the next beat (5 s)
+        _in_hand(postgres_url, port, 1)
         deadline = time.monotonic() + 60
         while '"completed"' not in run_cli("runs", "--world", postgres_url, "--json").stdout:
             assert time.monotonic() < deadline and worker.poll() is None
             time.sleep(0.1)
-        time.sleep(0.3)  # the claim's end, after the run's last commit
+        _in_hand(postgres_url, port, 0)
         status, text = http_get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200
         assert _metric(text, "lwtool_runs_claimed_total") == 1

@@ -20,7 +20,6 @@ from lwtool.world.postgres_url import where
 from tests.fixtures.loopback import http_get
 from tests.fixtures.postgres import PrivateCluster, database
 from tests.world.test_worker_ops import _metric
-from tests.world.test_worker_ops import _metric
 from tests.world.test_workers import EXPECTED, STEPS, _enqueue, _marks, _outputs, _worker
 
 pytestmark = pytest.mark.slow
