@@ -7,7 +7,13 @@ call is priced. Sent as OTLP over HTTP, or written as OTLP JSON.
 Ids are derived from the run id and each span's place in the run, so exporting a run
 twice gives the same trace and span ids (a collector deduplicates, links stay valid).
 Only the run's committed events are read; a run that is still going (or was killed)
-ends its open spans at its last event, with `lwtool.status` = running.
+ends its open spans at its last event, with `lwtool.status` = running. An attempt a
+resume started again (its process died) ends at its last event with status ERROR
+"interrupted" (`lwtool.status` = interrupted), as do its calls that had not ended.
+
+Each span also carries `openinference.span.kind` (CHAIN for the run, groups, branches
+and steps, LLM for a model call, TOOL for a tool call), the attribute Phoenix and other
+OpenInference viewers classify spans by.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from lwtool.record.names import run_name
 from lwtool.world.base import Event
 
 SCOPE = InstrumentationScope("lwtool", __version__)
+SPAN_KIND = "openinference.span.kind"  # OpenInference's span kind (Phoenix)
+INTERRUPTED = "interrupted (its process died; a resume started it again)"
 
 
 class _Ids:
@@ -78,6 +86,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
         if failed:  # the conventions' error.type: the cause code, else a generic class
             attributes = {ERROR_TYPE: attributes.get("lwtool.failure.cause") or "_OTHER",
                           **attributes}
+        attributes = {SPAN_KIND: "LLM" if kind == SpanKind.CLIENT else "CHAIN", **attributes}
         out.append(ReadableSpan(
             title, context, parent, resource,
             {k: _clamped(v) for k, v in attributes.items() if v is not None and v != ""},
@@ -121,10 +130,10 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
         # GenAI conventions: a tool execution is `execute_tool <tool name>`
         title = f"{gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value} {attempt.tool}" \
             if attempt.tool else f"{attempt.uses} {attempt.path}"
+        if attempt.tool:
+            attributes[SPAN_KIND] = "TOOL"
         context = span(key, title, parent, attempt.started,
-                       attempt.ended, attributes,
-                       failed=attempt.error or attempt.cause if attempt.status == "failed"
-                       else "")
+                       attempt.ended, attributes, failed=_failed(attempt))
         if attempt.uses == "parallel":
             groups[attempt.path] = context
         for call in attempt.calls:
@@ -199,14 +208,23 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
             "lwtool.step.output_ref": attempt.output_ref}
 
 
+def _failed(item: Attempt | Call) -> str:
+    """A span's error status message ("" for none): a failure, or an interruption."""
+    if item.status == "interrupted":
+        return INTERRUPTED
+    if item.status != "failed":
+        return ""
+    return item.error or (item.cause if isinstance(item, Attempt) else "") or "failed"
+
+
 def _call_span(span: Callable[..., SpanContext], call: Call,
                parent: SpanContext) -> SpanContext:
-    failed = call.error if call.status == "failed" else ""
+    failed = _failed(call)
     if call.kind == "tool":
         operation = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
         return span(f"call:{call.call_id}", f"{operation} {call.name}", parent,
                     call.started, call.ended, {
-                        gen_ai.GEN_AI_OPERATION_NAME: operation,
+                        SPAN_KIND: "TOOL", gen_ai.GEN_AI_OPERATION_NAME: operation,
                         gen_ai.GEN_AI_TOOL_NAME: call.name,
                         gen_ai.GEN_AI_TOOL_CALL_ID: call.call_id,
                         "lwtool.tool.caller": call.caller, "lwtool.status": call.status,

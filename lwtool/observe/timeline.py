@@ -25,7 +25,7 @@ class Call:
     name: str  # the tool's name, or provider/modelId once the model responded
     started: float
     ended: float | None = None
-    status: str = "running"  # running | done | failed
+    status: str = "running"  # running | done | failed | interrupted
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = None
     caller: str = ""  # a tool call's caller: model | code
@@ -48,7 +48,7 @@ class Attempt:
     attempt: int
     started: float
     ended: float | None = None
-    status: str = "running"  # running | done | failed | skipped
+    status: str = "running"  # running | done | failed | skipped | interrupted
     error: str = ""
     cause: str = ""
     calls: list[Call] = field(default_factory=list)
@@ -57,6 +57,7 @@ class Attempt:
     tool: str = ""  # a tool.call step's tool (harness.execute_step.started names it)
     waiting: str = ""  # why a model call of it waits for a slot (model limits), if it does
     seq: int = 0  # of the event that opened it
+    last: float = 0.0  # when its last event was committed
 
     @property
     def branch(self) -> tuple[str, str] | None:
@@ -173,9 +174,13 @@ class Timeline:
             self._open.clear()
         elif kind == "RunRetried":  # `lwtool retry`: running again from its failure
             self.status, self.ended, self.failure = "running", None, {}
-        elif path is None:
-            return
-        elif kind == "HumanInputRequested":
+        elif path is not None:
+            self._fold_step(kind, payload, path, event)
+
+    def _fold_step(self, kind: str, payload: dict[str, Any], path: str, event: Event) -> None:
+        if path in self._open and kind != "StepAttemptStarted":
+            self._open[path].last = event.at
+        if kind == "HumanInputRequested":
             self.asks[path] = str(payload.get("prompt", ""))
         elif kind == "HumanInputReceived":
             self.asks.pop(path, None)
@@ -195,8 +200,12 @@ class Timeline:
 
     def _start(self, path: str, payload: dict[str, Any], event: Event) -> Attempt:
         self._open_groups(path, event)
+        killed = self._open.get(path)
+        if killed is not None and killed.status == "running":  # started again: resumed
+            _interrupted(killed)
         attempt = Attempt(path, str(payload.get("stepId", "")), str(payload.get("uses", "")),
-                          int(payload.get("attempt", 1)), event.at, seq=event.seq)
+                          int(payload.get("attempt", 1)), event.at, seq=event.seq,
+                          last=event.at)
         self.attempts.append(attempt)
         self._open[path] = attempt
         return attempt
@@ -265,6 +274,15 @@ class Timeline:
             usage, call.cost_usd = reply_usage(payload)
             call.usage = {key: int(usage.get(key, 0)) for key in TOKENS}
             add_usage(self.totals, usage, call.cost_usd)
+
+
+def _interrupted(attempt: Attempt) -> None:
+    """An attempt whose process died (the step was started again by a resume): it ended
+    with its last committed event, and so did its calls that had not."""
+    attempt.status, attempt.ended = "interrupted", attempt.last
+    for call in attempt.calls:
+        if call.status == "running":
+            call.status, call.ended = "interrupted", max(call.started, attempt.last)
 
 
 def top_step_ids(version: dict[str, Any]) -> list[str]:

@@ -98,6 +98,9 @@ def test_a_run_reaches_an_otlp_receiver_as_one_span_tree(tmp_path: Path) -> None
     run = _attributes(root)
     assert run["gen_ai.usage.output_tokens"] == report["run"]["outputTokens"]
     assert run["lwtool.status"] == "completed" and "lwtool.cost_usd" not in run  # unpriced
+    kinds = {s.name.split(" ")[0]: _attributes(s)["openinference.span.kind"] for s in spans}
+    assert kinds == {"invoke_workflow": "CHAIN", "parallel": "CHAIN", "branch": "CHAIN",
+                     "ai.generate": "CHAIN", "decision": "CHAIN", "chat": "LLM"}  # Phoenix
 
 
 def test_otlp_json_to_a_file(tmp_path: Path) -> None:
@@ -190,6 +193,40 @@ def test_a_killed_run_exports_what_it_committed(tmp_path: Path) -> None:
     root = next(s for s in spans if "parentSpanId" not in s)
     status = {a["key"]: a["value"] for a in root["attributes"]}["lwtool.status"]
     assert status == {"stringValue": "running"}
+
+
+def test_an_attempt_a_resume_started_again_is_an_interrupted_error_span(
+        tmp_path: Path) -> None:
+    """Killed after step b's model answered (committed) and before b completed, then
+    resumed: b's first attempt ends at its last event with status ERROR, not `running`
+    until the run's end; the resumed attempt reuses the answer."""
+    step = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.x }}"}}
+    (tmp_path / "two.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "two"}, "permissions": {"models": ["writer"]},
+        "input": {"schema": {"type": "object"}},
+        "steps": [{"id": "a", **step}, {"id": "b", "needs": ["a"], **step}]}))
+    (tmp_path / "models.yaml").write_text("writer: offline\n")
+    (tmp_path / "in.json").write_text('{"x": 1}')
+    data = ["--data-dir", str(tmp_path / "data")]
+    killed = run_cli("run", str(tmp_path / "two.lwir.json"), "-i", str(tmp_path / "in.json"),
+                     "--models", str(tmp_path / "models.yaml"), "--run-id", "cut", *data,
+                     env={"LWTOOL_FAULT_KILL_AFTER": "harness.model.responded@b"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert run_cli("replay", "cut", *data).returncode == 0
+    out = tmp_path / "cut.json"
+    assert run_cli("export-otel", "cut", *data, "--file", str(out)).returncode == 0
+    spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    steps = [({a["key"]: a["value"].get("stringValue") for a in s["attributes"]}, s)
+             for s in spans if s["name"].startswith("ai.generate ")]
+    states = [(a["lwtool.step.path"], a["lwtool.status"], s.get("status", {}))
+              for a, s in steps]
+    assert states[0] == ("a", "done", {}) and states[2] == ("b", "done", {}), states
+    assert states[1][:2] == ("b", "interrupted") and states[1][2]["code"] == ERROR
+    assert states[1][2]["message"].startswith("interrupted")
+    assert int(steps[1][1]["endTimeUnixNano"]) <= int(steps[2][1]["startTimeUnixNano"])
+    chats = [s for s in spans if s["name"].startswith("chat ")]
+    assert len(chats) == 2 and all(not c.get("status", {}).get("code") for c in chats)
 
 
 def test_refusals(tmp_path: Path) -> None:

@@ -83,6 +83,15 @@ def test_a_failed_and_an_interrupted_run(client: TestClient) -> None:
     assert "data-live" not in cut  # nothing to follow
 
 
+def test_an_attempt_its_process_died_in_is_interrupted_not_running(
+        client: TestClient) -> None:
+    page = client.get("/runs/resumed").text
+    rows = re.findall(r'<tr id="attempt-\d+" class="(\w+)"><td class="mono"><a [^>]*>(\w+)</a>',
+                      page)
+    assert rows == [("done", "a"), ("interrupted", "b"), ("done", "b")], rows
+    assert 'class="running"' not in page
+
+
 def test_attempt_page_shows_input_output_prompt_and_response(client: TestClient) -> None:
     path = "review-cands[cand_001].worker.visit[0]"
     page = client.get(f"/runs/demo-review/step?path={quote(path)}&attempt=1")
