@@ -36,6 +36,33 @@ def test_fast_path_imports_no_litellm(args: list[str]) -> None:  # noqa: D103
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ["validate", "examples/candidate-review.lwir.yaml"],
+    ["validate", "-f", "json", "--portable", "--", "examples/refine-loop.lwir.yaml"],
+    ["validate", "--format=sarif", "--check-code", "nothing-here.lwir.yaml"],
+])
+def test_a_plain_validate_imports_no_cli_framework(args: list[str]) -> None:
+    """The console entry reads validate's plain arguments itself (issue 63, item 20)."""
+    probe = (f"import sys; sys.argv = ['lwtool', *{args!r}]\n"
+             "from lwtool.cli.entry import main\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "print('CODE', code, 'TYPER', 'typer' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert "TYPER False" in result.stdout, result.stdout + result.stderr
+
+
+def test_what_validate_does_not_read_itself_goes_to_typer() -> None:
+    from lwtool.cli.validate_files import fast_argv
+
+    assert fast_argv(["a.yaml", "-f", "json", "--portable"]) == (
+        [Path("a.yaml")], "json", False, True)
+    assert fast_argv(["--", "-odd.yaml"]) == ([Path("-odd.yaml")], "text", False, False)
+    for args in (["--help"], ["-f", "xml", "a"], ["-f"], ["--tools", "t.py:t", "a"],
+                 ["--portabl", "a"], ["-fjson", "a"], [""]):
+        assert fast_argv(args) is None, args
+
+
 def test_language_server_imports_no_litellm() -> None:
     code = ("import sys, lwtool.lsp.server; "
             "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in "

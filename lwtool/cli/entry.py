@@ -49,6 +49,12 @@ def main() -> None:
 
         lsp_main()
         return
+    if args[:1] == ["validate"]:  # the common case read without typer (~35 ms)
+        from lwtool.cli.validate_files import fast_argv, validate_paths
+
+        fast = fast_argv(args[1:])
+        if fast is not None:
+            raise SystemExit(validate_paths(*fast))
     from lwtool.cli.app import main as cli_main
 
     cli_main()
