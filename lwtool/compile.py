@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lwtool.source.finding import Finding, Severity
 from lwtool.source.loader import Document
 from lwtool.validate.run import document_kind, load_and_validate
+
+if TYPE_CHECKING:
+    from lwtool.lock.children import Locked
 
 
 @dataclass
@@ -19,6 +22,7 @@ class Compiled:
     document: Document | None
     kind: str | None
     findings: list[Finding]
+    _locked: Locked | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -35,11 +39,27 @@ class Compiled:
         return canonical_bytes(self.value)
 
     def digest(self) -> str:
-        """WorkflowVersion id (LWIR) or WorkflowDefinitionHash (definition)."""
+        """WorkflowVersion id (LWIR: covering its children's) or WorkflowDefinitionHash
+        (definition)."""
         from lwtool.authoring.snapshot import digest_of
 
         assert self.kind is not None
+        if self.kind == "Workflow":
+            return self.locked().version_id
         return digest_of(self.kind, self.value, Path(self.path).parent)
+
+    def locked(self) -> Locked:
+        """A valid LWIR file with its `workflow.invoke` children locked (read once):
+        the LWIR a run executes, its version id, and every child version it reaches."""
+        if self._locked is None:
+            from lwtool.lock.children import lock_children
+            from lwtool.validate.children import load_child
+
+            assert self.kind == "Workflow", self.kind
+            path = Path(self.path)
+            self._locked = lock_children(self.value, path.parent, load_child,
+                                         (path.resolve(),))
+        return self._locked
 
 
 def compile_file(path: str | Path) -> Compiled:

@@ -25,7 +25,8 @@ def lock(paths: Annotated[list[Path], typer.Argument(help="Files to lock.")]) ->
         compiled = compiled_or_exit(path)
         assert compiled.kind is not None
         target = lock_path_for(path)
-        new = lock_for(path, compiled.kind, compiled.value)
+        new = lock_for(path, compiled.kind, compiled.value,
+                       compiled.locked() if compiled.kind == "Workflow" else None)
         try:  # a generated file keeps the generator its lock names
             generator = read_lock(target).get("generator") if target.is_file() else None
         except LockUnreadable:

@@ -115,7 +115,7 @@ def run(
             check_run_id(run_id)
         except ValueError as exc:
             raise fail(str(exc)) from None
-    lwir, definition = lwir_for(path)
+    lwir, definition, children = lwir_for(path)
     budget = budget_of(max_tokens, max_cost_usd)
     if inputs is not None or enqueue or queue is not None:
         from lwtool.cli.enqueue import enqueue_runs, read_inputs
@@ -173,7 +173,7 @@ def run(
     budget = {**definition_budget(definition), **(budget or {})} or None
     drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
                              started_as, step_timeout, worker_harness, workspace,
-                             budget=budget),
+                             budget=budget, children=children),
            as_json, lambda: started[0] if started else run_id, shown, again)
 
 
@@ -258,22 +258,27 @@ def definition_of(path: Path) -> dict[str, Any]:
     return value
 
 
+Children = dict[str, dict[str, Any]]  # version id -> locked LWIR (lwtool.lock.children)
+
+
 def lwir_for(path: Path, plan_of: Path | None = None
-             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The LWIR to run, and the definition it came from: the file itself, a
-    definition's fixed `planner.plan` (which must be LWIR: a plan naming a definition,
-    itself included, would never end), or None for a definition its planner drafts."""
+             ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, Children]:
+    """The LWIR to run (its workflow.invoke children locked), the definition it came
+    from, and the child versions it reaches: the file itself, a definition's fixed
+    `planner.plan` (which must be LWIR: a plan naming a definition, itself included,
+    would never end), or None for a definition its planner drafts."""
     compiled = _compiled(path)
     if compiled.kind == "Workflow":
-        value: dict[str, Any] = compiled.value
-        return value, None
+        locked = compiled.locked()
+        return locked.lwir, None, locked.children
     if plan_of is not None:
         raise fail(f"planner.plan of {plan_of} must name an LWIR file (kind: Workflow), "
                    f"but {path} is a WorkflowDefinition", exit_codes.INVALID)
     plan = (compiled.value.get("planner") or {}).get("plan")
     if not plan:
-        return None, compiled.value
-    return lwir_for(path.parent / plan, plan_of=path)[0], compiled.value
+        return None, compiled.value, {}
+    lwir, _, children = lwir_for(path.parent / plan, plan_of=path)
+    return lwir, compiled.value, children
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lwtool.compile import compile_file
 from lwtool.lock.io import LockUnreadable, locked_digest, read_lock
@@ -42,11 +43,29 @@ def check_file(path: Path) -> list[Finding]:
     if isinstance(generator, str) and locked == current:
         findings.extend(_generated_stale(path, generator, current, compiled.kind))
     if locked != current:
-        findings.append(Finding("lock.stale", f"the file changed since it was locked "
+        what = _changed_children(data, compiled) or "the file changed"
+        findings.append(Finding("lock.stale", f"{what} since it was locked "
                                 f"({lock_file.name} has {locked[:19]}…, the file is now "
                                 f"{current[:19]}…); review the change, then run `lwtool lock "
                                 f"{path}`", str(path), "", FILE_START))
     return findings
+
+
+def _changed_children(data: dict[str, Any], compiled: Any) -> str | None:
+    """`child workflow ./score.lwir.yaml (at /steps/1) changed`: the invokes whose
+    locked child version is not the one the lock records (None: none, or no record)."""
+    recorded = data.get("children")
+    if compiled.kind != "Workflow" or not isinstance(recorded, dict):
+        return None
+    from lwtool.lock.children import child_ref, invokes
+
+    now = {pointer: child_ref(step) for pointer, step in invokes(compiled.locked().lwir)}
+    written = {pointer: child_ref(step) for pointer, step in invokes(compiled.value)}
+    changed = [f"{written.get(pointer)} (at {pointer})" for pointer, ref in now.items()
+               if pointer in recorded and recorded[pointer] != ref]
+    if not changed:
+        return None
+    return f"child workflow{'s' if len(changed) > 1 else ''} {', '.join(changed)} changed"
 
 
 def _generated_stale(path: Path, generator: str, current: str, kind: str | None

@@ -23,6 +23,7 @@ class Lock:
     models: tuple[str, ...]
     tools: tuple[str, ...]
     generator: str | None = None  # MODULE:ATTR that `lwtool generate` wrote it from
+    children: tuple[tuple[str, str], ...] = ()  # (invoke step pointer, child version id)
 
     @property
     def digest_field(self) -> str:
@@ -41,18 +42,27 @@ class Lock:
             "models": list(self.models),
             "tools": list(self.tools),
             **({"generator": self.generator} if self.generator else {}),
+            **({"children": dict(self.children)} if self.children else {}),
         }
 
 
-def lock_for(path: str | Path, kind: str, value: dict[str, Any]) -> Lock:
+def lock_for(path: str | Path, kind: str, value: dict[str, Any],
+             locked: Any = None) -> Lock:
     """The lock of a valid document (deterministic: no timestamps, so re-locking an
-    unchanged file changes nothing in the repository)."""
+    unchanged file changes nothing in the repository). `locked`: an LWIR file's
+    lwtool.lock.children.Locked (its version id covers its children's, each recorded
+    by the pointer of the step that invokes it)."""
     if kind == "Workflow":
+        from lwtool.lock.children import child_ref, invokes
+
         metadata = value.get("metadata") or {}
         permissions = value.get("permissions") or {}
-        return Lock(Path(path).name, kind, workflow_version_id(value), metadata.get("name"),
+        lwir = locked.lwir if locked is not None else value
+        children = tuple((pointer, ref) for pointer, step in invokes(lwir)
+                         if (ref := child_ref(step)) is not None)
+        return Lock(Path(path).name, kind, workflow_version_id(lwir), metadata.get("name"),
                     metadata.get("version"), tuple(permissions.get("models") or ()),
-                    tuple(permissions.get("tools") or ()))
+                    tuple(permissions.get("tools") or ()), children=children)
     if kind == "Pipeline":
         model = (value.get("orchestrator") or {}).get("model")
         return Lock(Path(path).name, kind, workflow_version_id(value), value.get("id"), None,

@@ -98,15 +98,16 @@ class Budget:
 
 def run_budget(value: Any, world: Any, run_id: str, links: dict[str, Any] | None,
                elsewhere: bool, replies: Iterable[dict[str, Any]] = ()) -> Budget | None:
-    """A workflow run's budget (None without one): shared with its pipeline (held
-    against the pipeline run, `links.parentRunId`), with its planner session
+    """A workflow run's budget (None without one): shared with its pipeline or the run
+    that invoked it (held against the run at the top, `links.rootRunId`, else
+    `links.parentRunId`), with its planner session
     (`links.plannerRunId`), or with the workers executing its branches (`elsewhere`);
     else counted from the run's own committed `replies`."""
     budget = Budget.of(value)
     if budget is None:
         return None
     links = links or {}
-    root = str(links.get("parentRunId") or run_id)
+    root = str(links.get("rootRunId") or links.get("parentRunId") or run_id)
     if root != run_id or links.get("plannerRunId") or elsewhere:
         return budget.shared(world, root, run_id)
     for reply in replies:

@@ -107,3 +107,13 @@ def reserved_ids(run_id: str, started: Any) -> dict[str, str]:
         logged = args if started.get("toolName") in _TOP_LEVEL_BEFORE else {}
     derived = reservation(run_id, started["callId"], SUB_RUN, PLANNER)
     return {key: derived[key] for key in (SUB_RUN, PLANNER) if logged.get(key) == derived[key]}
+
+
+def child_run_id(run_id: str, step_path: str) -> str:
+    """The run a `workflow.invoke` step at `step_path` (visit and branch included) of
+    run `run_id` starts: a pure function of the two, never random, so a replay after a
+    kill at any point finds the child it started. Readable (the parent's id, the step's
+    path) and at most 118 characters (run ids hold at most 128)."""
+    digest = hashlib.sha256(f"{run_id}\n{step_path}".encode()).hexdigest()[:12]
+    step = re.sub(r"[^A-Za-z0-9_-]+", "-", step_path).strip("-")[:40]
+    return f"{run_id[:64]}.{step}.{digest}"

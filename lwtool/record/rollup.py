@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwtool.record.ids import reserved_ids
+from lwtool.record.ids import child_run_id, reserved_ids
 from lwtool.record.report import (
     add_usage,
     empty_totals,
@@ -48,7 +48,21 @@ def linked(world: World, run_id: str) -> tuple[list[tuple[str, str]], list[dict[
     runs.append((role if role in ROLES else "worker", run_id))
     if isinstance(links.get("plannerRunId"), str):
         runs.append(("planner", links["plannerRunId"]))
+    for child in _children(world, run_id):
+        runs += linked(world, child)[0]
     return runs, calls
+
+
+def _children(world: World, run_id: str) -> list[str]:
+    """The child runs a run's workflow.invoke steps started, in the order they started
+    (ids derived from the step paths, record.ids.child_run_id)."""
+    found: list[str] = []
+    for event in world.events(run_id, ["StepAttemptStarted"]):
+        if event.payload.get("uses") == "workflow.invoke" and event.step_path:
+            child = child_run_id(run_id, event.step_path)
+            if child not in found and find_run(world, child) is not None:
+                found.append(child)
+    return found
 
 
 def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:

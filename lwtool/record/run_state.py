@@ -55,6 +55,9 @@ class RunState:
     # claims them (`here()`: in this state, when it is this run's) and returns the
     # branch's output (lwtool.runtime.own_branches.OwnBranches: a worker's queue).
     branches: Any = None
+    # Starts and awaits this run's child runs (workflow.invoke): given by the scheduler
+    # (lwtool.runtime.children.ChildRuns); the step executors never start a run.
+    children: Any = None
     # a branch of this run was executed in another state (another worker's, or one
     # read from the log): its model replies are in the log only, read back at the end
     branched: bool = False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +58,30 @@ class LockedWorkflow:
     lwir: dict[str, Any]
     version_id: str
     canonical: str | None = None  # the RFC 8785 text the id was taken over
+    # the versions its workflow.invoke steps reach (id -> locked LWIR)
+    children: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
-    """Validate an LWIR file or dict and compute its WorkflowVersion id (raises
-    WorkflowInvalid)."""
+    """Validate an LWIR file or dict and compute its WorkflowVersion id, its
+    workflow.invoke children locked into it (files relative to the workflow's file, or
+    to the current folder for a dict; raises WorkflowInvalid)."""
     from lwtool.canonical.digest import sha256_of_bytes
     from lwtool.canonical.jcs import canonical_bytes
+    from lwtool.lock.children import ChildProblem, lock_children
+    from lwtool.validate.children import load_child
 
     lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
-    data = canonical_bytes(lwir)  # once: for the id, and for the world to store
-    return LockedWorkflow(lwir, sha256_of_bytes(data), data.decode("utf-8"))
+    folder = Path(workflow).parent if isinstance(workflow, (str, Path)) else Path.cwd()
+    chain = (Path(workflow).resolve(),) if isinstance(workflow, (str, Path)) else ()
+    try:
+        locked = lock_children(lwir, folder, load_child, chain)
+    except ChildProblem as problem:
+        raise WorkflowInvalid(str(workflow) if isinstance(workflow, (str, Path))
+                              else "<lwir>", [problem]) from None
+    data = canonical_bytes(locked.lwir)  # once: for the id, and for the world to store
+    return LockedWorkflow(locked.lwir, sha256_of_bytes(data), data.decode("utf-8"),
+                          locked.children)
 
 
 async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow,
@@ -109,7 +122,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     return with_events(world, await within(timeout, run_id, start_run(
         world, locked.lwir, run_input, ToolRegistry.of(tools),
         dict(models or {}), run_id, on_start, step_timeout, harness, durability=durability,
-        version_id=locked.version_id, canonical=locked.canonical)))
+        version_id=locked.version_id, canonical=locked.canonical,
+        children=dict(locked.children))))
 
 
 def with_events(world: World, result: dict[str, Any]) -> dict[str, Any]:

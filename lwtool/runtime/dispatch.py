@@ -13,6 +13,7 @@ durable commit (or harness.session.failed and StepAttemptFailed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from typing import Any
@@ -23,7 +24,7 @@ from lwtool.harness.manifests import worker_manifest
 from lwtool.harness.worker import worker_identity, worker_system
 from lwtool.harness.workflow import DIRECT_KINDS, WorkflowHarness
 from lwtool.record.errors import StepFailure
-from lwtool.record.ids import hash_bytes, short_hash
+from lwtool.record.ids import child_run_id, hash_bytes, short_hash
 from lwtool.record.run_state import step_timeout
 from lwtool.runtime.deadlines import Deadlines
 from lwtool.runtime.scope import Scope
@@ -131,6 +132,14 @@ def _deadlines(run: Any) -> Deadlines:
     return found
 
 
+def _deadline(run: Any, step: dict[str, Any], uses: str, limit: float) -> Any:
+    """The attempt's deadline (no extra task, unlike wait_for). A child run
+    (workflow.invoke) is timed only by its step's own timeoutMs: its steps have theirs."""
+    if uses == "workflow.invoke" and "timeoutMs" not in step:
+        return contextlib.nullcontext()
+    return _deadlines(run).within(limit)
+
+
 def _joined(worker_system: str, step_system: Any) -> str | None:
     """What the model's system prompt is made of: the worker's, then the step's."""
     parts = [part for part in (worker_system, step_system) if isinstance(part, str) and part]
@@ -205,6 +214,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                        "inputHash": input_hash}
     if uses == "tool.call":
         execute_started["toolName"] = settings.get("tool")
+    elif uses == "workflow.invoke":  # the child it starts (or resumes), and its version
+        execute_started.update(childRunId=child_run_id(run.run_id, path),
+                               workflowVersionId=settings.get("workflow"))
     run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash,
@@ -218,8 +230,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     limit, source = step_timeout(step, run.step_timeout)
     custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
-        with _deadlines(run).within(limit):  # no extra task, unlike wait_for
-            if not custom and uses in DIRECT_KINDS:
+        with _deadline(run, step, uses, limit):
+            if uses == "workflow.invoke" or (not custom and uses in DIRECT_KINDS):
                 # What the built-in harness does with these (WorkflowHarness._builtin),
                 # without a task, a context and a result object a step.
                 output, call_events = await kind.execute(scope, step, path, step_input,

@@ -33,6 +33,7 @@ from lwtool.record.journal import Journal
 from lwtool.record.retry import retry_event
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
+from lwtool.runtime.children import ChildRuns, descendants, missing_versions
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
@@ -116,7 +117,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                     branches: Any = None,
                     budget: dict[str, Any] | None = None,
                     seed: list[NewEvent] | None = None,
-                    fresh: bool = False) -> dict[str, Any]:
+                    fresh: bool = False,
+                    children: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Register the version, create the run, execute it. An existing `run_id` resumes
     (`fresh`: the caller expects none, so the run is created without looking first; one
     found existing then is resumed all the same).
@@ -132,10 +134,16 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     its queue). `budget` ({maxTokens, maxCostUsd}, lwtool.record.budget) is the run's
     for good, as its durability is (`replay --max-tokens` may change it). `seed`: step
     results committed with RunStarted, in the same commit (`lwtool fork`: the results
-    kept from the run it forks); the run replays them and executes the rest."""
+    kept from the run it forks); the run replays them and executes the rest.
+    `children` (version id -> locked LWIR: what its workflow.invoke steps reach,
+    lwtool.lock.children) are registered with it; a child version the world then does
+    not hold is refused before anything runs."""
     harness = harness or WorkflowHarness()
-    check_slots(model_slots(lwir.get("steps") or []), models)  # before anything is written
-    check_tools(needed_tools(lwir), tools)
+    for child_id, child in (children or {}).items():  # what its invokes reach
+        world.register_version(child_id, child, False, meta=_meta_of(child, tools))
+    family = [lwir, *descendants(world, lwir)]  # before the run is written:
+    check_slots(set().union(*(model_slots(d.get("steps") or []) for d in family)), models)
+    check_tools(set().union(*(needed_tools(d) for d in family)), tools)
     durability = check_durability(durability or str(getattr(world, "durability",
                                                             DEFAULT_DURABILITY)))
     if version_id is None:  # the LWIR's RFC 8785 text, once for the id and the store
@@ -148,6 +156,12 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                              f"the run input is not JSON {exc}") from None
     # Without a flush of its own: the run's first commit follows it in the same write-
     # ahead log, and flushing that one (strict durability) flushes both.
+    missing = missing_versions(world, lwir)
+    if missing:
+        raise RunFailedError(run_id or "(not started)", version_id, "runtime_config_error",
+                             f"the world holds no WorkflowVersion {', '.join(missing)} (a "
+                             "child this workflow invokes): run the file that names it, "
+                             "or a run that registered it, in this world first")
     world.register_version(version_id, lwir, False, canonical,
                            meta=lambda: validated_meta(lwir, tools.tools))
     run_id = run_id or new_run_id()
@@ -193,6 +207,11 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     return await start_run(world, lwir, run_input, tools, models, run_id, on_start,
                            step_timeout, harness, workspace, durability, version_id,
                            canonical, links, branches, budget, seed)
+
+
+def _meta_of(lwir: dict[str, Any], tools: ToolRegistry) -> Callable[[], Any]:
+    """What the world records with a version (lwtool.lock.version_record), when asked."""
+    return lambda: validated_meta(lwir, tools.tools)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
@@ -310,6 +329,7 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")
+    state.children = ChildRuns(state, budget, links)
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
     # pipeline run's; a planned run's own planner session goes with it.

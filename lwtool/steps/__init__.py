@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lwtool.steps import ai_generate, code_run, decision, tool_call
+from lwtool.steps import ai_generate, code_run, decision, tool_call, workflow_invoke
 
 STEP_KINDS: dict[str, ModuleType] = {
     "tool.call": tool_call,
     "ai.generate": ai_generate,
     "code.run": code_run,
     "decision": decision,
+    "workflow.invoke": workflow_invoke,
 }

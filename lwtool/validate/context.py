@@ -16,7 +16,8 @@ from lwtool.source.finding import Finding, Severity
 from lwtool.source.loader import Document
 from lwtool.source.position import Pos, Span
 
-STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel", "human.input")
+STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel", "human.input",
+              "workflow.invoke")
 TOP = ""  # the scope id of the workflow's own step list
 
 

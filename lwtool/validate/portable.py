@@ -3,7 +3,7 @@ each use of an lwtool extension, where a file leaves the Little Workflow spec's 
 subset, as a `portable.extension` warning at its place, saying what the spec offers
 instead. The extensions, as docs/rules.md and the README label them:
 
-- a `human.input` step; a step's `timeoutMs` and `retry`;
+- a `human.input` or `workflow.invoke` step; a step's `timeoutMs` and `retry`;
 - code.run sandbox limits beyond network, env and fs (`timeoutMs`, `memoryMb`, ...);
 - expression functions beyond the spec's `sha256` and `coalesce`;
 - a definition's `runtime` (budget, durability) and `planner.maxCodeSandbox`;
@@ -63,6 +63,10 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
             yield _warning(ctx, f"{info.pointer}/uses", "the human.input step", "the spec "
                            "has no step that waits for a person (end the workflow and start "
                            "another with the answer, or call an approval tool)", key=False)
+        if info.uses == "workflow.invoke":
+            yield _warning(ctx, f"{info.pointer}/uses", "the workflow.invoke step", "the spec "
+                           "defers child workflows (inline the child's steps, or compose "
+                           "workflows in a pipeline)", key=False)
         for field, instead in _STEP_FIELDS.items():
             if field in info.step:
                 yield _warning(ctx, f"{info.pointer}/{field}", f"a step's `{field}`", instead)

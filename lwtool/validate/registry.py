@@ -55,6 +55,9 @@ RULE_MODULES: tuple[str, ...] = (
     "definition.invalid_skill_source",
     "definition.ignored_with_fixed_plan",
     "pipeline.invalid_workflow",
+    "invoke.child_invalid",
+    "invoke.cycle",
+    "invoke.wider_permissions",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

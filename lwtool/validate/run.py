@@ -20,14 +20,18 @@ def document_kind(document: Document) -> str | None:
     return kind if kind in KINDS else None
 
 
-def validate_document(document: Document) -> list[Finding]:
-    """All findings for a loaded document, sorted by (path, line, column, code)."""
+def validate_document(document: Document, nested: bool = False) -> list[Finding]:
+    """All findings for a loaded document, sorted by (path, line, column, code).
+    `nested`: a child workflow read for its parent's lock (lwtool.validate.children):
+    its own children are the lock's to read."""
     findings = list(document.findings)
     kind = document_kind(document)
     if kind is None:
         findings.append(_unknown_kind(document))
         return sorted(findings, key=Finding.sort_key)
     ctx = Context(document, kind)
+    if nested:
+        ctx._cache["children.nested"] = True
     for rule in rules():
         if kind not in rule.applies_to:
             continue

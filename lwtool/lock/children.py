@@ -1,0 +1,154 @@
+"""`workflow.invoke`: a workflow's children locked into its version.
+
+A child named by a file (`with.workflow: ./score.lwir.yaml`, relative to the invoking
+file) is read, locked itself (its own children first), and replaced in the locked LWIR
+by its WorkflowVersion id: the parent's id is the hash of that locked document, so it
+covers every descendant, and editing a child changes the parent's id. A child named by
+a version id (`sha256:...`) is locked as it is; the world must hold that version when a
+run starts. A workflow that reaches itself through invokes is refused, naming the
+chain."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+INVOKE = "workflow.invoke"
+VERSION_ID = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+@dataclass
+class Locked:
+    """An LWIR document with its children locked, its version id, and every version it
+    reaches through invokes (children, theirs, ...: id -> locked LWIR)."""
+
+    lwir: dict[str, Any]
+    version_id: str
+    children: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class ChildProblem(ValueError):
+    """A child that cannot be locked: `pointer` is the invoke's `with/workflow` in the
+    invoking document, `message` what is wrong, `cycle` whether it is a cycle."""
+
+    def __init__(self, message: str, pointer: str, cycle: bool = False) -> None:
+        super().__init__(message)
+        self.message, self.pointer, self.cycle = message, pointer, cycle
+
+
+def invokes(lwir: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(JSON Pointer, step) of every workflow.invoke step, parallel bodies included."""
+    if not isinstance(lwir, dict):
+        return
+    todo: list[tuple[str, Any]] = [("/steps", lwir.get("steps"))]
+    while todo:
+        pointer, steps = todo.pop(0)
+        if not isinstance(steps, list):
+            continue
+        for index, step in enumerate(steps):
+            if not isinstance(step, dict):
+                continue
+            if step.get("uses") == INVOKE:
+                yield f"{pointer}/{index}", step
+            todo.append((f"{pointer}/{index}/steps", step.get("steps")))
+
+
+def child_ref(step: dict[str, Any]) -> str | None:
+    """What an invoke names (a file or a version id), None when it names nothing."""
+    ref = (step.get("with") or {}).get("workflow")
+    return ref if isinstance(ref, str) and ref else None
+
+
+def is_version_id(ref: str) -> bool:
+    return VERSION_ID.fullmatch(ref) is not None
+
+
+def lock_children(lwir: dict[str, Any], folder: Path,
+                  load: Callable[[Path], dict[str, Any]],
+                  chain: tuple[Path, ...] = ()) -> Locked:
+    """`lwir` (read from a file in `folder`) with each file-named child locked. `load`
+    reads a child file as LWIR (raising ChildProblem-worthy errors as ValueError with a
+    message); `chain` is the files invoking this one (a cycle names them)."""
+    from lwtool.canonical.digest import workflow_version_id
+
+    found = list(invokes(lwir))
+    if not any(ref is not None and not is_version_id(ref)
+               for ref in (child_ref(step) for _, step in found)):
+        return Locked(lwir, workflow_version_id(lwir))
+    locked = copy.deepcopy(lwir)
+    children: dict[str, dict[str, Any]] = {}
+    for pointer, _ in found:
+        step = _at(locked, pointer)
+        ref = child_ref(step)
+        if ref is None or is_version_id(ref):
+            continue
+        where = f"{pointer}/with/workflow"
+        path = (folder / ref).resolve()
+        if path in chain:
+            names = " -> ".join(p.name for p in (*chain[chain.index(path):], path))
+            raise ChildProblem(f"workflow.invoke makes a cycle: {names}", where, cycle=True)
+        try:
+            child = load(path)
+        except FileNotFoundError:
+            raise ChildProblem(f"child workflow {ref} does not exist (paths are relative "
+                               "to the invoking file)", where) from None
+        except ValueError as exc:
+            raise ChildProblem(f"child workflow {ref}: {exc}", where) from None
+        try:
+            inner = lock_children(child, path.parent, load, (*chain, path))
+        except ChildProblem as problem:
+            raise ChildProblem(problem.message if problem.cycle else
+                               f"child workflow {ref}: {problem.message}", where,
+                               problem.cycle) from None
+        step["with"]["workflow"] = inner.version_id
+        children[inner.version_id] = inner.lwir
+        children.update(inner.children)
+    return Locked(locked, workflow_version_id(locked), children)
+
+
+def child_of(locked: Locked, pointer: str) -> dict[str, Any] | None:
+    """The locked child LWIR the invoke at `pointer` runs (None: named by a version id
+    this lock does not hold)."""
+    ref = child_ref(_at(locked.lwir, pointer))
+    return locked.children.get(ref) if ref is not None else None
+
+
+def reach(lwir: dict[str, Any], children: dict[str, dict[str, Any]],
+          seen: frozenset[str] = frozenset()) -> dict[str, set[str]]:
+    """Every tool and model slot a run of `lwir` may reach: its `permissions`, and its
+    children's (from `children`, id -> locked LWIR), theirs, ..."""
+    grants = lwir.get("permissions") or {}
+    out = {kind: {str(n) for n in grants.get(kind) or [] if isinstance(n, str)}
+           for kind in ("tools", "models")}
+    for _, step in invokes(lwir):
+        ref = child_ref(step)
+        child = children.get(ref) if ref is not None else None
+        if ref is not None and child is not None and ref not in seen:
+            for kind, names in reach(child, children, seen | {ref}).items():
+                out[kind] |= names
+    return out
+
+
+def wider_grants(parent: dict[str, Any], child: dict[str, Any],
+                 children: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """What `child` (and its descendants) may reach that `parent`'s permissions do not
+    grant, by kind (tools, models); empty when nothing."""
+    granted = parent.get("permissions") or {}
+    out = {}
+    for kind, names in reach(child, children).items():
+        wider = sorted(names - {str(n) for n in granted.get(kind) or []})
+        if wider:
+            out[kind] = wider
+    return out
+
+
+def _at(lwir: dict[str, Any], pointer: str) -> dict[str, Any]:
+    node: Any = lwir
+    for part in pointer.strip("/").split("/"):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    assert isinstance(node, dict)
+    return node

@@ -1,0 +1,111 @@
+"""The scheduler's power to start and await child runs, given to the step executors
+that start runs (workflow.invoke) through `RunState.children`.
+
+A child run's id is `record.ids.child_run_id(parent, step path)`; starting it again (a
+replay after a kill at any point, a retry) resumes that run from its log, and a
+finished child answers from its log: one child per invoke. The child runs the exact
+version the parent's locked LWIR names (which the world must hold), with the parent's
+tools, models, harness, durability and step timeout; it may reach only what the parent
+may (its `permissions` and its descendants' within the parent's); its model calls count
+against the budget of the run at the top (`links.rootRunId`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lwtool.calls.models import UnresolvedModel
+from lwtool.lock.children import wider_grants
+from lwtool.record.errors import (
+    CapabilityDriftError,
+    RunFailedError,
+    RunWaitingError,
+    StepFailure,
+    WaitingForInput,
+)
+from lwtool.record.ids import child_run_id
+from lwtool.tools import MissingTools
+from lwtool.world.base import RunConflict
+
+
+class ChildRuns:
+    def __init__(self, state: Any, budget: dict[str, Any] | None,
+                 links: dict[str, Any] | None) -> None:
+        self.state, self.budget = state, budget
+        self.root = str((links or {}).get("rootRunId") or state.run_id)
+
+    async def invoke(self, version_id: str, value: Any, path: str) -> Any:
+        """The child run's output; StepFailure with the child's cause when it failed,
+        WaitingForInput (naming the child run) while it waits for a person."""
+        from lwtool.runtime.interpreter import start_run
+
+        state = self.state
+        child_id = child_run_id(state.run_id, path)
+        lwir = state.world.get_version(version_id)
+        if lwir is None:
+            raise StepFailure("runtime_config_error", f"the world holds no WorkflowVersion "
+                              f"{version_id} (the child this step invokes)", path)
+        wider = wider_grants(state.lwir, lwir, _held(state.world, lwir))
+        if wider:
+            names = "; ".join(f"{kind}: {', '.join(found)}" for kind, found in wider.items())
+            raise StepFailure("capability_drift", f"child workflow {version_id} reaches what "
+                              f"this workflow's permissions do not grant ({names})", path)
+        links = {"parentRunId": state.run_id, "parentStepPath": path,
+                 "rootRunId": self.root}
+        try:
+            result = await start_run(
+                state.world, lwir, value, state.tools, state.models, child_id,
+                step_timeout=state.step_timeout, harness=state.harness,
+                durability=state.durability, version_id=version_id, links=links,
+                budget=self.budget)
+        except RunWaitingError as waiting:
+            raise WaitingForInput([{**r, "runId": child_id} for r in waiting.requests]) \
+                from None
+        except (MissingTools, UnresolvedModel, RunConflict, CapabilityDriftError) as exc:
+            raise StepFailure("runtime_config_error", f"child run {child_id} cannot run: "
+                              f"{exc}", path) from None
+        except RunFailedError as failed:
+            where = f" at {failed.failed_step_path}" if failed.failed_step_path else ""
+            raise StepFailure(failed.cause_code, f"child run {child_id} failed{where}: "
+                              f"{failed.message}", path,
+                              details={"childRunId": child_id,
+                                       "childFailedStepPath": failed.failed_step_path}) \
+                from None
+        return result["output"]
+
+
+def descendants(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
+    """The child versions `lwir` reaches through invokes that the world holds."""
+    return list(_held(world, lwir).values())
+
+
+def _held(world: Any, lwir: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The versions `lwir`'s invokes name, as the world holds them (recursively)."""
+    from lwtool.lock.children import child_ref, invokes
+
+    found: dict[str, dict[str, Any]] = {}
+    todo = [lwir]
+    while todo:
+        for _, step in invokes(todo.pop()):
+            ref = child_ref(step)
+            if ref is None or ref in found:
+                continue
+            child = world.get_version(ref)
+            if child is not None:
+                found[ref] = child
+                todo.append(child)
+    return found
+
+
+def missing_versions(world: Any, lwir: dict[str, Any]) -> list[str]:
+    """The versions `lwir`'s invokes name (recursively) that the world does not hold."""
+    from lwtool.lock.children import child_ref, invokes
+
+    held = _held(world, lwir)
+    missing = []
+    todo = [lwir, *held.values()]
+    for document in todo:
+        for _, step in invokes(document):
+            ref = child_ref(step)
+            if ref is not None and ref not in held and ref not in missing:
+                missing.append(ref)
+    return missing

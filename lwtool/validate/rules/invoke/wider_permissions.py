@@ -1,0 +1,59 @@
+"""A child workflow may reach tools or model slots its parent does not grant.
+
+## What it flags
+A `workflow.invoke` whose child (or a descendant of it) lists in `permissions.tools` or
+`permissions.models` something the invoking workflow's own `permissions` do not list.
+
+## Why
+A child run may reach only what its parent may: whoever reviews a parent sees in its
+`permissions` every tool and model slot a run of it can reach, children included.
+
+## Example
+```yaml
+permissions: {tools: [publish], models: []}
+steps:
+  - id: polish
+    uses: workflow.invoke
+    with:
+      workflow: ./examples/refine-loop.lwir.yaml
+      input: {text: "{{ input.text }}"}
+```
+
+## Instead
+```yaml
+permissions: {tools: [improve, checkText, publish], models: []}
+steps:
+  - id: polish
+    uses: workflow.invoke
+    with:
+      workflow: ./examples/refine-loop.lwir.yaml
+      input: {text: "{{ input.text }}"}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lwtool.lock.children import Locked, child_of, invokes, wider_grants
+from lwtool.source.finding import Finding
+from lwtool.validate.children import locked_of
+from lwtool.validate.context import Context
+
+CODE = "invoke.wider_permissions"
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    locked = locked_of(ctx)
+    if not isinstance(locked, Locked):
+        return
+    for pointer, _ in invokes(ctx.value):
+        child = child_of(locked, pointer)
+        if child is None:
+            continue
+        for kind, names in wider_grants(ctx.value, child, locked.children).items():
+            what = "tool" if kind == "tools" else "model slot"
+            yield ctx.finding(f"{pointer}/with/workflow", (
+                f"the child workflow reaches {what}{'s' if len(names) > 1 else ''} "
+                f"{', '.join(names)}, which this workflow's permissions.{kind} do not "
+                "grant (a child may reach only what its parent may)"))
