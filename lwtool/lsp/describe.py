@@ -22,6 +22,9 @@ STEP_TYPE_DOCS = {
     "human.input": "lwtool: waits for a person. The run stops with status `waiting` and "
                    "exit code 3; `lwtool respond RUN STEP_PATH --input FILE` answers (checked "
                    "against `with.schema`), and the answer is the step's output.",
+    "workflow.invoke": "lwtool: runs another workflow (`with.workflow`: a file relative to "
+                       "this one, locked into this workflow's version, or a version id) as "
+                       "a child run on `with.input`; the child's output is the step's.",
 }
 
 

@@ -1,0 +1,134 @@
+"""workflow.invoke's failure paths and checks: a child that fails fails the invoking
+step with its cause; a child waiting for a person makes the parent wait until
+`lwtool respond` answers the child; `validate` finds a missing child, a cycle through
+two files and a child wider than its parent; editing a child changes the parent's
+version id and `check` names the child; a version id the world does not hold is
+refused before the run starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lwtool.record.ids import child_run_id
+from tests.conftest import ROOT, run_cli
+
+TOOLS = f"{ROOT / 'tests' / 'runtime' / 'side_effects.py'}:tools"
+HEAD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow"}
+
+
+def _write(folder: Path, name: str, steps: list[dict[str, Any]], tools: list[str],
+           **more: Any) -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump({**HEAD, "metadata": {"name": name.split(".")[0]},
+                                    "permissions": {"tools": tools, "models": []},
+                                    **more, "steps": steps}))
+    return path
+
+
+def _invoke(child: str, **more: Any) -> dict[str, Any]:
+    return {"id": "child", "uses": "workflow.invoke",
+            "with": {"workflow": child, "input": {"id": "x", "n": 2, **more}}}
+
+
+def _run(path: Path, folder: Path, *args: str) -> Any:
+    (folder / "in.json").write_text("{}")
+    return run_cli("run", str(path), "-i", str(folder / "in.json"), "--tools", TOOLS,
+                   "--data-dir", str(folder / "data"), "--run-id", "P", *args,
+                   env={"LWTOOL_TEST_DIR": str(folder)})
+
+
+def test_a_child_that_fails_fails_the_invoking_step_with_its_cause(tmp_path: Path) -> None:
+    _write(tmp_path, "child.lwir.yaml", [{"id": "w", "uses": "tool.call",
+                                          "with": {"tool": "work"}, "input": "{{ input }}"}],
+           ["work"])
+    parent = _write(tmp_path, "parent.lwir.yaml", [_invoke("./child.lwir.yaml", fail=True)],
+                    ["work"])
+    failed = _run(parent, tmp_path, "--json")
+    assert failed.returncode == 1
+    document = json.loads(failed.stdout)
+    child = child_run_id("P", "child")
+    assert document["causeCode"] == "step_failed" and document["failedStepPath"] == "child"
+    assert f"child run {child} failed at w: tool 'work' raised RuntimeError: item x is " \
+        "broken" in document["message"]
+    ended = json.loads(run_cli("events", "P", "--data-dir", str(tmp_path / "data"), "--json",
+                               "--type", "RunFailed").stdout)
+    assert ended["payload"]["childRunId"] == child
+    assert ended["payload"]["childFailedStepPath"] == "w"
+
+
+def test_a_child_waiting_for_a_person_makes_the_parent_wait(tmp_path: Path) -> None:
+    ask = {"id": "ask", "uses": "human.input", "with": {
+        "prompt": "a number?", "schema": {"type": "integer"}}}
+    use = {"id": "w", "uses": "tool.call", "needs": ["ask"], "with": {"tool": "work"},
+           "input": {"id": "y", "n": "{{ steps.ask.output }}"}}
+    _write(tmp_path, "child.lwir.yaml", [ask, use], ["work"])
+    parent = _write(tmp_path, "parent.lwir.yaml", [_invoke("./child.lwir.yaml")], ["work"])
+    waiting = _run(parent, tmp_path)
+    assert waiting.returncode != 0
+    child = child_run_id("P", "child")
+    data = ["--data-dir", str(tmp_path / "data")]
+    listed = run_cli("runs", *data).stdout
+    assert "P waits for its sub-runs" in listed and f"lwtool respond {child} ask" in listed
+    (tmp_path / "answer.json").write_text("21")
+    answered = run_cli("respond", child, "ask", "--input", str(tmp_path / "answer.json"),
+                       *data)
+    assert answered.returncode == 0, answered.stderr
+    resumed = run_cli("replay", "P", "--tools", TOOLS, *data, "--json",
+                      env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == {"id": "y", "double": 42}
+
+
+def test_validate_finds_missing_children_cycles_and_wider_children(tmp_path: Path) -> None:
+    _write(tmp_path, "a.lwir.yaml", [_invoke("./b.lwir.yaml")], ["work"])
+    _write(tmp_path, "b.lwir.yaml", [_invoke("./a.lwir.yaml")], ["work"])
+    _write(tmp_path, "wide.lwir.yaml", [{"id": "w", "uses": "tool.call",
+                                         "with": {"tool": "work"}}], ["work"])
+    _write(tmp_path, "narrow.lwir.yaml", [_invoke("./wide.lwir.yaml")], [])
+    _write(tmp_path, "lost.lwir.yaml", [_invoke("./nowhere.lwir.yaml")], [])
+    found = run_cli("validate", "a.lwir.yaml", "narrow.lwir.yaml", "lost.lwir.yaml",
+                    "-f", "json", cwd=tmp_path)
+    assert found.returncode == 1
+    codes = {(report["path"], f["code"], f["pointer"], f["message"])
+             for report in json.loads(found.stdout)["files"] for f in report["findings"]}
+    assert codes == {
+        ("a.lwir.yaml", "invoke.cycle", "/steps/0/with/workflow",
+         "workflow.invoke makes a cycle: a.lwir.yaml -> b.lwir.yaml -> a.lwir.yaml"),
+        ("narrow.lwir.yaml", "invoke.wider_permissions", "/steps/0/with/workflow",
+         "the child workflow reaches tool work, which this workflow's permissions.tools "
+         "do not grant (a child may reach only what its parent may)"),
+        ("lost.lwir.yaml", "invoke.child_invalid", "/steps/0/with/workflow",
+         "child workflow ./nowhere.lwir.yaml does not exist (paths are relative to the "
+         "invoking file)")}
+    portable = run_cli("validate", "--portable", "narrow.lwir.yaml", cwd=tmp_path).stdout
+    assert "the workflow.invoke step is an lwtool extension" in portable
+
+
+def test_a_childs_edit_changes_the_parents_version_and_check_names_it(
+        tmp_path: Path) -> None:
+    child = _write(tmp_path, "child.lwir.yaml", [{"id": "w", "uses": "tool.call",
+                                                  "with": {"tool": "work"}}], ["work"])
+    _write(tmp_path, "parent.lwir.yaml", [_invoke("./child.lwir.yaml")], ["work"])
+    before = run_cli("hash", "parent.lwir.yaml", cwd=tmp_path).stdout
+    assert run_cli("lock", "parent.lwir.yaml", cwd=tmp_path).returncode == 0
+    lock = json.loads((tmp_path / "parent.lwir.lock.json").read_text())
+    child_id = run_cli("hash", "child.lwir.yaml", cwd=tmp_path).stdout.strip()
+    assert lock["children"] == {"/steps/0": child_id}
+    assert run_cli("check", "parent.lwir.yaml", cwd=tmp_path).returncode == 0
+    child.write_text(child.read_text().replace("id: w", "id: w2"))
+    assert run_cli("hash", "parent.lwir.yaml", cwd=tmp_path).stdout != before
+    stale = run_cli("check", "parent.lwir.yaml", cwd=tmp_path)
+    assert stale.returncode == 1
+    assert "lock.stale child workflow ./child.lwir.yaml (at /steps/0) changed" in stale.stdout
+
+
+def test_a_version_the_world_does_not_hold_is_refused_before_the_run(tmp_path: Path) -> None:
+    parent = _write(tmp_path, "parent.lwir.yaml", [_invoke("sha256:" + "0" * 64)], ["work"])
+    refused = _run(parent, tmp_path)
+    assert refused.returncode != 0
+    assert f"the world holds no WorkflowVersion sha256:{'0' * 64}" in refused.stderr
+    assert "no runs" in run_cli("runs", "--data-dir", str(tmp_path / "data")).stdout
