@@ -51,13 +51,15 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
                  batch: list[tuple[str | None, Any]], data_dir: Path, models: Path | None,
                  durability: Any, step_timeout: float | None, as_json: bool,
                  budget: dict[str, Any] | None, queue: str | None = None,
-                 tools: list[str] | None = None) -> None:
+                 tools: list[str] | None = None,
+                 children: dict[str, dict[str, Any]] | None = None) -> None:
     """Record each (run id or None, input) of `batch` on `queue` (None: the default
     queue), all in one transaction; print the run ids, one a line (`--json`: one object
-    a run)."""
+    a run). `children`: the versions the LWIR's workflow.invoke steps reach, registered
+    with it (the worker that claims a run executes its children beside it)."""
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.canonical.plain_json import NotJson, to_json
-    from lwtool.lock.version_record import drift_message, drifted, pin_needs, pinned, validated_meta
+    from lwtool.lock.version_record import drift_message, drifted, pin_needs, pinned
     from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
         definition_budget,
         definition_durability,
@@ -91,8 +93,9 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     world = open_world(data_dir, durability=mode)
     version_id = workflow_version_id(lwir)
     try:
-        world.register_version(version_id, lwir, meta=lambda: validated_meta(
-            lwir, None if registry is None else registry.tools))
+        for child_id, child in (children or {}).items():  # what its invokes run
+            world.register_version(child_id, child, meta=_meta(child, registry))
+        world.register_version(version_id, lwir, meta=_meta(lwir, registry))
         meta = world.version_meta(version_id)
         if registry is not None and (drift := drifted(meta, registry.tools)):
             raise fail(drift_message(version_id, drift, registry.tools) + "; nothing was "
@@ -105,7 +108,8 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
         # claims it
         RunQueue(world).enqueue_many([(run_id, version_id, value, options)
                                       for run_id, value in runs],
-                                     run_needs(lwir, mapped) + pin_needs(pinned(meta)),
+                                     run_needs(lwir, mapped, (children or {}).values())
+                                     + pin_needs(pinned(meta)),
                                      queue or DEFAULT_QUEUE)
     except WorldError as exc:
         raise fail(str(exc)) from None
@@ -118,6 +122,13 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     flag = f" --queue {queue}" if where else ""
     say(f"{what} queued{where}; `lwtool worker{flag}` processes execute "
         f"{'it' if len(runs) == 1 else 'them'}")
+
+
+def _meta(lwir: dict[str, Any], registry: Any) -> Any:
+    """What the world records with a version, when it asks (its first registration)."""
+    from lwtool.lock.version_record import validated_meta
+
+    return lambda: validated_meta(lwir, None if registry is None else registry.tools)
 
 
 def _tools_for(lwir: dict[str, Any], tools: list[str] | None) -> Any:

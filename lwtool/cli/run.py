@@ -128,7 +128,7 @@ def run(
         batch = read_inputs(inputs, lwir) if inputs is not None else \
             [(run_id, read_json_or_yaml(_given(input), "input"))]
         enqueue_runs(path, lwir, definition, batch, data_dir, models, durability,
-                     step_timeout, as_json, budget, queue, tools)
+                     step_timeout, as_json, budget, queue, tools, children)
         return
     run_input = read_json_or_yaml(_given(input), "input")
     registry = load_tool_registry(tools, tools_called(lwir, definition))

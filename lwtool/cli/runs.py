@@ -141,7 +141,10 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     stopped = [r.run_id for r in records if shown[r.run_id] == "interrupted"]
     if stopped:
         typer.echo("")
+    parents = {r.run_id: r.parent_run_id for r in records}
     for run_id in stopped:
+        if parents.get(run_id) in stopped:  # a child run: resuming its parent resumes it
+            continue
         if run_id in queued:  # a queued run's worker died: another takes it over
             typer.echo(safe_text(f"{run_id} was interrupted (its worker died); a live "
                                  "worker takes it over"))
@@ -210,9 +213,12 @@ def _resume(world: Any, run_id: str, data_dir: Path) -> str:
     from lwtool.world.base import WorldError
 
     try:
+        from lwtool.runtime.children import descendants
+
         record = world.get_run(run_id)
         lwir = world.get_version(record.version_id) or {}
-        needs = run_needs(lwir, record.options.get("models") or {})
+        needs = run_needs(lwir, record.options.get("models") or {},
+                          descendants(world, lwir))
     except (WorldError, ValueError):
         needs = []
     flags = (" --tools MODULE:ATTR" if any(not n.startswith(SLOT) for n in needs) else "") \

@@ -8,7 +8,7 @@ worker whose tool NAME has those schemas serves it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lwtool.lock.version_record import PIN, served_pins
@@ -17,18 +17,21 @@ from lwtool.tools import ToolRegistry
 SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
 
 
-def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any]) -> list[str]:
-    """The tools and unresolved model slots a run of `lwir` needs of its worker."""
+def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any],
+              children: Iterable[dict[str, Any]] = ()) -> list[str]:
+    """The tools and unresolved model slots a run of `lwir` (and of the `children` its
+    workflow.invoke steps reach: their runs execute beside it) needs of its worker."""
     from lwtool.calls.models import UnresolvedModel, check_slots
     from lwtool.runtime.interpreter import model_slots, needed_tools
 
+    family = [lwir, *children]
     slots = []
-    for slot in sorted(model_slots(lwir.get("steps") or [])):
+    for slot in sorted(set().union(*(model_slots(d.get("steps") or []) for d in family))):
         try:
             check_slots([slot], mapped)
         except UnresolvedModel:
             slots.append(SLOT + slot)
-    return sorted(needed_tools(lwir)) + slots
+    return sorted(set().union(*(needed_tools(d) for d in family))) + slots
 
 
 def worker_serves(tools: ToolRegistry, models: Mapping[str, Any]) -> list[str]:
