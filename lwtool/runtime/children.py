@@ -36,7 +36,7 @@ class ChildRuns:
     async def invoke(self, version_id: str, value: Any, path: str) -> Any:
         """The child run's output; StepFailure with the child's cause when it failed,
         WaitingForInput (naming the child run) while it waits for a person."""
-        from lwtool.runtime.interpreter import start_run
+        from lwtool.runtime.interpreter import resume_run, start_run
 
         state = self.state
         child_id = child_run_id(state.run_id, path)
@@ -52,11 +52,17 @@ class ChildRuns:
         links = {"parentRunId": state.run_id, "parentStepPath": path,
                  "rootRunId": self.root}
         try:
-            result = await start_run(
-                state.world, lwir, value, state.tools, state.models, child_id,
-                step_timeout=state.step_timeout, harness=state.harness,
-                durability=state.durability, version_id=version_id, links=links,
-                budget=self.budget)
+            if _failed(state.world, child_id):
+                # The step runs again after its child failed: the parent was retried
+                # (`lwtool retry`), and so is the child (its failed steps, then on).
+                result = await resume_run(state.world, child_id, state.tools, state.models,
+                                          harness=state.harness, retry=True)
+            else:
+                result = await start_run(
+                    state.world, lwir, value, state.tools, state.models, child_id,
+                    step_timeout=state.step_timeout, harness=state.harness,
+                    durability=state.durability, version_id=version_id, links=links,
+                    budget=self.budget)
         except RunWaitingError as waiting:
             raise WaitingForInput([{**r, "runId": child_id} for r in waiting.requests]) \
                 from None
@@ -71,6 +77,13 @@ class ChildRuns:
                                        "childFailedStepPath": failed.failed_step_path}) \
                 from None
         return result["output"]
+
+
+def _failed(world: Any, run_id: str) -> bool:
+    from lwtool.world.base import find_run
+
+    record = find_run(world, run_id)
+    return record is not None and record.status == "failed"
 
 
 def descendants(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:

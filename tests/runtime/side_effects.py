@@ -127,3 +127,12 @@ def chatty(args: dict[str, Any]) -> dict[str, Any]:
     print("hello from a tool")
     os.write(1, b"raw bytes on fd 1\n")
     return {"said": "hi"}
+
+
+@tools.tool()
+def gate(args: dict[str, Any]) -> dict[str, Any]:
+    """Fails while $LWTOOL_TEST_DIR/gate-closed exists (a fault a person then fixes)."""
+    _note("gate", str(args.get("key", "gate")))
+    if (Path(os.environ["LWTOOL_TEST_DIR"]) / "gate-closed").exists():
+        raise RuntimeError("the gate is closed")
+    return {"key": args.get("key", "gate"), "open": True}

@@ -132,3 +132,22 @@ def test_a_version_the_world_does_not_hold_is_refused_before_the_run(tmp_path: P
     assert refused.returncode != 0
     assert f"the world holds no WorkflowVersion sha256:{'0' * 64}" in refused.stderr
     assert "no runs" in run_cli("runs", "--data-dir", str(tmp_path / "data")).stdout
+
+
+def test_retrying_the_parent_retries_its_failed_child(tmp_path: Path) -> None:
+    steps = [{"id": "before", "uses": "tool.call", "with": {"tool": "record"},
+              "input": {"key": "before"}},
+             {"id": "g", "uses": "tool.call", "needs": ["before"], "with": {"tool": "gate"},
+              "input": {"key": "g"}}]
+    _write(tmp_path, "child.lwir.yaml", steps, ["record", "gate"])
+    parent = _write(tmp_path, "parent.lwir.yaml", [_invoke("./child.lwir.yaml")],
+                    ["record", "gate"])
+    (tmp_path / "gate-closed").write_text("")
+    assert _run(parent, tmp_path).returncode == 1
+    (tmp_path / "gate-closed").unlink()
+    retried = run_cli("retry", "P", "--tools", TOOLS, "--data-dir", str(tmp_path / "data"),
+                      "--json", env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert retried.returncode == 0, retried.stderr
+    assert json.loads(retried.stdout)["output"] == {"key": "g", "open": True}
+    calls = (tmp_path / "calls.log").read_text().split()
+    assert calls == ["record:before", "gate:g", "gate:g"]  # the child's failed step only
