@@ -146,12 +146,22 @@ def with_run(graph: Graph, events: list[Any]) -> Graph:
 
 
 def caption(graph: Graph, info: StepInfo) -> str:
-    """A node's second line: type, maxVisits, and its status in the run."""
-    parts = [info.uses] + ([f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
+    """A node's second line: type (and the workflow an invoke runs), maxVisits, and its
+    status in the run (an invoke's is its child run's)."""
+    parts = [info.uses + _invoked(info)] + (
+        [f"maxVisits {info.max_visits}"] if info.max_visits > 1 else [])
     state = graph.states.get(info.pointer)
     if state and state.status:
         parts.append(state.status + (f" ×{state.visits}" if state.visits > 1 else ""))
     return " · ".join(parts)
+
+
+def _invoked(info: StepInfo) -> str:
+    """` → score.lwir.yaml` (the workflow a workflow.invoke runs), else ""."""
+    ref = info.with_.get("workflow") if info.uses == "workflow.invoke" else None
+    if not isinstance(ref, str) or not ref:
+        return ""
+    return f" → {ref[:19] + '…' if ref.startswith('sha256:') else ref.rsplit('/', 1)[-1]}"
 
 
 _KEYS_AND_VISITS = re.compile(r"\.visit\[\d+\]|\[[^\]]*\]")

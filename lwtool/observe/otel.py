@@ -1,8 +1,10 @@
 """A run's events as OpenTelemetry traces (opentelemetry-sdk): one trace per run, a span
 for the run, each parallel group, each branch, each step attempt and each model and
-tool call, with the GenAI semantic conventions on model and tool calls (operation,
-provider, models, token usage, tool name and call id) and `lwtool.cost_usd` where a
-call is priced. Sent as OTLP over HTTP, or written as OTLP JSON.
+tool call (a child run of a workflow.invoke, and a pipeline's sub-run, nest in the same
+trace under the span of the step or call that started them), with the GenAI semantic
+conventions on model and tool calls (operation, provider, models, token usage, tool
+name and call id) and `lwtool.cost_usd` where a call is priced. Sent as OTLP over
+HTTP, or written as OTLP JSON.
 
 Ids are derived from the run id and each span's place in the run, so exporting a run
 twice gives the same trace and span ids (a collector deduplicates, links stay valid).
@@ -34,6 +36,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from lwtool._version import __version__
 from lwtool.observe.timeline import Attempt, Call, Timeline
+from lwtool.record.ids import child_run_id
 from lwtool.record.names import run_name
 from lwtool.world.base import Event
 
@@ -113,6 +116,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                 if timeline.status == "failed" else "")
 
     groups: dict[str, SpanContext] = {}  # group attempt path -> its span
+    invoked: dict[str, SpanContext] = {}  # workflow.invoke path -> its last attempt's span
     branches: dict[tuple[str, str], SpanContext] = {}
     extents = _branch_extents(timeline.attempts)
     for attempt in timeline.attempts:  # in commit order: a group opens before its steps
@@ -136,8 +140,14 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                        attempt.ended, attributes, failed=_failed(attempt))
         if attempt.uses == "parallel":
             groups[attempt.path] = context
+        elif attempt.uses == "workflow.invoke":  # its child run nests under its last one
+            invoked[attempt.path] = context
         for call in attempt.calls:
             _call_span(span, call, context)
+    for path, context in invoked.items():
+        child = child_run_id(run_id, path)
+        if sub_runs is not None and (found := sub_runs(child))[0]:
+            out += spans(child, found[0], found[1], sub_runs, context, trace_run or run_id)
     for call in timeline.loose_calls():  # outside any step attempt (a session's turns)
         context = _call_span(span, call, root)
         if call.sub_run and sub_runs is not None:

@@ -48,12 +48,27 @@ def linked(world: World, run_id: str) -> tuple[list[tuple[str, str]], list[dict[
     runs.append((role if role in ROLES else "worker", run_id))
     if isinstance(links.get("plannerRunId"), str):
         runs.append(("planner", links["plannerRunId"]))
-    for child in _children(world, run_id):
+    for child in child_runs(world, run_id):
         runs += linked(world, child)[0]
     return runs, calls
 
 
-def _children(world: World, run_id: str) -> list[str]:
+def child_run_states(world: World, run_id: str) -> list[dict[str, str]]:
+    """A run's child runs (workflow.invoke) as the inspector lists them: {runId,
+    workflow (its name), status (`interrupted` for one no process executes)}."""
+    from lwtool.record.names import run_name
+    from lwtool.world.base import shown_status
+
+    states = []
+    for child in child_runs(world, run_id):
+        record = world.get_run(child)
+        states.append({"runId": child,
+                       "workflow": run_name(world.get_version(record.version_id), None),
+                       "status": shown_status(world, child, record.status)})
+    return states
+
+
+def child_runs(world: World, run_id: str) -> list[str]:
     """The child runs a run's workflow.invoke steps started, in the order they started
     (ids derived from the step paths, record.ids.child_run_id)."""
     found: list[str] = []

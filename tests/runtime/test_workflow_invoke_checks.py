@@ -151,3 +151,41 @@ def test_retrying_the_parent_retries_its_failed_child(tmp_path: Path) -> None:
     assert json.loads(retried.stdout)["output"] == {"key": "g", "open": True}
     calls = (tmp_path / "calls.log").read_text().split()
     assert calls == ["record:before", "gate:g", "gate:g"]  # the child's failed step only
+
+
+def test_children_nest_in_the_graph_the_report_and_the_trace(tmp_path: Path) -> None:
+    data = ["--data-dir", str(tmp_path / "data")]
+    ran = run_cli("run", "examples/compose/polish-all.lwir.yaml", "-i",
+                  "examples/inputs/polish-all.json", "--tools", "examples/tools.py:tools",
+                  "--run-id", "polish", *data)
+    assert ran.returncode == 0, ran.stderr
+    children = [child_run_id("polish", f"each[{n}].polish") for n in (0, 1)]
+    rows = json.loads(run_cli("runs", *data, "--json").stdout)
+    assert [(r["runId"], r.get("parentRunId")) for r in rows] == [
+        ("polish", None), *((child, "polish") for child in children)]
+    report = json.loads(run_cli("report", "polish", *data, "--json").stdout)
+    assert [r["runId"] for r in report["runs"]] == ["polish", *children]
+    graph = run_cli("graph", "examples/compose/polish-all.lwir.yaml").stdout
+    assert "workflow.invoke → refine-loop.lwir.yaml" in graph
+    out = tmp_path / "trace.json"
+    assert run_cli("export-otel", "polish", *data, "--file", str(out)).returncode == 0
+    spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    names = {s["spanId"]: s["name"] for s in spans}
+    roots = [s for s in spans if s["name"] == "invoke_workflow refine-loop"]
+    assert len({s["traceId"] for s in spans}) == 1 and len(roots) == 2
+    assert sorted(names[s["parentSpanId"]] for s in roots) == [
+        "workflow.invoke each[0].polish", "workflow.invoke each[1].polish"]
+    from starlette.testclient import TestClient
+
+    from lwtool.ui.app import create_app
+    from lwtool.world.local import LocalWorld
+
+    world = LocalWorld(tmp_path / "data", read_only=True)
+    try:
+        with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+            parent = client.get("/runs/polish").text
+            assert all(f'href="/runs/{child}"' in parent for child in children)
+            child_page = client.get(f"/runs/{children[0]}").text
+            assert 'id="parent-run" href="/runs/polish"' in child_page
+    finally:
+        world.close()
