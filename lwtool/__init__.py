@@ -29,6 +29,7 @@ _EXPORTS = {
     "run_definition": "lwtool.planner.api",
     "run_workflow": "lwtool.planner.api",  # LWIR, or a definition planned first
     "define_workflow": "lwtool.authoring.definitions",
+    "chain_workflows": "lwtool.authoring.builders",
     "load_definition": "lwtool.planner.api",
     "run_orchestration": "lwtool.orchestrate.api",
     "as_harness_workflow": "lwtool.orchestrate.compose",

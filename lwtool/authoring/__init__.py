@@ -5,6 +5,7 @@ from lwtool.authoring.builders import (
     Step,
     Workflow,
     array_output,
+    chain_workflows,
     choice,
     object_output,
     text,
@@ -21,6 +22,7 @@ from lwtool.authoring.definitions import (
 )
 from lwtool.authoring.schemas import to_schema
 
-__all__ = ["Definition", "Step", "Workflow", "array_output", "choice", "define_workflow",
+__all__ = ["Definition", "Step", "Workflow", "array_output", "chain_workflows", "choice",
+           "define_workflow",
            "memory", "model_slot", "object_output", "planner", "skill", "text", "to_schema",
            "worker", "workflow"]

@@ -61,6 +61,7 @@ class Workflow:
     input: Any = None
     output: Any = None
     steps: list[Step] = field(default_factory=list)
+    children: dict[str, Workflow] = field(default_factory=dict)  # invoked Workflow objects
 
     def _add(self, step_id: str, uses: str, needs: Needs, extra: dict[str, Any]) -> Step:
         data: dict[str, Any] = {"id": step_id, "uses": uses}
@@ -114,6 +115,33 @@ class Workflow:
         return self._add(step_id, "human.input", needs, {
             "maxVisits": max_visits, "with": {"prompt": prompt, "schema": to_schema(schema)}})
 
+    def invoke(self, step_id: str, workflow: str | Path | Workflow, *, input: Any = None,
+               output: dict[str, Any] | None = None, needs: Needs = None,
+               max_visits: int | None = None) -> Step:
+        """A workflow.invoke step: run `workflow` as a child run on `input` (a template;
+        default: the workflow input). `workflow` is an LWIR file, named as the generated
+        file will name it (relative to its folder; its permissions join this workflow's
+        when that path is readable from the current folder: generate into the current
+        folder, or grant them yourself), or a Workflow object, which `lwtool generate`
+        writes beside the generated file as `<name>.lwir.yaml`."""
+        if isinstance(workflow, Workflow):
+            self.children[f"{workflow.name}.lwir.yaml"] = workflow
+            ref = f"./{workflow.name}.lwir.yaml"
+        else:
+            ref = Path(workflow).as_posix()
+        with_ = {"workflow": ref, **({"input": input} if input is not None else {})}
+        return self._add(step_id, "workflow.invoke", needs, {
+            "maxVisits": max_visits, "with": with_, "output": output})
+
+    def files(self) -> dict[str, Workflow]:
+        """The Workflow objects its invokes run, and theirs (file name -> workflow):
+        what `lwtool generate` writes beside this one."""
+        out: dict[str, Workflow] = {}
+        for name, child in self.children.items():
+            out[name] = child
+            out.update(child.files())
+        return out
+
     def parallel(self, step_id: str, items: str, body: Workflow, *, item_key: str,
                  max_branches: int, max_concurrency: int,
                  failure_mode: str = "all_settled", needs: Needs = None) -> Step:
@@ -127,7 +155,7 @@ class Workflow:
     def document(self) -> dict[str, Any]:
         metadata = {"name": self.name, "version": self.version,
                     **({"description": self.description} if self.description else {})}
-        tools, models = _used(self.steps)
+        tools, models = _used(self.steps, self.children)
         doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Workflow",
                                "metadata": metadata}
         if self.input is not None:
@@ -143,12 +171,51 @@ def workflow(name: str, **settings: Any) -> Workflow:
     return Workflow(name, **settings)
 
 
-def _used(steps: list[Step]) -> tuple[list[str], list[str]]:
+def chain_workflows(*workflows: str | Path | Workflow, name: str | None = None,
+                    **settings: Any) -> Workflow:
+    """A workflow that invokes each of `workflows` in order (files or Workflow objects,
+    as `Workflow.invoke` takes them), each one's output the next one's input: the first
+    gets the chain's input, the chain's output is the last one's."""
+    if not workflows:
+        raise ValueError("chain_workflows needs at least one workflow")
+    names = [w.name if isinstance(w, Workflow) else Path(w).name.split(".")[0]
+             for w in workflows]
+    chain = Workflow(name or "chain-" + "-".join(names), **settings)
+    previous: Step | None = None
+    for index, (child, child_name) in enumerate(zip(workflows, names, strict=True)):
+        step_id = f"s{index + 1}_{_identifier(child_name)}"
+        previous = chain.invoke(
+            step_id, child, needs=[previous] if previous else None,
+            input=f"{{{{ steps.{previous.id}.output }}}}" if previous else None)
+    return chain
+
+
+def _identifier(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60]
+
+
+def _used(steps: list[Step], children: dict[str, Workflow] | None = None
+          ) -> tuple[list[str], list[str]]:
     tools: list[str] = []
     models: list[str] = []
+    objects = {f"./{name}": child for name, child in (children or {}).items()}
+
+    def grant(permissions: Any) -> None:
+        permissions = permissions if isinstance(permissions, dict) else {}
+        for kind, found in (("tools", tools), ("models", models)):
+            for name in permissions.get(kind) or []:
+                if name not in found:
+                    found.append(name)
 
     def visit(data: dict[str, Any]) -> None:
         with_ = data.get("with") or {}
+        if data.get("uses") == "workflow.invoke":  # a child reaches only what this grants
+            ref = str(with_.get("workflow"))
+            child = objects.get(ref)
+            grant(child.document().get("permissions") if child is not None
+                  else _file_permissions(ref))
         if data.get("uses") == "tool.call" and with_.get("tool") not in tools:
             tools.append(with_["tool"])
         if data.get("uses") == "ai.generate" and with_.get("model") not in models:
@@ -164,3 +231,15 @@ def _used(steps: list[Step]) -> tuple[list[str], list[str]]:
     # Sorted: a version's hash covers these lists in order, so one fixed order keeps a
     # workflow's id when its steps are reordered without using anything new.
     return sorted(tools), sorted(models)
+
+
+def _file_permissions(ref: str) -> Any:
+    """The permissions of an invoked LWIR file (read from the current folder); None when
+    it cannot be read (validation then says what is wrong with it)."""
+    from lwtool.compile import compile_file
+
+    try:
+        compiled = compile_file(ref)
+    except OSError:
+        return None
+    return compiled.value.get("permissions") if isinstance(compiled.value, dict) else None

@@ -68,18 +68,33 @@ def _changed_children(data: dict[str, Any], compiled: Any) -> str | None:
     return f"child workflow{'s' if len(changed) > 1 else ''} {', '.join(changed)} changed"
 
 
+def _fresh_digest(kind: str, document: dict[str, Any], path: Path) -> str:
+    """The id of what a generator gives, as if written at `path` (an LWIR's children
+    locked from beside it; one that cannot be is an id no lock holds)."""
+    from lwtool.authoring.snapshot import digest_of
+
+    if kind != "Workflow":
+        return digest_of(kind, document, path.parent)
+    from lwtool.lock.children import ChildProblem, lock_children
+    from lwtool.validate.children import load_child
+
+    try:
+        return lock_children(document, path.parent, load_child, (path.resolve(),)).version_id
+    except ChildProblem as problem:
+        return f"(a child that cannot be locked: {problem.message})"
+
+
 def _generated_stale(path: Path, generator: str, current: str, kind: str | None
                      ) -> list[Finding]:
     """A generated file whose generator now gives another document (`generate.stale`)."""
     from lwtool.authoring.generate import GeneratorFailed, generate_document
-    from lwtool.authoring.snapshot import digest_of
 
     try:
         document = generate_document(generator, path.parent)
     except GeneratorFailed as exc:
         return [Finding("generate.stale", f"cannot run its generator {generator}: {exc}",
                         str(path), "", FILE_START)]
-    fresh = digest_of(str(document.get("kind", kind)), document)
+    fresh = _fresh_digest(str(document.get("kind", kind)), document, path)
     if fresh == current:
         return []
     return [Finding("generate.stale", f"the file no longer matches its generator "

@@ -165,3 +165,50 @@ def test_definition_hash_takes_skills_by_content(tmp_path: Path) -> None:
     (tmp_path / "skills/a/extra.md").write_text("more")
     stale = run_cli("check", str(path))
     assert stale.returncode == 1 and "lock.stale" in stale.stdout
+
+
+CHAIN = '''
+from lwtool import chain_workflows
+from lwtool.authoring import workflow
+
+shout = workflow("shout", input={"type": "object"})
+shout.tool_call("up", "improve", input={"text": "{{ input.text }}"})
+chain = chain_workflows("./refine-loop.lwir.yaml", shout, name="polish-then-shout")
+'''
+
+
+def test_chain_workflows_writes_a_parent_and_its_object_children(tmp_path: Path) -> None:
+    """Each workflow invoked in order, each output the next input; a Workflow object is
+    written beside the parent with its lock; the chain grants what its children reach;
+    it runs, and `check` holds until a child changes."""
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "refine-loop.lwir.yaml").write_text(
+        (root / "examples" / "refine-loop.lwir.yaml").read_text())
+    (tmp_path / "chain.py").write_text(CHAIN)
+    assert run_cli("lock", "refine-loop.lwir.yaml", cwd=tmp_path).returncode == 0
+    made = run_cli("generate", "chain.py:chain", "-o", "chain.lwir.yaml", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert [line.split(":")[0] for line in made.stdout.splitlines()] == [
+        "shout.lwir.yaml", "chain.lwir.yaml"]
+    chain = yaml_load(tmp_path / "chain.lwir.yaml")
+    assert chain["permissions"]["tools"] == ["checkText", "improve", "publish"]
+    assert [(s["id"], s["with"]["workflow"], s["with"].get("input")) for s in chain["steps"]] \
+        == [("s1_refine-loop", "refine-loop.lwir.yaml", None),
+            ("s2_shout", "./shout.lwir.yaml", "{{ steps.s1_refine-loop.output }}")]
+    assert run_cli("check", ".", cwd=tmp_path).returncode == 0
+    (tmp_path / "in.json").write_text('{"text": "Hi."}')
+    ran = run_cli("run", "chain.lwir.yaml", "-i", "in.json", "--tools",
+                  f"{root / 'examples' / 'tools.py'}:tools", "--data-dir", "d", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"text": "Hi!!!!"}
+    shout = tmp_path / "shout.lwir.yaml"
+    shout.write_text(shout.read_text().replace("id: up", "id: louder"))
+    stale = run_cli("check", "chain.lwir.yaml", cwd=tmp_path)
+    assert stale.returncode == 1 and "child workflow ./shout.lwir.yaml" in stale.stdout
+
+
+def yaml_load(path: Path) -> dict[str, object]:
+    from ruamel.yaml import YAML
+
+    loaded: dict[str, object] = YAML(typ="safe", pure=True).load(path.read_text())
+    return loaded
