@@ -58,6 +58,7 @@ RULE_MODULES: tuple[str, ...] = (
     "invoke.child_invalid",
     "invoke.cycle",
     "invoke.wider_permissions",
+    "invoke.schema_mismatch",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.
