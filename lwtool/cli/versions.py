@@ -28,12 +28,14 @@ def version(
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="One JSON document: workflowVersionId, name, kind and record "
+        "--json", help="One JSON document: workflowVersionId, name, kind, record "
         "(validator, validation, capabilities, capabilitiesHash, registeredAt; null for a "
-        "version registered before versions kept one).")] = False,
+        "version registered before versions kept one) and children (the versions its "
+        "workflow.invoke steps run).")] = False,
 ) -> None:
-    """Show a WorkflowVersion's record: the validator and its findings, and the
-    capability snapshot workers verify before they start a queued run."""
+    """Show a WorkflowVersion's record: the validator and its findings, the capability
+    snapshot workers verify before they start a queued run, and the child versions its
+    workflow.invoke steps run."""
     use_world(world_url)
     world = open_world(data_dir, must_exist=True)
     try:
@@ -41,17 +43,39 @@ def version(
             version_id = _resolve(world, ref)
             lwir = world.get_version(version_id) or {}
             meta = world.version_meta(version_id)
+            children = _children(world, lwir)
     finally:
         world.close()
     name = str((lwir.get("metadata") or {}).get("name") or "")
     if as_json:
         typer.echo(json.dumps({"workflowVersionId": version_id, "name": name,
-                               "kind": lwir.get("kind", "Workflow"), "record": meta},
-                              ensure_ascii=False, indent=2))
+                               "kind": lwir.get("kind", "Workflow"), "record": meta,
+                               "children": children}, ensure_ascii=False, indent=2))
         return
     typer.echo(safe_text(f"{version_id}  {name}".rstrip()))
     for line in _described(meta):
         typer.echo(safe_text(line))
+    for child in children:
+        held = child["name"] if child["held"] else "(not in this world)"
+        typer.echo(safe_text(f"child at {child['pointer']}: {child['workflowVersionId']}  "
+                             f"{held}".rstrip()))
+
+
+def _children(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
+    """The versions a version's workflow.invoke steps run: {pointer, workflowVersionId,
+    name, held (whether the world holds it)}."""
+    from lwtool.lock.children import child_ref, invokes
+
+    out = []
+    for pointer, step in invokes(lwir):
+        ref = child_ref(step)
+        if ref is None:
+            continue
+        child = world.get_version(ref)
+        out.append({"pointer": pointer, "workflowVersionId": ref,
+                    "name": str(((child or {}).get("metadata") or {}).get("name") or ""),
+                    "held": child is not None})
+    return out
 
 
 def _resolve(world: Any, ref: str) -> str:

@@ -165,6 +165,9 @@ def test_children_nest_in_the_graph_the_report_and_the_trace(tmp_path: Path) -> 
         ("polish", None), *((child, "polish") for child in children)]
     report = json.loads(run_cli("report", "polish", *data, "--json").stdout)
     assert [r["runId"] for r in report["runs"]] == ["polish", *children]
+    version = json.loads(run_cli("version", "polish", *data, "--json").stdout)
+    assert [(c["pointer"], c["name"], c["held"]) for c in version["children"]] == [
+        ("/steps/0/steps/0", "refine-loop", True)]
     graph = run_cli("graph", "examples/compose/polish-all.lwir.yaml").stdout
     assert "workflow.invoke → refine-loop.lwir.yaml" in graph
     out = tmp_path / "trace.json"
