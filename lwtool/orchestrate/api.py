@@ -72,6 +72,9 @@ def check_pipeline_run_id(run_id: str) -> str:
 def check_pipeline_tools(pipeline: Pipeline, registry: ToolRegistry) -> None:
     """MissingTools when a workflow of the pipeline declares a tool `registry` lacks."""
     for workflow in pipeline.workflows:
+        if workflow.nested is not None:
+            check_pipeline_tools(workflow.nested, registry)
+            continue
         check_tools(workflow.definition.get("tools") or [], registry,
                     f"workflow '{workflow.id}' of the pipeline declares")
 
@@ -84,7 +87,9 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
                       progress: Callable[[str], None] | None = None,
                       typed: bool = False,
                       session_tools: ToolRegistry | None = None,
-                      budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      budget: Mapping[str, Any] | None = None, depth: int = 0,
+                      depth_limit: int | None = None,
+                      links: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run (or, with an existing `run_id`, resume) the pipeline; returns its RunResult:
     {runId, status, output (the orchestrator's answer), turns, toolCalls, usage (the
     whole pipeline's, as `lwtool report` and the budget count it: the orchestrator, its
@@ -96,7 +101,10 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
     `tools` are what the workflows' steps call; the session's model is offered them too
     unless `session_tools` names what it is offered instead. `budget` ({maxTokens,
     maxCostUsd}) is the pipeline's: the orchestrator session, every planner session and
-    every sub-run are held against it together (recorded: a resume keeps it)."""
+    every sub-run are held against it together (recorded: a resume keeps it). `depth`,
+    `depth_limit` (the least maxDepth of the pipelines above) and `links` ({parentRunId,
+    parentCallId}): a nested pipeline's, run as a sub-run of another pipeline
+    (lwtool.orchestrate.subruns)."""
     from lwtool.harness.bash import BashOptions
     from lwtool.harness.session import run_session
     from lwtool.harness.session_spec import SessionSpec
@@ -118,7 +126,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         budget = record.options.get("budget") if record is not None else None
     limits = dict(budget) if budget else None
     composed = SubRuns(world, pipeline, run_id, registry, model_map, step_timeout,
-                       planner_model, say, limits)
+                       planner_model, say, limits, depth, depth_limit)
     offered = composed.workflow_tools() if typed else composed.registry()
     own = registry if session_tools is None else session_tools
     problem = tool_clash(own, offered.names())
@@ -150,7 +158,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         available_workflows=tuple(w.id for w in pipeline.workflows),
         identity={"availableWorkflows": sorted(w.hash for w in pipeline.workflows),
                   "maxConcurrentSubRuns": pipeline.max_concurrent_sub_runs},
-        budget=limits, name=pipeline.id, harness=custom,
+        budget=limits, name=pipeline.id, harness=custom, links=dict(links or {}),
         task=OrchestrateTask(_request(pipeline, run_input)) if custom is not None else None)
     result = await run_session(world, spec, ToolRegistry({**own.tools, **offered.tools}),
                                run_id=run_id, on_start=on_start,

@@ -8,8 +8,8 @@ first item, then run for every item as a sub-run, at once (the pipeline's
 maxConcurrentSubRuns holds); the answer is the JSON of their outputs by workflow. An
 item is given to a workflow as it is when its input schema takes it, else wrapped in
 the schema's one property (`3` -> `{"n": 3}`); a workflow whose schema takes neither
-gets the whole input once. With each workflow as a tool of its own (`create_harness`),
-each tool is called for each item."""
+gets the whole input once, as a nested pipeline does. With each workflow as a tool of
+its own (`create_harness`), each tool is called for each item."""
 
 from __future__ import annotations
 
@@ -55,9 +55,12 @@ def offline_orchestrator(pipeline: Pipeline, run_input: Any, typed: bool) -> Scr
 
 
 def inputs_for(workflow: Available, run_input: Any) -> list[Any]:
-    """The inputs one workflow is run on: an item each (see the module's docstring)."""
+    """The inputs one workflow is run on: an item each (see the module's docstring); a
+    nested pipeline gets the whole input once (it splits it itself)."""
     from lwtool.steps.outputs import OutputInvalid, check_schema
 
+    if workflow.nested is not None:
+        return [run_input]
     schema = (workflow.definition.get("input") or {}).get("schema")
     items = _items(run_input)
 

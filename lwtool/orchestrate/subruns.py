@@ -61,8 +61,12 @@ class SubRuns:
                  models: Mapping[str, str], step_timeout: float | None = None,
                  planner_model: Any = None,
                  progress: Callable[[str], None] | None = None,
-                 budget: dict[str, Any] | None = None) -> None:
+                 budget: dict[str, Any] | None = None, depth: int = 0,
+                 depth_limit: int | None = None) -> None:
         self.world, self.pipeline, self.run_id = world, pipeline, run_id
+        self.depth = depth  # how deep this pipeline run nests under others (0: the top)
+        # the deepest a nested pipeline may go: the least maxDepth of those it is under
+        self.depth_limit = min(pipeline.max_depth, depth_limit or pipeline.max_depth)
         self.budget = budget  # the pipeline's: every planner session and sub-run shares it
         self.tools, self.models = tools, dict(models)
         self.step_timeout, self.planner_model = step_timeout, planner_model
@@ -213,6 +217,10 @@ class SubRuns:
         key = (workflow.id, short_hash(value))
         if key in self.plans:
             return self.plans[key]
+        if workflow.nested is not None:  # a nested pipeline is run as it is, not planned
+            self.plans[key] = workflow.hash
+            self.versions[workflow.hash] = (workflow.id, "")
+            return workflow.hash
         planner = workflow.definition.get("planner") or {}
         if planner.get("plan"):  # a fixed plan is locked as written
             version_id = self._lock_fixed(workflow, str(planner["plan"]))
@@ -245,6 +253,8 @@ class SubRuns:
         from lwtool.record.errors import RunFailedError, RunWaitingError, WaitingForInput
         from lwtool.runtime.interpreter import start_run
 
+        if workflow.nested is not None:
+            return await self._run_pipeline(workflow, value, sub_run, call_id)
         # `value` was checked against the input schema when the call was admitted (_admit)
         lwir = self.world.get_version(version_id)
         assert lwir is not None, version_id
@@ -275,6 +285,42 @@ class SubRuns:
             finally:
                 self.active -= 1
         return {**result, **self._output_files(sub_run, result)}
+
+    async def _run_pipeline(self, workflow: Available, value: Any, sub_run: str,
+                            call_id: str) -> dict[str, Any]:
+        """A nested pipeline as a sub-run: its own orchestrator session (run `sub_run`,
+        under this one), sharing this pipeline's tools, models and budget; refused past
+        maxDepth."""
+        from lwtool.orchestrate.api import orchestrate
+        from lwtool.record.errors import RunFailedError, RunWaitingError, WaitingForInput
+
+        assert workflow.nested is not None
+        if self.depth + 1 > self.depth_limit:
+            self.say(f"sub-run {sub_run} of pipeline {workflow.id} refused: max_depth")
+            return {"runId": sub_run, "status": "failed", "outputRef": None,
+                    "outputPath": None, "outputSummary": None,
+                    "error": f"max_depth: pipeline {workflow.id} would nest "
+                             f"{self.depth + 1} deep, past maxDepth {self.depth_limit}; "
+                             "answer without it"}
+        async with self.gate:
+            self.say(f"sub-run {sub_run} of pipeline {workflow.id} started")
+            try:
+                result = await orchestrate(
+                    workflow.nested, value, world=self.world, tools=self.tools,
+                    models=self.models, run_id=sub_run, step_timeout=self.step_timeout,
+                    planner_model=self.planner_model, progress=self.say, budget=self.budget,
+                    depth=self.depth + 1, depth_limit=self.depth_limit,
+                    links={"parentRunId": self.run_id, "parentCallId": call_id})
+            except RunWaitingError as waiting:
+                raise WaitingForInput([{**r, "runId": r.get("runId", sub_run)}
+                                       for r in waiting.requests]) from None
+            except RunFailedError as failed:
+                self.say(f"sub-run {sub_run} failed: {failed.cause_code}")
+                return {"runId": sub_run, "status": "failed", "outputRef": None,
+                        "outputPath": None, "outputSummary": None,
+                        "error": f"{failed.cause_code}: {failed.message}"}
+        done = {"runId": sub_run, "status": "completed", "output": result.get("output")}
+        return {**done, **self._output_files(sub_run, done)}
 
     def _output_files(self, sub_run: str, result: dict[str, Any]) -> dict[str, Any]:
         """The whole output in the orchestrator's scratch; a summary for the model."""

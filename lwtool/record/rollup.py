@@ -87,9 +87,14 @@ def _pipeline(world: World, run_id: str) -> list[tuple[str, str]]:
         ids = reserved_ids(run_id, event.payload)
         for key, role in (("plannerRunId", "planner"), ("subRunId", "worker")):
             found = ids.get(key)
-            if isinstance(found, str) and (role, found) not in runs \
-                    and find_run(world, found) is not None:
-                runs.append((role, found))  # a fixed plan reserved a planner run it never made
+            if not isinstance(found, str) or find_run(world, found) is None:
+                continue  # a fixed plan reserved a planner run it never made
+            # a sub-run with what it stands on (a nested pipeline: its whole tree)
+            for linked_run in (linked(world, found)[0] if role == "worker"
+                               else [(role, found)]):
+                if linked_run not in runs and (linked_run[1] == found or find_run(
+                        world, linked_run[1]) is not None):
+                    runs.append(linked_run)
     return runs
 
 

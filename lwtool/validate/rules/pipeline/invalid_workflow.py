@@ -2,9 +2,10 @@
 
 ## What it flags
 An entry of a Pipeline's `workflows` (read relative to the pipeline file) that does
-not exist, cannot be loaded, is not a WorkflowDefinition (a Pipeline there would be a
-recursive pipeline, which lwtool does not run), or is a definition with errors; and
-two entries whose definitions have the same `id`.
+not exist, cannot be loaded, is neither a WorkflowDefinition nor a Pipeline (a nested
+pipeline), is a definition or nested pipeline with errors, or is a pipeline that
+lists, directly or through others, the pipeline itself (the message names the chain);
+and two entries with the same `id`.
 
 ## Why
 The orchestrator plans and runs workflows by their definition's id. A pipeline that
@@ -35,8 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from lwtool.source.finding import Finding, Severity
+from lwtool.validate.children import is_nested
 from lwtool.validate.context import Context
 
 CODE = "pipeline.invalid_workflow"
@@ -52,7 +55,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         if not isinstance(entry, str) or not entry:
             continue  # the schema's finding
         pointer = f"/workflows/{index}"
-        workflow_id, problem = _problem(Path(ctx.path).parent / entry)
+        workflow_id, problem = _problem(Path(ctx.path).parent / entry,
+                                        (Path(ctx.path).resolve(),), is_nested(ctx))
         if problem is not None:
             yield ctx.finding(pointer, f"workflow '{entry}' {problem}")
         elif workflow_id in seen:
@@ -63,8 +67,12 @@ def check(ctx: Context) -> Iterator[Finding]:
             seen[workflow_id] = entry
 
 
-def _problem(path: Path) -> tuple[str | None, str | None]:
-    """(the definition's id, None) for a usable definition; else (None, what is wrong)."""
+def _problem(path: Path, chain: tuple[Path, ...], nested: bool = False
+             ) -> tuple[str | None, str | None]:
+    """(the definition's or nested pipeline's id, None) for a usable entry; else (None,
+    what is wrong). `chain`: the pipeline files listing this entry, outermost first (a
+    nested pipeline is read with its own entries, which this walk checks, so a cycle
+    is found and never followed); `nested`: the pipeline is itself being read so."""
     from lwtool.source.loader import LoadFailed, load_path
     from lwtool.validate.run import document_kind, validate_document
 
@@ -78,7 +86,7 @@ def _problem(path: Path) -> tuple[str | None, str | None]:
         return None, f"cannot be read: {exc.strerror}"
     kind = document_kind(document)
     if kind == "Pipeline":
-        return None, "is itself a Pipeline: pipelines of pipelines are not supported"
+        return _pipeline_problem(path, document, chain, nested)
     if kind != "WorkflowDefinition":
         return None, f"is not a WorkflowDefinition (its kind: {kind or 'none'})"
     errors = [f for f in validate_document(document) if f.severity is Severity.ERROR]
@@ -86,6 +94,30 @@ def _problem(path: Path) -> tuple[str | None, str | None]:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         return None, f"is not a valid WorkflowDefinition: {_first(errors)}{more}"
     return str(document.value["id"]), None
+
+
+def _pipeline_problem(path: Path, document: Any, chain: tuple[Path, ...], nested: bool
+                      ) -> tuple[str | None, str | None]:
+    """A nested pipeline: (its id, None), or (None, what is wrong with it or under it)."""
+    from lwtool.validate.run import validate_document
+
+    here = path.resolve()
+    if here in chain:
+        names = " -> ".join(p.name for p in (*chain[chain.index(here):], here))
+        return None, f"makes a cycle of pipelines: {names}"
+    if nested:  # read by an outer pipeline's walk, which checks this one's entries
+        return str(document.value.get("id")), None
+    errors = [f for f in validate_document(document, nested=True)
+              if f.severity is Severity.ERROR]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return None, f"is not a valid Pipeline: {_first(errors)}{more}"
+    for entry in document.value.get("workflows") or []:
+        if isinstance(entry, str) and entry:
+            _, problem = _problem(path.parent / entry, (*chain, here))
+            if problem is not None:
+                return None, f"lists '{entry}', which {problem}"
+    return str(document.value.get("id")), None
 
 
 def _first(findings: list[Finding]) -> str:
