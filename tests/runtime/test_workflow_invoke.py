@@ -103,3 +103,4 @@ def test_a_kill_in_a_parallel_group_of_children(tmp_path: Path) -> None:
     _check_children(work)
     after = _calls(work)
     assert after - before <= CALLS and sum((after - CALLS).values()) <= 1, (before, after)
+
