@@ -11,7 +11,7 @@ from lwtool.source.loader import Document
 from lwtool.validate.run import document_kind, load_and_validate
 
 if TYPE_CHECKING:
-    from lwtool.lock.children import Locked
+    from lwtool.validate.invokes import Locked
 
 
 @dataclass
@@ -52,8 +52,8 @@ class Compiled:
         """A valid LWIR file with its `workflow.invoke` children locked (read once):
         the LWIR a run executes, its version id, and every child version it reaches."""
         if self._locked is None:
-            from lwtool.lock.children import lock_children
             from lwtool.validate.children import load_child
+            from lwtool.validate.invokes import lock_children
 
             assert self.kind == "Workflow", self.kind
             path = Path(self.path)

@@ -236,10 +236,10 @@ def _used(steps: list[Step], children: dict[str, Workflow] | None = None
 def _file_permissions(ref: str) -> Any:
     """The permissions of an invoked LWIR file (read from the current folder); None when
     it cannot be read (validation then says what is wrong with it)."""
-    from lwtool.compile import compile_file
+    from lwtool.source.loader import LoadFailed, load_path
 
     try:
-        compiled = compile_file(ref)
-    except OSError:
+        value = load_path(ref).value
+    except (LoadFailed, OSError):
         return None
-    return compiled.value.get("permissions") if isinstance(compiled.value, dict) else None
+    return value.get("permissions") if isinstance(value, dict) else None

@@ -82,7 +82,7 @@ def _children_text(found: object, out: Path) -> dict[Path, str]:
 
 def _locked(document: dict[str, Any], out: Path) -> Any:
     """The generated workflow with its children locked (read beside `out`)."""
-    from lwtool.lock.children import lock_children
     from lwtool.validate.children import load_child
+    from lwtool.validate.invokes import lock_children
 
     return lock_children(document, out.parent, load_child, (out.resolve(),))

@@ -258,7 +258,7 @@ def definition_of(path: Path) -> dict[str, Any]:
     return value
 
 
-Children = dict[str, dict[str, Any]]  # version id -> locked LWIR (lwtool.lock.children)
+Children = dict[str, dict[str, Any]]  # version id -> locked LWIR (lwtool.validate.invokes)
 
 
 def lwir_for(path: Path, plan_of: Path | None = None

@@ -64,7 +64,7 @@ def version(
 def _children(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
     """The versions a version's workflow.invoke steps run: {pointer, workflowVersionId,
     name, held (whether the world holds it)}."""
-    from lwtool.lock.children import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, invokes
 
     out = []
     for pointer, step in invokes(lwir):

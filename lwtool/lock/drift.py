@@ -57,7 +57,7 @@ def _changed_children(data: dict[str, Any], compiled: Any) -> str | None:
     recorded = data.get("children")
     if compiled.kind != "Workflow" or not isinstance(recorded, dict):
         return None
-    from lwtool.lock.children import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, invokes
 
     now = {pointer: child_ref(step) for pointer, step in invokes(compiled.locked().lwir)}
     written = {pointer: child_ref(step) for pointer, step in invokes(compiled.value)}
@@ -75,8 +75,8 @@ def _fresh_digest(kind: str, document: dict[str, Any], path: Path) -> str:
 
     if kind != "Workflow":
         return digest_of(kind, document, path.parent)
-    from lwtool.lock.children import ChildProblem, lock_children
     from lwtool.validate.children import load_child
+    from lwtool.validate.invokes import ChildProblem, lock_children
 
     try:
         return lock_children(document, path.parent, load_child, (path.resolve(),)).version_id

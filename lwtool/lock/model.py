@@ -50,10 +50,10 @@ def lock_for(path: str | Path, kind: str, value: dict[str, Any],
              locked: Any = None) -> Lock:
     """The lock of a valid document (deterministic: no timestamps, so re-locking an
     unchanged file changes nothing in the repository). `locked`: an LWIR file's
-    lwtool.lock.children.Locked (its version id covers its children's, each recorded
+    lwtool.validate.invokes.Locked (its version id covers its children's, each recorded
     by the pointer of the step that invokes it)."""
     if kind == "Workflow":
-        from lwtool.lock.children import child_ref, invokes
+        from lwtool.validate.invokes import child_ref, invokes
 
         metadata = value.get("metadata") or {}
         permissions = value.get("permissions") or {}

@@ -126,7 +126,7 @@ async def orchestrate(pipeline: Pipeline, run_input: Any, *, world: World | None
         budget = record.options.get("budget") if record is not None else None
     limits = dict(budget) if budget else None
     composed = SubRuns(world, pipeline, run_id, registry, model_map, step_timeout,
-                       planner_model, say, limits, depth, depth_limit)
+                       planner_model, say, limits, depth, depth_limit, nest=orchestrate)
     offered = composed.workflow_tools() if typed else composed.registry()
     own = registry if session_tools is None else session_tools
     problem = tool_clash(own, offered.names())

@@ -62,11 +62,13 @@ class SubRuns:
                  planner_model: Any = None,
                  progress: Callable[[str], None] | None = None,
                  budget: dict[str, Any] | None = None, depth: int = 0,
-                 depth_limit: int | None = None) -> None:
+                 depth_limit: int | None = None,
+                 nest: Callable[..., Any] | None = None) -> None:
         self.world, self.pipeline, self.run_id = world, pipeline, run_id
         self.depth = depth  # how deep this pipeline run nests under others (0: the top)
         # the deepest a nested pipeline may go: the least maxDepth of those it is under
         self.depth_limit = min(pipeline.max_depth, depth_limit or pipeline.max_depth)
+        self.nest = nest  # runs a nested pipeline (lwtool.orchestrate.api.orchestrate)
         self.budget = budget  # the pipeline's: every planner session and sub-run shares it
         self.tools, self.models = tools, dict(models)
         self.step_timeout, self.planner_model = step_timeout, planner_model
@@ -291,10 +293,9 @@ class SubRuns:
         """A nested pipeline as a sub-run: its own orchestrator session (run `sub_run`,
         under this one), sharing this pipeline's tools, models and budget; refused past
         maxDepth."""
-        from lwtool.orchestrate.api import orchestrate
         from lwtool.record.errors import RunFailedError, RunWaitingError, WaitingForInput
 
-        assert workflow.nested is not None
+        assert workflow.nested is not None and self.nest is not None
         if self.depth + 1 > self.depth_limit:
             self.say(f"sub-run {sub_run} of pipeline {workflow.id} refused: max_depth")
             return {"runId": sub_run, "status": "failed", "outputRef": None,
@@ -305,7 +306,7 @@ class SubRuns:
         async with self.gate:
             self.say(f"sub-run {sub_run} of pipeline {workflow.id} started")
             try:
-                result = await orchestrate(
+                result = await self.nest(
                     workflow.nested, value, world=self.world, tools=self.tools,
                     models=self.models, run_id=sub_run, step_timeout=self.step_timeout,
                     planner_model=self.planner_model, progress=self.say, budget=self.budget,

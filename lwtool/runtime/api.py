@@ -68,8 +68,8 @@ def lock_workflow(workflow: str | Path | Mapping[str, Any]) -> LockedWorkflow:
     to the current folder for a dict; raises WorkflowInvalid)."""
     from lwtool.canonical.digest import sha256_of_bytes
     from lwtool.canonical.jcs import canonical_bytes
-    from lwtool.lock.children import ChildProblem, lock_children
     from lwtool.validate.children import load_child
+    from lwtool.validate.invokes import ChildProblem, lock_children
 
     lwir = load_lwir(workflow) if isinstance(workflow, (str, Path)) else checked_lwir(workflow)
     folder = Path(workflow).parent if isinstance(workflow, (str, Path)) else Path.cwd()

@@ -11,10 +11,10 @@ against the budget of the run at the top (`links.rootRunId`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lwtool.calls.models import UnresolvedModel
-from lwtool.lock.children import wider_grants
 from lwtool.record.errors import (
     CapabilityDriftError,
     RunFailedError,
@@ -24,20 +24,24 @@ from lwtool.record.errors import (
 )
 from lwtool.record.ids import child_run_id
 from lwtool.tools import MissingTools
+from lwtool.validate.invokes import wider_grants
 from lwtool.world.base import RunConflict
 
 
 class ChildRuns:
+    """`start` and `resume`: the scheduler's start_run and resume_run (given, so that
+    this module imports nothing of the scheduler that imports it)."""
+
     def __init__(self, state: Any, budget: dict[str, Any] | None,
-                 links: dict[str, Any] | None) -> None:
+                 links: dict[str, Any] | None, start: Callable[..., Any],
+                 resume: Callable[..., Any]) -> None:
         self.state, self.budget = state, budget
+        self.start, self.resume = start, resume
         self.root = str((links or {}).get("rootRunId") or state.run_id)
 
     async def invoke(self, version_id: str, value: Any, path: str) -> Any:
         """The child run's output; StepFailure with the child's cause when it failed,
         WaitingForInput (naming the child run) while it waits for a person."""
-        from lwtool.runtime.interpreter import resume_run, start_run
-
         state = self.state
         child_id = child_run_id(state.run_id, path)
         lwir = state.world.get_version(version_id)
@@ -55,10 +59,10 @@ class ChildRuns:
             if _failed(state.world, child_id):
                 # The step runs again after its child failed: the parent was retried
                 # (`lwtool retry`), and so is the child (its failed steps, then on).
-                result = await resume_run(state.world, child_id, state.tools, state.models,
-                                          harness=state.harness, retry=True)
+                result = await self.resume(state.world, child_id, state.tools, state.models,
+                                           harness=state.harness, retry=True)
             else:
-                result = await start_run(
+                result = await self.start(
                     state.world, lwir, value, state.tools, state.models, child_id,
                     step_timeout=state.step_timeout, harness=state.harness,
                     durability=state.durability, version_id=version_id, links=links,
@@ -93,7 +97,7 @@ def descendants(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _held(world: Any, lwir: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The versions `lwir`'s invokes name, as the world holds them (recursively)."""
-    from lwtool.lock.children import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, invokes
 
     found: dict[str, dict[str, Any]] = {}
     todo = [lwir]
@@ -111,7 +115,7 @@ def _held(world: Any, lwir: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def missing_versions(world: Any, lwir: dict[str, Any]) -> list[str]:
     """The versions `lwir`'s invokes name (recursively) that the world does not hold."""
-    from lwtool.lock.children import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, invokes
 
     held = _held(world, lwir)
     missing = []

@@ -136,7 +136,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     results committed with RunStarted, in the same commit (`lwtool fork`: the results
     kept from the run it forks); the run replays them and executes the rest.
     `children` (version id -> locked LWIR: what its workflow.invoke steps reach,
-    lwtool.lock.children) are registered with it; a child version the world then does
+    lwtool.validate.invokes) are registered with it; a child version the world then does
     not hold is refused before anything runs."""
     harness = harness or WorkflowHarness()
     for child_id, child in (children or {}).items():  # what its invokes reach
@@ -329,7 +329,7 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")
-    state.children = ChildRuns(state, budget, links)
+    state.children = ChildRuns(state, budget, links, start_run, resume_run)
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
     # pipeline run's; a planned run's own planner session goes with it.

@@ -3,7 +3,7 @@ child's output.
 
 `with: {workflow, input}`: `workflow` is, in the locked LWIR, the child's
 WorkflowVersion id (a file named there was locked into the parent's version,
-lwtool.lock.children); `input` (a template; default: the workflow input, or the item
+lwtool.validate.invokes); `input` (a template; default: the workflow input, or the item
 inside a parallel body) is the child run's input. The child run's id is derived from
 this run's id and the step's path (lwtool.record.ids.child_run_id), so a replay after a
 kill at any point finds the child it started and resumes it (a finished child answers

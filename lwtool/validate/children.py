@@ -1,5 +1,5 @@
 """A workflow's children (`workflow.invoke`), locked once per document for the rules
-that check them (lwtool.lock.children does the locking). A child file is read with
+that check them (lwtool.validate.invokes does the locking). A child file is read with
 every rule but these: its own children are locked by the lock that reads it, which
 also finds a cycle (and never follows one)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lwtool.lock.children import ChildProblem, Locked, child_ref, invokes, is_version_id
 from lwtool.validate.context import Context
+from lwtool.validate.invokes import ChildProblem, Locked, child_ref, invokes, is_version_id
 
 NESTED = "children.nested"  # Context._cache key: a child read for its parent's lock
 _LOCKED = "children.locked"
@@ -27,7 +27,7 @@ def locked_of(ctx: Context) -> Locked | ChildProblem | None:
             for _, step in invokes(ctx.value)):
         return None
     if _LOCKED not in ctx._cache:
-        from lwtool.lock.children import lock_children
+        from lwtool.validate.invokes import lock_children
 
         try:
             ctx._cache[_LOCKED] = lock_children(ctx.value, Path(ctx.path).parent,

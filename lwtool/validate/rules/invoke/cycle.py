@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lwtool.lock.children import ChildProblem
 from lwtool.source.finding import Finding
 from lwtool.validate.children import locked_of
 from lwtool.validate.context import Context
+from lwtool.validate.invokes import ChildProblem
 
 CODE = "invoke.cycle"
 

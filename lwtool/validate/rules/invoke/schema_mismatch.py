@@ -44,11 +44,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lwtool.lock.children import Locked, child_of, invokes
-from lwtool.lock.schema_fit import literal_problems, output_problems
 from lwtool.source.finding import Finding
 from lwtool.validate.children import locked_of
 from lwtool.validate.context import Context
+from lwtool.validate.invokes import Locked, child_of, invokes
+from lwtool.validate.schema_fit import literal_problems, output_problems
 
 CODE = "invoke.schema_mismatch"
 

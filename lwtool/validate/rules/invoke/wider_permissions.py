@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lwtool.lock.children import Locked, child_of, invokes, wider_grants
 from lwtool.source.finding import Finding
 from lwtool.validate.children import locked_of
 from lwtool.validate.context import Context
+from lwtool.validate.invokes import Locked, child_of, invokes, wider_grants
 
 CODE = "invoke.wider_permissions"
 

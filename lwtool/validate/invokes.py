@@ -14,6 +14,7 @@ import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,18 @@ VERSION_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
 @dataclass
 class Locked:
-    """An LWIR document with its children locked, its version id, and every version it
-    reaches through invokes (children, theirs, ...: id -> locked LWIR)."""
+    """An LWIR document with its children locked, and every version it reaches through
+    invokes (children, theirs, ...: id -> locked LWIR). Its version id is computed when
+    asked (a caller that canonicalizes the document anyway takes it from there)."""
 
     lwir: dict[str, Any]
-    version_id: str
     children: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @cached_property
+    def version_id(self) -> str:
+        from lwtool.canonical.digest import workflow_version_id
+
+        return workflow_version_id(self.lwir)
 
 
 class ChildProblem(ValueError):
@@ -73,12 +80,10 @@ def lock_children(lwir: dict[str, Any], folder: Path,
     """`lwir` (read from a file in `folder`) with each file-named child locked. `load`
     reads a child file as LWIR (raising ChildProblem-worthy errors as ValueError with a
     message); `chain` is the files invoking this one (a cycle names them)."""
-    from lwtool.canonical.digest import workflow_version_id
-
     found = list(invokes(lwir))
     if not any(ref is not None and not is_version_id(ref)
                for ref in (child_ref(step) for _, step in found)):
-        return Locked(lwir, workflow_version_id(lwir))
+        return Locked(lwir)
     locked = copy.deepcopy(lwir)
     children: dict[str, dict[str, Any]] = {}
     for pointer, _ in found:
@@ -107,7 +112,7 @@ def lock_children(lwir: dict[str, Any], folder: Path,
         step["with"]["workflow"] = inner.version_id
         children[inner.version_id] = inner.lwir
         children.update(inner.children)
-    return Locked(locked, workflow_version_id(locked), children)
+    return Locked(locked, children)
 
 
 def child_of(locked: Locked, pointer: str) -> dict[str, Any] | None:
