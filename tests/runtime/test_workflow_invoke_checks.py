@@ -192,3 +192,32 @@ def test_children_nest_in_the_graph_the_report_and_the_trace(tmp_path: Path) -> 
             assert 'id="parent-run" href="/runs/polish"' in child_page
     finally:
         world.close()
+
+
+def test_a_childs_model_calls_count_against_the_parents_budget(tmp_path: Path) -> None:
+    say = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.n }}"}}
+    child = {**HEAD, "metadata": {"name": "child"}, "permissions": {"models": ["writer"]},
+             "steps": [{"id": "a", **say}, {"id": "b", "needs": ["a"], **say}]}
+    (tmp_path / "child.lwir.yaml").write_text(yaml.safe_dump(child))
+    parent = {**HEAD, "metadata": {"name": "parent"},
+              "permissions": {"tools": [], "models": ["writer"]},
+              "steps": [{"id": "first", **say},
+                        {"id": "child", "uses": "workflow.invoke", "needs": ["first"],
+                         "with": {"workflow": "./child.lwir.yaml", "input": {"n": 1}}}]}
+    (tmp_path / "parent.lwir.yaml").write_text(yaml.safe_dump(parent))
+    (tmp_path / "models.yaml").write_text("writer: offline\n")
+    (tmp_path / "in.json").write_text('{"n": 0}')
+    data = ["--data-dir", str(tmp_path / "data")]
+    spent = run_cli("run", str(tmp_path / "parent.lwir.yaml"), "-i", str(tmp_path / "in.json"),
+                    "--models", str(tmp_path / "models.yaml"), "--run-id", "P",
+                    "--max-tokens", "20", "--json", *data)
+    assert spent.returncode == 1, spent.stderr
+    failed = json.loads(spent.stdout)
+    assert failed["causeCode"] == "budget_exceeded" and failed["failedStepPath"] == "child"
+    # 14 tokens a reply: the parent's first and the child's first (28) spend the 20;
+    # the child's second call is refused, though the child alone spent 14
+    assert "the token budget is spent: 28 tokens used of 20" in failed["message"]
+    child_id = child_run_id("P", "child")
+    replies = [line for run in ("P", child_id) for line in run_cli(
+        "events", run, *data, "--json", "--type", "harness.model.responded").stdout.splitlines()]
+    assert len(replies) == 2
