@@ -5,11 +5,19 @@ also finds a cycle (and never follows one)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lwtool.validate.context import Context
-from lwtool.validate.invokes import ChildProblem, Locked, child_ref, invokes, is_version_id
+from lwtool.validate.invokes import (
+    ChildProblem,
+    Locked,
+    child_of,
+    child_ref,
+    invokes,
+    is_version_id,
+)
 
 NESTED = "children.nested"  # Context._cache key: a child read for its parent's lock
 _LOCKED = "children.locked"
@@ -36,6 +44,19 @@ def locked_of(ctx: Context) -> Locked | ChildProblem | None:
             ctx._cache[_LOCKED] = problem
     found: Locked | ChildProblem = ctx._cache[_LOCKED]
     return found
+
+
+def invoked_children(ctx: Context) -> Iterator[tuple[str, dict[str, Any], dict[str, Any],
+                                                     Locked]]:
+    """(pointer, step, the child's locked LWIR, the document's lock) of every invoke
+    whose child file was locked (none when the document could not be)."""
+    locked = locked_of(ctx)
+    if not isinstance(locked, Locked):
+        return
+    for pointer, step in invokes(ctx.value):
+        child = child_of(locked, pointer)
+        if child is not None:
+            yield pointer, step, child, locked
 
 
 def load_child(path: Path) -> dict[str, Any]:

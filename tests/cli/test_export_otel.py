@@ -20,6 +20,7 @@ from tests.coderun.test_code_run_step import CALLS
 from tests.conftest import ROOT, run_cli
 from tests.fixtures.otlp_receiver import otlp_receiver
 from tests.fixtures.session_run import harness_session_run
+from tests.fixtures.two_steps import killed_two_steps
 
 WORKFLOWS = ROOT / "tests" / "runtime" / "workflows"
 TOOLS = f"{ROOT / 'tests' / 'runtime' / 'side_effects.py'}:tools"
@@ -200,18 +201,8 @@ def test_an_attempt_a_resume_started_again_is_an_interrupted_error_span(
     """Killed after step b's model answered (committed) and before b completed, then
     resumed: b's first attempt ends at its last event with status ERROR, not `running`
     until the run's end; the resumed attempt reuses the answer."""
-    step = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.x }}"}}
-    (tmp_path / "two.lwir.json").write_text(json.dumps({
-        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
-        "metadata": {"name": "two"}, "permissions": {"models": ["writer"]},
-        "input": {"schema": {"type": "object"}},
-        "steps": [{"id": "a", **step}, {"id": "b", "needs": ["a"], **step}]}))
-    (tmp_path / "models.yaml").write_text("writer: offline\n")
-    (tmp_path / "in.json").write_text('{"x": 1}')
     data = ["--data-dir", str(tmp_path / "data")]
-    killed = run_cli("run", str(tmp_path / "two.lwir.json"), "-i", str(tmp_path / "in.json"),
-                     "--models", str(tmp_path / "models.yaml"), "--run-id", "cut", *data,
-                     env={"LWTOOL_FAULT_KILL_AFTER": "harness.model.responded@b"})
+    killed = killed_two_steps(tmp_path, tmp_path / "data", "cut", "harness.model.responded@b")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert run_cli("replay", "cut", *data).returncode == 0
     out = tmp_path / "cut.json"

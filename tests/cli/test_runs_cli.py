@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import Worlds, run_cli
+from tests.fixtures.two_steps import killed_two_steps
 
 EXAMPLE = ["examples/refine-loop.lwir.yaml", "--input", "examples/inputs/refine-loop.json",
            "--tools", "examples/tools.py:tools", "--quiet"]
@@ -48,19 +49,8 @@ def test_the_resume_hint_asks_for_no_models_the_run_recorded(tmp_path: Path) -> 
     for `--models`, and works as printed."""
     import shlex
 
-    step = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.x }}"}}
-    (tmp_path / "two.lwir.json").write_text(json.dumps({
-        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
-        "metadata": {"name": "two"}, "permissions": {"models": ["writer"]},
-        "input": {"schema": {"type": "object"}},
-        "steps": [{"id": "a", **step}, {"id": "b", "needs": ["a"], **step}]}))
-    (tmp_path / "models.yaml").write_text("writer: offline\n")
-    (tmp_path / "in.json").write_text('{"x": 1}')
     data = ["--data-dir", str(tmp_path / "data")]
-    killed = run_cli("run", str(tmp_path / "two.lwir.json"), "--input",
-                     str(tmp_path / "in.json"), "--models", str(tmp_path / "models.yaml"),
-                     "--run-id", "cut", "-q", *data,
-                     env={"LWTOOL_FAULT_KILL_AFTER": "StepCompleted@a"})
+    killed = killed_two_steps(tmp_path, tmp_path / "data", "cut", "StepCompleted@a", "-q")
     assert killed.returncode == -9, killed.stderr
     hint = run_cli("runs", *data).stdout.splitlines()[-1]
     command = hint.partition("resume it: ")[2]

@@ -62,17 +62,9 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _killed_and_resumed(work: Path, data: str) -> None:
     """Run `resumed`: killed after step b's model answered, then resumed."""
-    step = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.x }}"}}
-    (work / "two.lwir.json").write_text(json.dumps({
-        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
-        "metadata": {"name": "two"}, "permissions": {"models": ["writer"]},
-        "input": {"schema": {"type": "object"}},
-        "steps": [{"id": "a", **step}, {"id": "b", "needs": ["a"], **step}]}))
-    (work / "models.yaml").write_text("writer: offline\n")
-    (work / "x.json").write_text('{"x": 1}')
-    killed = lwtool("run", str(work / "two.lwir.json"), "-i", str(work / "x.json"), "--models",
-                    str(work / "models.yaml"), "--run-id", "resumed", "--data-dir", data,
-                    env={"LWTOOL_FAULT_KILL_AFTER": "harness.model.responded@b"})
+    from tests.fixtures.two_steps import killed_two_steps
+
+    killed = killed_two_steps(work, Path(data), "resumed", "harness.model.responded@b")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     resumed = lwtool("replay", "resumed", "--data-dir", data)
     assert resumed.returncode == 0, resumed.stderr

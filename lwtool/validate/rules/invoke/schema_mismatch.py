@@ -45,22 +45,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.children import locked_of
+from lwtool.validate.children import invoked_children
 from lwtool.validate.context import Context
-from lwtool.validate.invokes import Locked, child_of, invokes
 from lwtool.validate.schema_fit import literal_problems, output_problems
 
 CODE = "invoke.schema_mismatch"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    locked = locked_of(ctx)
-    if not isinstance(locked, Locked):
-        return
-    for pointer, step in invokes(ctx.value):
-        child = child_of(locked, pointer)
-        if child is None:
-            continue
+    for pointer, step, child, _ in invoked_children(ctx):
         settings = step.get("with") or {}
         if "input" in settings:
             schema = (child.get("input") or {}).get("schema")

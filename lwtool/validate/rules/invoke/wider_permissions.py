@@ -36,21 +36,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.children import locked_of
+from lwtool.validate.children import invoked_children
 from lwtool.validate.context import Context
-from lwtool.validate.invokes import Locked, child_of, invokes, wider_grants
+from lwtool.validate.invokes import wider_grants
 
 CODE = "invoke.wider_permissions"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    locked = locked_of(ctx)
-    if not isinstance(locked, Locked):
-        return
-    for pointer, _ in invokes(ctx.value):
-        child = child_of(locked, pointer)
-        if child is None:
-            continue
+    for pointer, _, child, locked in invoked_children(ctx):
         for kind, names in wider_grants(ctx.value, child, locked.children).items():
             what = "tool" if kind == "tools" else "model slot"
             yield ctx.finding(f"{pointer}/with/workflow", (
