@@ -1,5 +1,6 @@
 """Definition and pipeline files in the editor: go to the file an entry names (a
-pipeline's `workflows:` entries, a definition's `planner.plan`), and hover on a field
+pipeline's `workflows:` entries, a definition's `planner.plan`, a workflow.invoke's
+`with.workflow`), and hover on a field
 with its description from the file's JSON Schema (definition.schema.json,
 pipeline.schema.json: what `lwtool validate` checks it against)."""
 
@@ -24,13 +25,17 @@ def kind_of(analysis: Any) -> str | None:
 def linked_file(analysis: Any, offset: int, here: Path) -> tuple[Path, Span] | None:
     """The file the entry under `offset` names (relative to this file, `here`), if it
     exists, and the entry's span."""
-    kind, found = kind_of(analysis), analysis.pointer_at(offset)
+    document = analysis.document
+    kind = document_kind(document) if document is not None else None
+    found = analysis.pointer_at(offset)
     if kind is None or found is None or found[1]:
         return None
     pointer = found[0]
     parts = pointers.split(pointer)
     linking = (kind == "Pipeline" and len(parts) == 2 and parts[0] == "workflows") or \
-        (kind == "WorkflowDefinition" and parts == ["planner", "plan"])
+        (kind == "WorkflowDefinition" and parts == ["planner", "plan"]) or \
+        (kind == "Workflow" and parts[-2:] == ["with", "workflow"] and _invokes(
+            document.value, pointers.from_parts(parts[:-2])))
     if not linking:
         return None
     value = pointers.resolve(analysis.document.value, pointer)
@@ -38,6 +43,16 @@ def linked_file(analysis: Any, offset: int, here: Path) -> tuple[Path, Span] | N
         return None
     target = (here.parent / value).resolve()
     return (target, analysis.span_of(pointer)) if target.is_file() else None
+
+
+def _invokes(value: Any, step_pointer: str) -> bool:
+    """Whether the step at `step_pointer` is a workflow.invoke (its `with.workflow`
+    names a child file)."""
+    try:
+        step = pointers.resolve(value, step_pointer)
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
+    return isinstance(step, dict) and step.get("uses") == "workflow.invoke"
 
 
 def field_hover(analysis: Any, offset: int) -> tuple[str, Span] | None:

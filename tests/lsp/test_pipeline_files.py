@@ -71,3 +71,26 @@ async def test_a_pipelines_workflows_are_found_beside_it_whatever_the_servers_fo
     assert [d.code for d in client.diagnostics[pipeline.as_uri()]] == []
     assert [d.code for d in client.diagnostics[broken.as_uri()]] == [
         "pipeline.invalid_workflow"]
+
+
+async def test_an_invoked_child_is_linked_and_checked_in_the_editor(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """Go to definition on a workflow.invoke's `with.workflow` opens the child file; a
+    child that is missing is a diagnostic at the entry (read beside the document)."""
+    (tmp_path / "compose").mkdir()
+    shutil.copy(ROOT / "examples" / "refine-loop.lwir.yaml", tmp_path / "refine-loop.lwir.yaml")
+    parent = tmp_path / "compose" / "polish-all.lwir.yaml"
+    shutil.copy(ROOT / "examples" / "compose" / "polish-all.lwir.yaml", parent)
+    text = parent.read_text()
+    open_document(client, text, parent.as_uri())
+    found = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=parent.as_uri()),
+        position=_position(text, "refine-loop", "workflow: ../refine-loop")))
+    assert isinstance(found, types.Location)
+    assert found.uri == (tmp_path / "refine-loop.lwir.yaml").as_uri()
+    broken = tmp_path / "compose" / "broken.lwir.yaml"
+    broken.write_text(text.replace("../refine-loop.lwir.yaml", "../gone.lwir.yaml"))
+    open_document(client, broken.read_text(), broken.as_uri())
+    while broken.as_uri() not in client.diagnostics:
+        await client.wait_for_notification("textDocument/publishDiagnostics")
+    assert [d.code for d in client.diagnostics[broken.as_uri()]] == ["invoke.child_invalid"]
