@@ -213,6 +213,7 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
     state.budget = run_budget(options.get("budget"), world, task.run_id,
                               options.get("links"), elsewhere=True)
     state.workspace = dict(options.get("workspace") or {})
+    state.children = _children(state, options)  # a branch's invokes start child runs here
     body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,
                  has_item=True)
 
@@ -224,6 +225,14 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
         return await branch_end(output())
     finally:
         state.close()
+
+
+def _children(state: Any, options: dict[str, Any]) -> Any:
+    from lwtool.runtime.children import ChildRuns
+    from lwtool.runtime.interpreter import resume_run, start_run
+
+    return ChildRuns(state, options.get("budget"), options.get("links"), start_run,
+                     resume_run)
 
 
 async def branch_end(output: Coroutine[Any, Any, Any]) -> tuple[str, Any]:

@@ -62,11 +62,7 @@ class ChildRuns:
                 result = await self.resume(state.world, child_id, state.tools, state.models,
                                            harness=state.harness, retry=True)
             else:
-                result = await self.start(
-                    state.world, lwir, value, state.tools, state.models, child_id,
-                    step_timeout=state.step_timeout, harness=state.harness,
-                    durability=state.durability, version_id=version_id, links=links,
-                    budget=self.budget)
+                result = await self.run_child(child_id, lwir, version_id, value, links)
         except RunWaitingError as waiting:
             raise WaitingForInput([{**r, "runId": child_id} for r in waiting.requests]) \
                 from None
@@ -81,6 +77,19 @@ class ChildRuns:
                                        "childFailedStepPath": failed.failed_step_path}) \
                 from None
         return result["output"]
+
+
+    async def run_child(self, child_id: str, lwir: dict[str, Any], version_id: str,
+                        value: Any, links: dict[str, Any]) -> dict[str, Any]:
+        """Start (or resume) the child and await its result, here, in this process
+        (lwtool.runtime.queued_children queues it for the workers instead)."""
+        state = self.state
+        result: dict[str, Any] = await self.start(
+            state.world, lwir, value, state.tools, state.models, child_id,
+            step_timeout=state.step_timeout, harness=state.harness,
+            durability=state.durability, version_id=version_id, links=links,
+            budget=self.budget)
+        return result
 
 
 def _failed(world: Any, run_id: str) -> bool:

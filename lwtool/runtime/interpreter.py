@@ -329,7 +329,9 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")
-    state.children = ChildRuns(state, budget, links, start_run, resume_run)
+    # a worker's runs queue their children for every worker (RunState.branches)
+    queued = getattr(branches, "child_runs", None)
+    state.children = (queued or ChildRuns)(state, budget, links, start_run, resume_run)
     pipeline = state.workspace.get("pipelineRunId")
     # A pipeline's planner sessions serve many sub-runs: their scratch goes with the
     # pipeline run's; a planned run's own planner session goes with it.

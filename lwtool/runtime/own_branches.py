@@ -111,8 +111,8 @@ class OwnBranches:
     """`RunState.branches` for one run a worker executes (its claims, ends, slots and
     heartbeat: `worker`, lwtool.runtime.worker._Worker)."""
 
-    def __init__(self, worker: Any, run_id: str) -> None:
-        self.worker, self.run_id = worker, run_id
+    def __init__(self, worker: Any, run_id: str, queue: str = "default") -> None:
+        self.worker, self.run_id, self.queue = worker, run_id, queue
         self.loop: asyncio.AbstractEventLoop | None = None
         self.state: Any = None  # the run's RunState
         self.branches: dict[str, _Branch] = {}
@@ -125,6 +125,15 @@ class OwnBranches:
         self._look: asyncio.TimerHandle | None = None
         self._write_due: asyncio.TimerHandle | None = None
         self.took: float | None = None  # seconds a branch executed here took, smoothed
+
+    def child_runs(self, state: Any, budget: Any, links: Any, start: Any,
+                   resume: Any) -> Any:
+        """The run's child runs (workflow.invoke): queued for every worker on the run's
+        queue, and executed here when no other worker takes them
+        (lwtool.runtime.queued_children)."""
+        from lwtool.runtime.queued_children import QueuedChildRuns
+
+        return QueuedChildRuns(state, budget, links, start, resume, self.worker, self.queue)
 
     async def run(self, scope: Any, step: dict[str, Any], path: str, key: str,
                   item: Any, here: Callable[[], Coroutine[Any, Any, Any]] | None = None

@@ -137,6 +137,7 @@ class _Worker:
         # heard of (NOTIFY) or a look at the queue is due (a dead worker's branches)
         self.branches_maybe = True
         self.branch_notes = 0  # branch notifications heard
+        self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
 
@@ -146,7 +147,7 @@ class _Worker:
         wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
         stop_beat = self.heartbeat.start()
         stop_listen = _listen_thread(self, wake)
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         # a slot given back: claim other workers' branches with it, when some may wait
         stop_slots = self.slots.listen(lambda: self._slot_freed(loop, wake))
         try:
@@ -219,6 +220,20 @@ class _Worker:
                 return True
         return False
 
+    async def execute_here(self, claim: Any, parent: str) -> None:
+        """Execute a child run this worker claimed for its `parent` (a run it executes,
+        waiting for it): on the worker's loop, as any claimed run, in the slot the
+        parent lends it. Returns when the child's claim ends (or is lost)."""
+        self.log("run_claimed", f"claimed run {claim.run_id} (claim {claim.claims}), a "
+                 f"child of run {parent}", run=claim.run_id)
+        assert self.loop is not None
+        done = asyncio.run_coroutine_threadsafe(_execute(self, claim), self.loop)
+        try:
+            await asyncio.wrap_future(done)
+        except asyncio.CancelledError:
+            done.cancel()
+            raise
+
     async def _wait(self, wake: asyncio.Event, stop: asyncio.Event, timeout: float) -> int:
         """Wait for a run or branch to end, work to be queued, stop, or `timeout`;
         returns how many runs ended."""
@@ -283,7 +298,7 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
     stop_beat = worker.heartbeat.hold(
         lambda: queue.renew(run_id, setup.name, setup.lease) or
         world.claim_ended(run_id, forget=False), what)
-    branches = OwnBranches(worker, run_id)
+    branches = OwnBranches(worker, run_id, claim.queue)
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)
         lwir = world.get_version(claim.version_id)
@@ -303,7 +318,7 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
                                    workspace=options.get("workspace"),
                                    durability=options.get("durability"),
                                    version_id=claim.version_id, branches=branches,
-                                   budget=options.get("budget"),
+                                   budget=options.get("budget"), links=options.get("links"),
                                    fresh=claim.claims == 1)  # else a dead worker's, likely
         finally:
             branches.close()

@@ -169,6 +169,31 @@ class RunQueue:
         return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]), row[5],
                      float(row[6]))
 
+    def claim_run(self, run_id: str, worker: str, lease: float) -> Claim | None:
+        """Claim this run if it is claimable (queued, or claimed by a worker that is
+        gone, as `claim` counts them), whatever its queue's limit: a run's child, which
+        the worker executing the run takes in the slot the run lends it while it waits.
+        None when it is not claimable now."""
+        now = time.time()
+        rows = self.world._one_trip([(
+            "UPDATE lwtool.queue SET state = 'claimed', worker = %s, lease_until = %s, "
+            "claimed_at = %s, claims = claims + 1 WHERE run_id = (SELECT run_id FROM "
+            "lwtool.queue WHERE run_id = %s AND (state = 'queued' OR (state = 'claimed' AND "
+            f"(lease_until < %s OR (claimed_at < %s AND {UNLOCKED})))) FOR UPDATE SKIP "
+            "LOCKED) RETURNING run_id, version_id, input, options, claims, queue, enqueued_at",
+            (worker, now + lease, now, run_id, now, now - GRACE))])
+        if not rows:
+            return None
+        row = rows[0]
+        return Claim(row[0], row[1], loads(row[2]), loads(row[3]), int(row[4]), row[5],
+                     float(row[6]))
+
+    def state_of(self, run_id: str) -> tuple[str, float] | None:
+        """(state, enqueued_at) of a run the queue holds; None when it holds none."""
+        rows = self.world._read("SELECT state, enqueued_at FROM lwtool.queue WHERE run_id = %s",
+                                (run_id,))
+        return (str(rows[0][0]), float(rows[0][1])) if rows else None
+
     def renew(self, run_id: str, worker: str, lease: float) -> bool:
         """Extend this worker's lease; False when the run is no longer its own."""
         return bool(self.world._one_trip([(

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -52,4 +54,63 @@ def test_a_worker_killed_in_a_childs_step_loses_nothing(tmp_path: Path,
     assert sorted(r["runId"] for r in rows if r["runId"] != "P") == sorted(
         child_run_id("P", p) for p in CHILD_PATHS)
     assert {r["status"] for r in rows} == {"completed"}
+    assert _calls(work) == CALLS + Counter({"improve:improve-2": 1})  # the one in flight
+
+
+CHILD_TOOLS = '''
+from lwtool import ToolRegistry
+from tests.runtime.side_effects import tools as every
+
+tools = ToolRegistry({name: tool for name, tool in every.tools.items() if name != "record"})
+'''
+
+
+def test_a_child_runs_on_another_worker_and_survives_its_death(tmp_path: Path,
+                                                               postgres_url: str) -> None:
+    """Worker B serves the children's tools only (not the parent's `record`): worker A
+    claims the parent, B claims its first child from the queue at once and is SIGKILLed
+    in that child's step; A, whose parent waits, takes the child over once B is gone
+    and finishes everything: the uninterrupted output, one child per invoke."""
+    work = tmp_path / "queued"
+    work.mkdir()
+    (work / "child_tools.py").write_text(CHILD_TOOLS)
+
+    def worker(tools: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lwtool", "worker", "--world", postgres_url, "--tools",
+             tools, "--data-dir", str(work / "data"), "--concurrency", "1", "-v",
+             "--lease-seconds", "2"],
+            cwd=ROOT, env={**os.environ, "LWTOOL_TEST_DIR": str(work),
+                           "PYTHONPATH": str(ROOT), **env},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    b = worker(f"{work / 'child_tools.py'}:tools", LWTOOL_TEST_BLOCK="improve-2")
+    (work / "input.json").write_text(json.dumps(INPUT))
+    queued = run_cli("run", str(HERE / "workflows" / "invoke.lwir.yaml"), "-i",
+                     str(work / "input.json"), "--enqueue", "--run-id", "P", "--world",
+                     postgres_url)
+    assert queued.returncode == 0, queued.stderr
+    a = worker(TOOLS)
+    try:
+        _wait_for(work / "blocked-improve-2", b)
+        _kill(b)
+        b_log = b.stderr.read() if b.stderr else ""
+        deadline = time.monotonic() + 90
+        while '"completed"' not in run_cli("runs", "--world", postgres_url, "--json",
+                                           "--status", "completed").stdout or any(
+                r["status"] != "completed" for r in json.loads(run_cli(
+                    "runs", "--world", postgres_url, "--json").stdout)):
+            assert time.monotonic() < deadline and a.poll() is None
+            time.sleep(0.2)
+    finally:
+        a.send_signal(signal.SIGTERM)
+        a_log = a.communicate(timeout=60)[1]
+    polish = child_run_id("P", "polish")
+    assert f"claimed run {polish} (claim 1)" in b_log, b_log
+    assert f"claimed run {polish} (claim 2), a child of run P" in a_log, a_log
+    replayed = run_cli("replay", "P", "--world", postgres_url, "--tools", TOOLS, "--json")
+    assert json.loads(replayed.stdout)["output"] == OUTPUT
+    rows = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
+    assert sorted(r["runId"] for r in rows if r["runId"] != "P") == sorted(
+        child_run_id("P", p) for p in CHILD_PATHS)
     assert _calls(work) == CALLS + Counter({"improve:improve-2": 1})  # the one in flight
