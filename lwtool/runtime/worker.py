@@ -357,9 +357,22 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         return False
     if setup.metrics is not None:
         setup.metrics.runs_ended.labels(state).inc()
+    parent = (claim.options.get("links") or {}).get("parentRunId")
+    if parent and state in ("done", "failed"):  # a child ended: a parent that waited
+        await asyncio.to_thread(_wake_parent, queue, parent, log)  # for it goes on
     if setup.otel_endpoint is not None:
         await asyncio.to_thread(_export, world, run_id, setup.otel_endpoint, log)
     return True
+
+
+def _wake_parent(queue: Any, parent: str, log: WorkerLog) -> None:
+    """Queue again a parent run that stopped waiting (for a person, in this child)."""
+    try:
+        if queue.requeue(parent):
+            log("run_requeued", f"run {parent} queued again: its child ended", run=parent)
+    except WorldError as exc:
+        log("run_not_requeued", f"run {parent} could not be queued again: {exc}",
+            run=parent, level="warning")
 
 
 def _needs_of(world: Any, claim: Any) -> list[str] | None:

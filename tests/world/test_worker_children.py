@@ -114,3 +114,50 @@ def test_a_child_runs_on_another_worker_and_survives_its_death(tmp_path: Path,
     assert sorted(r["runId"] for r in rows if r["runId"] != "P") == sorted(
         child_run_id("P", p) for p in CHILD_PATHS)
     assert _calls(work) == CALLS + Counter({"improve:improve-2": 1})  # the one in flight
+
+
+def test_a_child_waiting_for_a_person_wakes_its_parent_once_answered(
+        tmp_path: Path, postgres_url: str) -> None:
+    """Under workers a child that waits makes its parent wait; answering the child
+    (`respond --enqueue`) lets a worker finish it, which queues the parent again."""
+    import yaml
+
+    head = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow"}
+    ask = {"id": "ask", "uses": "human.input", "with": {
+        "prompt": "a number?", "schema": {"type": "integer"}}}
+    use = {"id": "w", "uses": "tool.call", "needs": ["ask"], "with": {"tool": "work"},
+           "input": {"id": "y", "n": "{{ steps.ask.output }}"}}
+    (tmp_path / "child.lwir.yaml").write_text(yaml.safe_dump({
+        **head, "metadata": {"name": "child"}, "permissions": {"tools": ["work"]},
+        "steps": [ask, use]}))
+    (tmp_path / "parent.lwir.yaml").write_text(yaml.safe_dump({
+        **head, "metadata": {"name": "parent"}, "permissions": {"tools": ["work"]},
+        "steps": [{"id": "child", "uses": "workflow.invoke",
+                   "with": {"workflow": "./child.lwir.yaml"}}]}))
+    (tmp_path / "in.json").write_text("{}")
+    world = ("--world", postgres_url)
+    assert run_cli("run", str(tmp_path / "parent.lwir.yaml"), "-i", str(tmp_path / "in.json"),
+                   "--enqueue", "--run-id", "W", *world).returncode == 0
+
+    def drain() -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "lwtool", "worker", *world, "--tools", TOOLS,
+             "--data-dir", str(tmp_path / "data"), "--drain", "-v"], cwd=ROOT,
+            env={**os.environ, "LWTOOL_TEST_DIR": str(tmp_path)}, capture_output=True,
+            text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    drain()
+    child = child_run_id("W", "child")
+    states = {r["runId"]: r["status"] for r in json.loads(
+        run_cli("runs", *world, "--json").stdout)}
+    assert states == {"W": "waiting", child: "waiting"}
+    (tmp_path / "answer.json").write_text("21")
+    answered = run_cli("respond", child, "ask", "--input", str(tmp_path / "answer.json"),
+                       *world, "--enqueue")
+    assert answered.returncode == 0, answered.stderr
+    log = drain()
+    assert "run W queued again: its child ended" in log, log
+    replayed = run_cli("replay", "W", *world, "--tools", TOOLS, "--json")
+    assert json.loads(replayed.stdout)["output"] == {"id": "y", "double": 42}
