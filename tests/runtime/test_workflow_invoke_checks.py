@@ -221,3 +221,39 @@ def test_a_childs_model_calls_count_against_the_parents_budget(tmp_path: Path) -
     replies = [line for run in ("P", child_id) for line in run_cli(
         "events", run, *data, "--json", "--type", "harness.model.responded").stdout.splitlines()]
     assert len(replies) == 2
+
+
+def test_a_loop_starts_a_child_per_visit_and_a_fork_its_own(tmp_path: Path) -> None:
+    """An invoke on a decision loop starts one child per visit (`.visit[N]` in its
+    path); the events link both ways; a fork of the parent starts children of its own."""
+    child = {**HEAD, "metadata": {"name": "child"}, "permissions": {"tools": ["work"]},
+             "steps": [{"id": "w", "uses": "tool.call", "with": {"tool": "work"},
+                        "input": "{{ input }}"}]}
+    (tmp_path / "child.lwir.yaml").write_text(yaml.safe_dump(child))
+    steps = [{"id": "call", "uses": "workflow.invoke", "maxVisits": 3,
+              "with": {"workflow": "./child.lwir.yaml", "input": {
+                  "id": "x", "n": "{{ length(coalesce(steps.call.allVisits, [])) }}"}}},
+             {"id": "again", "uses": "decision", "needs": ["call"], "maxVisits": 3,
+              "with": {"cases": [{"when": "{{ steps.call.lastOutput.double >= 2 }}",
+                                  "to": "end"}], "default": "call"}}]
+    parent = _write(tmp_path, "parent.lwir.yaml", steps, ["work"])
+    ran = _run(parent, tmp_path, "--json")
+    assert ran.returncode == 0, ran.stderr
+    data = ["--data-dir", str(tmp_path / "data")]
+    rows = json.loads(run_cli("runs", *data, "--json").stdout)
+    visits = [child_run_id("P", f"call.visit[{n}]") for n in (0, 1)]
+    assert [r["runId"] for r in rows if r.get("parentRunId") == "P"] == visits
+    started = [json.loads(line)["payload"] for line in run_cli(
+        "events", "P", *data, "--json", "--type", "harness.execute_step.started").stdout
+        .splitlines()]
+    assert [s["childRunId"] for s in started if "childRunId" in s] == visits
+    links = json.loads(run_cli("events", visits[1], *data, "--json", "--type",
+                               "RunStarted").stdout)["payload"]["links"]
+    assert links == {"parentRunId": "P", "parentStepPath": "call.visit[1]",
+                     "rootRunId": "P"}
+    forked = run_cli("fork", "P", "--from", "call", "--run-id", "F", "--tools", TOOLS,
+                     *data, env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert forked.returncode == 0, forked.stderr
+    rows = json.loads(run_cli("runs", *data, "--json").stdout)
+    assert [r["runId"] for r in rows if r.get("parentRunId") == "F"] == [
+        child_run_id("F", f"call.visit[{n}]") for n in (0, 1)]
