@@ -86,3 +86,32 @@ def test_validate_refuses_a_pipeline_that_lists_itself(tmp_path: Path) -> None:
                "'a.pipeline.yaml', which makes a cycle of pipelines: a.pipeline.yaml -> "
                "b.pipeline.yaml -> a.pipeline.yaml" in line for line in lines), lines
     assert not any("numbers-twice" in line for line in lines)
+
+
+def test_a_pipeline_is_a_typed_tool_of_a_harness(tmp_path: Path) -> None:
+    """From Python: `create_harness(workflows=[a Pipeline])` offers it as a tool of its
+    own; a call runs it as a nested pipeline."""
+    import asyncio
+    import importlib.util
+
+    from lwtool import create_harness
+    from lwtool.orchestrate.pipeline import load_pipeline
+    from lwtool.world.local import LocalWorld
+
+    spec = importlib.util.spec_from_file_location("pipeline_tools", EXAMPLES / "tools.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    agent = create_harness(workflows=[load_pipeline(EXAMPLES / "numbers.pipeline.yaml")],
+                           model="offline")
+    world = LocalWorld(tmp_path / "data")
+    try:
+        result = asyncio.run(agent.run({"numbers": [1, 2]}, world=world, tools=module.tools,
+                                       models={"orchestrator": "offline"}, run_id="T"))
+    finally:
+        world.close()
+    assert result["status"] == "completed"
+    assert json.loads(json.loads(result["output"])["numbers"][0]) == {
+        "double": [{"value": 2}, {"value": 4}]}
+    assert [(s["runId"], s["status"]) for s in result["subRuns"]] == [("T.sub.0.0",
+                                                                      "completed")]
