@@ -257,3 +257,29 @@ def test_a_loop_starts_a_child_per_visit_and_a_fork_its_own(tmp_path: Path) -> N
     rows = json.loads(run_cli("runs", *data, "--json").stdout)
     assert [r["runId"] for r in rows if r.get("parentRunId") == "F"] == [
         child_run_id("F", f"call.visit[{n}]") for n in (0, 1)]
+
+
+def test_a_replay_runs_the_child_version_the_parent_locked(tmp_path: Path) -> None:
+    """Killed before its child started, then the child file edited: the replay runs the
+    child version the parent's run locked, not the file as it is now."""
+    child = _write(tmp_path, "child.lwir.yaml", [{"id": "w", "uses": "tool.call",
+                                                  "with": {"tool": "work"},
+                                                  "input": "{{ input }}"}], ["work"])
+    steps = [{"id": "first", "uses": "tool.call", "with": {"tool": "record"},
+              "input": {"key": "first"}}, {**_invoke("./child.lwir.yaml"), "needs": ["first"]}]
+    parent = _write(tmp_path, "parent.lwir.yaml", steps, ["work", "record"])
+    (tmp_path / "in.json").write_text("{}")
+    data = ["--data-dir", str(tmp_path / "data")]
+    killed = run_cli("run", str(parent), "-i", str(tmp_path / "in.json"), "--tools", TOOLS,
+                     "--run-id", "P", *data, env={"LWTOOL_TEST_DIR": str(tmp_path),
+                                                  "LWTOOL_FAULT_KILL_AFTER": "StepCompleted@first"})
+    assert killed.returncode == -9
+    locked_child = run_cli("hash", str(child)).stdout.strip()
+    child.write_text(child.read_text().replace("tool: work", "tool: record"))
+    resumed = run_cli("replay", "P", "--tools", TOOLS, *data, "--json",
+                      env={"LWTOOL_TEST_DIR": str(tmp_path)})
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == {"id": "x", "double": 4}
+    started = json.loads(run_cli("events", child_run_id("P", "child"), *data, "--json",
+                                 "--type", "RunStarted").stdout)
+    assert started["payload"]["workflowVersionId"] == locked_child
