@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEPTH_WAIT = 1.0  # seconds a scrape waits for the world's queue depths
+DEPTH_EVERY = 1.0  # seconds at least between two reads (scrapes in between share one)
 
 
 class WorkerMetrics:
@@ -157,13 +158,14 @@ class _QueueDepth:
                  beating: Callable[[], bool]) -> None:
         self.depths, self.beating = depths, beating
         self.last: dict[str, dict[str, int]] = {}
-        self.read_ok = True
+        self.read_ok, self.read_at = True, -DEPTH_EVERY
         self._reading: threading.Event | None = None
         self._guard = threading.Lock()
 
     def _read(self, done: threading.Event) -> None:
         try:
             self.last, self.read_ok = self.depths(), True
+            self.read_at = time.monotonic()
         except Exception:  # noqa: BLE001 - the world away: the last figures, flagged
             self.read_ok = False
         finally:
@@ -172,9 +174,14 @@ class _QueueDepth:
             done.set()
 
     def _refresh(self) -> bool:
-        """Read the depths (waiting DEPTH_WAIT at most): whether the read answered."""
+        """Read the depths (waiting DEPTH_WAIT at most): whether the read answered. A
+        read that answered less than DEPTH_EVERY seconds ago serves again: a burst of
+        scrapes costs the world one read, not one each."""
         with self._guard:
             done = self._reading
+            if done is None and self.read_ok and \
+                    time.monotonic() - self.read_at < DEPTH_EVERY:
+                return True
             if done is None:
                 done = self._reading = threading.Event()
                 threading.Thread(target=self._read, args=(done,), name="lwtool depths",

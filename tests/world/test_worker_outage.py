@@ -77,6 +77,7 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
             time.sleep(0.2)
         while _metric(http_get(metrics)[1], "lwtool_world_up") != 1:  # reads answer again
             assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.2)
         _, err = worker.communicate(timeout=180)
         assert worker.returncode == 0, err
         # its commit failed while the server was away, or found its lock lost after
