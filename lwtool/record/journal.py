@@ -89,19 +89,23 @@ class Journal:
         return journal
 
     def check_session(self, run_id: str, version_id: str, path: str,
-                      manifest: dict[str, Any]) -> None:
+                      manifest: dict[str, Any],
+                      also: dict[str, Any] | None = None) -> None:
         """A session resumed at `path` must have the manifest it started with: else
         CapabilityDriftError, before it does anything (fields an older lwtool left null,
         empty or at the empty-skills hash, from before they were recorded, are not
-        compared)."""
+        compared; `also`: a value a field may have been recorded with instead, by an
+        older lwtool that computed it otherwise)."""
         recorded = self.open_sessions.get(path)
         if recorded is None:
             return
         from lwtool.record.errors import CapabilityDriftError
 
+        also = also or {}
         changed = sorted(key for key in set(recorded) | set(manifest)
                          if recorded.get(key) not in _UNRECORDED
-                         and recorded.get(key) != manifest.get(key))
+                         and recorded.get(key) != manifest.get(key)
+                         and (key not in also or recorded.get(key) != also[key]))
         if changed:
             raise CapabilityDriftError(run_id, version_id, "capability_drift",
                                        f"the session at {path} started with another "

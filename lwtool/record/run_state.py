@@ -73,6 +73,7 @@ class RunState:
     _fault_countdown: int = 1
     _config_hashes: dict[int, str] = field(default_factory=dict)
     tools_hash: str = ""
+    legacy_tools_hash: str = ""
     workspace: dict[str, Any] = field(default_factory=dict)  # a definition's: workflowId...
     active_steps: int = 0
     step_tasks: int = 0  # unfinished tasks of steps and branches (`spawn`)
@@ -98,7 +99,12 @@ class RunState:
         thread_pools.give_back(self.tool_threads)
 
     def __post_init__(self) -> None:
-        self.tools_hash = short_hash(self.tools.names())
+        # the tools a step's session may be given: the registry's that the workflow
+        # permits (a worker with more tools than another resumes its runs alike)
+        permitted = {str(n) for n in (self.lwir.get("permissions") or {}).get("tools") or []}
+        self.tools_hash = short_hash([n for n in self.tools.names() if n in permitted])
+        # what sessions recorded before: every registered tool (still accepted)
+        self.legacy_tools_hash = short_hash(self.tools.names())
         self.inline_commits = not LOOP_SHARED.get()
         # Own threads: commits must never queue behind sync tools in the default pool,
         # and sync tools get as many threads as the world lets steps run at once.

@@ -208,7 +208,8 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                system=_joined(worker_system(run), settings.get("system"))
                                if generates else None,
                                **worker_identity(run, path))
-    run.journal.check_session(run.run_id, run.version_id, path, manifest)
+    run.journal.check_session(run.run_id, run.version_id, path, manifest,
+                              {"allowedToolsHash": run.legacy_tools_hash})
     direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
                                        "inputHash": input_hash}

@@ -91,20 +91,28 @@ def test_a_child_runs_on_another_worker_and_survives_its_death(tmp_path: Path,
                      postgres_url)
     assert queued.returncode == 0, queued.stderr
     a = worker(TOOLS)
+    done = False
     try:
         _wait_for(work / "blocked-improve-2", b)
         _kill(b)
         b_log = b.stderr.read() if b.stderr else ""
         deadline = time.monotonic() + 90
-        while '"completed"' not in run_cli("runs", "--world", postgres_url, "--json",
-                                           "--status", "completed").stdout or any(
-                r["status"] != "completed" for r in json.loads(run_cli(
-                    "runs", "--world", postgres_url, "--json").stdout)):
-            assert time.monotonic() < deadline and a.poll() is None
+        while time.monotonic() < deadline and a.poll() is None and not done:
+            rows = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
+            done = len(rows) == 4 and all(r["status"] == "completed" for r in rows)
             time.sleep(0.2)
     finally:
         a.send_signal(signal.SIGTERM)
-        a_log = a.communicate(timeout=60)[1]
+        try:
+            a_log = a.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            a.kill()
+            a_log = a.communicate()[1]
+    if not done:
+        Path(f"/tmp/child-test-{os.getpid()}.log").write_text(
+            a_log + "\n----- B\n" + b_log + "\n----- runs\n"
+            + run_cli("runs", "--world", postgres_url).stdout)
+    assert done, (a_log, run_cli("runs", "--world", postgres_url).stdout)
     polish = child_run_id("P", "polish")
     assert f"claimed run {polish} (claim 1)" in b_log, b_log
     assert f"claimed run {polish} (claim 2), a child of run P" in a_log, a_log
