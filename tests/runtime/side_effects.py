@@ -28,9 +28,16 @@ def _note(tool: str, key: str) -> bool:
         fh.flush()
         os.fsync(fh.fileno())
     if os.environ.get("LWTOOL_TEST_BLOCK") == key:
-        (folder / f"blocked-{key}").write_text(str(os.getpid()))
+        _mark(folder / f"blocked-{key}", str(os.getpid()))
         return True
     return False
+
+
+def _mark(path: Path, text: str) -> None:
+    """Write a marker whole before it shows (a test reads it the moment it exists)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    part.replace(path)
 
 
 SLEEP = float(os.environ.get("LWTOOL_TEST_SLEEP", "0"))
@@ -88,7 +95,7 @@ def count(args: dict[str, Any]) -> dict[str, Any]:
     with open(folder / "calls.log", "a", encoding="utf-8") as fh:
         fh.write(f"count:{key}\n")
     if os.environ.get("LWTOOL_TEST_BLOCK") == key:
-        (folder / f"blocked-{key}").write_text(threading.current_thread().name)
+        _mark(folder / f"blocked-{key}", threading.current_thread().name)
         time.sleep(3600)
     return {"n": n}
 
