@@ -33,13 +33,6 @@ def _note(tool: str, key: str) -> bool:
     return False
 
 
-def _mark(path: Path, text: str) -> None:
-    """Write a marker whole before it shows (a test reads it the moment it exists)."""
-    part = path.with_name(path.name + ".part")
-    part.write_text(text)
-    part.replace(path)
-
-
 SLEEP = float(os.environ.get("LWTOOL_TEST_SLEEP", "0"))
 
 
@@ -143,3 +136,10 @@ def gate(args: dict[str, Any]) -> dict[str, Any]:
     if (Path(os.environ["LWTOOL_TEST_DIR"]) / "gate-closed").exists():
         raise RuntimeError("the gate is closed")
     return {"key": args.get("key", "gate"), "open": True}
+
+
+def _mark(path: Path, text: str) -> None:
+    """Write a marker whole before it shows (a test reads it the moment it exists)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    part.replace(path)
