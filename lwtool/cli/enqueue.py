@@ -8,6 +8,7 @@ have the schemas the version was registered with."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,13 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     with it (the worker that claims a run executes its children beside it)."""
     from lwtool.canonical.digest import workflow_version_id
     from lwtool.canonical.plain_json import NotJson, to_json
-    from lwtool.lock.version_record import drift_message, drifted, pin_needs, pinned
+    from lwtool.lock.version_record import (
+        drift_message,
+        drifted,
+        pin_needs,
+        pinned,
+        validated_meta,
+    )
     from lwtool.planner.api import (  # here: it loads the runtime (validate never does)
         definition_budget,
         definition_durability,
@@ -90,12 +97,15 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     if budget:
         options["budget"] = budget
     registry = _tools_for(lwir, tools)
+    tools_of = None if registry is None else registry.tools
     world = open_world(data_dir, durability=mode)
     version_id = workflow_version_id(lwir)
     try:
         for child_id, child in (children or {}).items():  # what its invokes run
-            world.register_version(child_id, child, meta=_meta(child, registry))
-        world.register_version(version_id, lwir, meta=_meta(lwir, registry))
+            world.register_version(child_id, child, meta=functools.partial(
+                validated_meta, child, tools_of))
+        world.register_version(version_id, lwir, meta=functools.partial(
+            validated_meta, lwir, tools_of))
         meta = world.version_meta(version_id)
         if registry is not None and (drift := drifted(meta, registry.tools)):
             raise fail(drift_message(version_id, drift, registry.tools) + "; nothing was "
@@ -122,13 +132,6 @@ def enqueue_runs(path: Path, lwir: dict[str, Any] | None, definition: dict[str, 
     flag = f" --queue {queue}" if where else ""
     say(f"{what} queued{where}; `lwtool worker{flag}` processes execute "
         f"{'it' if len(runs) == 1 else 'them'}")
-
-
-def _meta(lwir: dict[str, Any], registry: Any) -> Any:
-    """What the world records with a version, when it asks (its first registration)."""
-    from lwtool.lock.version_record import validated_meta
-
-    return lambda: validated_meta(lwir, None if registry is None else registry.tools)
 
 
 def _tools_for(lwir: dict[str, Any], tools: list[str] | None) -> Any:

@@ -48,7 +48,7 @@ class ChildRuns:
         if lwir is None:
             raise StepFailure("runtime_config_error", f"the world holds no WorkflowVersion "
                               f"{version_id} (the child this step invokes)", path)
-        wider = wider_grants(state.lwir, lwir, _held(state.world, lwir))
+        wider = wider_grants(state.lwir, lwir, reached(state.world, lwir)[0])
         if wider:
             names = "; ".join(f"{kind}: {', '.join(found)}" for kind, found in wider.items())
             raise StepFailure("capability_drift", f"child workflow {version_id} reaches what "
@@ -78,7 +78,6 @@ class ChildRuns:
                 from None
         return result["output"]
 
-
     async def run_child(self, child_id: str, lwir: dict[str, Any], version_id: str,
                         value: Any, links: dict[str, Any]) -> dict[str, Any]:
         """Start (or resume) the child and await its result, here, in this process
@@ -101,37 +100,27 @@ def _failed(world: Any, run_id: str) -> bool:
 
 def descendants(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
     """The child versions `lwir` reaches through invokes that the world holds."""
-    return list(_held(world, lwir).values())
+    return list(reached(world, lwir)[0].values())
 
 
-def _held(world: Any, lwir: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The versions `lwir`'s invokes name, as the world holds them (recursively)."""
+def reached(world: Any, lwir: dict[str, Any]
+            ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The versions `lwir`'s invokes name, recursively: those the world holds (id ->
+    LWIR), and the ids of those it does not, in one walk."""
     from lwtool.validate.invokes import child_ref, invokes
 
     found: dict[str, dict[str, Any]] = {}
+    missing: list[str] = []
     todo = [lwir]
     while todo:
         for _, step in invokes(todo.pop()):
             ref = child_ref(step)
-            if ref is None or ref in found:
+            if ref is None or ref in found or ref in missing:
                 continue
             child = world.get_version(ref)
-            if child is not None:
+            if child is None:
+                missing.append(ref)
+            else:
                 found[ref] = child
                 todo.append(child)
-    return found
-
-
-def missing_versions(world: Any, lwir: dict[str, Any]) -> list[str]:
-    """The versions `lwir`'s invokes name (recursively) that the world does not hold."""
-    from lwtool.validate.invokes import child_ref, invokes
-
-    held = _held(world, lwir)
-    missing = []
-    todo = [lwir, *held.values()]
-    for document in todo:
-        for _, step in invokes(document):
-            ref = child_ref(step)
-            if ref is not None and ref not in held and ref not in missing:
-                missing.append(ref)
-    return missing
+    return found, missing

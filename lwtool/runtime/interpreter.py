@@ -8,6 +8,7 @@ does."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -33,7 +34,7 @@ from lwtool.record.journal import Journal
 from lwtool.record.retry import retry_event
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
-from lwtool.runtime.children import ChildRuns, descendants, missing_versions
+from lwtool.runtime.children import ChildRuns, reached
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
@@ -140,8 +141,10 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     not hold is refused before anything runs."""
     harness = harness or WorkflowHarness()
     for child_id, child in (children or {}).items():  # what its invokes reach
-        world.register_version(child_id, child, False, meta=_meta_of(child, tools))
-    family = [lwir, *descendants(world, lwir)]  # before the run is written:
+        world.register_version(child_id, child, False,
+                               meta=functools.partial(validated_meta, child, tools.tools))
+    held, missing = reached(world, lwir)
+    family = [lwir, *held.values()]  # before the run is written:
     check_slots(set().union(*(model_slots(d.get("steps") or []) for d in family)), models)
     check_tools(set().union(*(needed_tools(d) for d in family)), tools)
     durability = check_durability(durability or str(getattr(world, "durability",
@@ -156,7 +159,6 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                              f"the run input is not JSON {exc}") from None
     # Without a flush of its own: the run's first commit follows it in the same write-
     # ahead log, and flushing that one (strict durability) flushes both.
-    missing = missing_versions(world, lwir)
     if missing:
         raise RunFailedError(run_id or "(not started)", version_id, "runtime_config_error",
                              f"the world holds no WorkflowVersion {', '.join(missing)} (a "
@@ -207,11 +209,6 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
     return await start_run(world, lwir, run_input, tools, models, run_id, on_start,
                            step_timeout, harness, workspace, durability, version_id,
                            canonical, links, branches, budget, seed)
-
-
-def _meta_of(lwir: dict[str, Any], tools: ToolRegistry) -> Callable[[], Any]:
-    """What the world records with a version (lwtool.lock.version_record), when asked."""
-    return lambda: validated_meta(lwir, tools.tools)
 
 
 def concurrency_asked(steps: list[dict[str, Any]]) -> int:
