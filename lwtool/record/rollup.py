@@ -72,11 +72,13 @@ def child_runs(world: World, run_id: str) -> list[str]:
     """The child runs a run's workflow.invoke steps started, in the order they started
     (ids derived from the step paths, record.ids.child_run_id)."""
     found: list[str] = []
-    for event in world.events(run_id, ["StepAttemptStarted"]):
-        if event.payload.get("uses") == "workflow.invoke" and event.step_path:
-            child = child_run_id(run_id, event.step_path)
-            if child not in found and find_run(world, child) is not None:
-                found.append(child)
+    # an invoke's execute_step.started names its child (a payload of a few ids; the
+    # attempt's StepAttemptStarted would bring its whole input along)
+    for event in world.events(run_id, ["harness.execute_step.started"]):
+        child = event.payload.get("childRunId")
+        if child and event.step_path and child == child_run_id(run_id, event.step_path) \
+                and child not in found and find_run(world, child) is not None:
+            found.append(child)
     return found
 
 
