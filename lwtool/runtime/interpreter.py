@@ -39,6 +39,7 @@ from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry, check_tools
+from lwtool.validate.invokes import invokes
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
     Event,
@@ -322,7 +323,10 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
                      durability=check_durability(durability), branches=branches)
     # what the run (and the runs sharing its budget) committed already
-    state.budget = run_budget(budget, world, run_id, links, branches is not None,
+    # shared (read back from the world) when other processes or runs spend under it:
+    # its branches on other workers, its children (workflow.invoke)
+    state.budget = run_budget(budget, world, run_id, links,
+                              branches is not None or any(invokes(lwir)),
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")

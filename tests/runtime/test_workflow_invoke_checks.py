@@ -283,3 +283,28 @@ def test_a_replay_runs_the_child_version_the_parent_locked(tmp_path: Path) -> No
     started = json.loads(run_cli("events", child_run_id("P", "child"), *data, "--json",
                                  "--type", "RunStarted").stdout)
     assert started["payload"]["workflowVersionId"] == locked_child
+
+
+def test_a_parents_own_calls_after_its_child_see_the_childs_spend(tmp_path: Path) -> None:
+    """The parent's budget is held against its children's replies too: its own call
+    after a child that spent the rest is refused."""
+    say = {"uses": "ai.generate", "with": {"model": "writer", "prompt": "say {{ input.n }}"}}
+    child = {**HEAD, "metadata": {"name": "child"}, "permissions": {"models": ["writer"]},
+             "steps": [{"id": "a", **say}]}
+    (tmp_path / "child.lwir.yaml").write_text(yaml.safe_dump(child))
+    parent = {**HEAD, "metadata": {"name": "parent"},
+              "permissions": {"tools": [], "models": ["writer"]},
+              "steps": [{"id": "first", **say},
+                        {"id": "child", "uses": "workflow.invoke", "needs": ["first"],
+                         "with": {"workflow": "./child.lwir.yaml", "input": {"n": 1}}},
+                        {"id": "last", "needs": ["child"], **say}]}
+    (tmp_path / "parent.lwir.yaml").write_text(yaml.safe_dump(parent))
+    (tmp_path / "models.yaml").write_text("writer: offline\n")
+    (tmp_path / "in.json").write_text('{"n": 0}')
+    spent = run_cli("run", str(tmp_path / "parent.lwir.yaml"), "-i", str(tmp_path / "in.json"),
+                    "--models", str(tmp_path / "models.yaml"), "--run-id", "P",
+                    "--max-tokens", "20", "--json", "--data-dir", str(tmp_path / "data"))
+    assert spent.returncode == 1, spent.stdout
+    failed = json.loads(spent.stdout)
+    assert failed["causeCode"] == "budget_exceeded" and failed["failedStepPath"] == "last"
+    assert "28 tokens used of 20" in failed["message"]
