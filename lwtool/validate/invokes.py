@@ -20,6 +20,7 @@ from typing import Any
 
 INVOKE = "workflow.invoke"
 VERSION_ID = re.compile(r"sha256:[0-9a-f]{64}")
+GRANT_KINDS = ("tools", "models", "secrets", "network")  # what a child may reach, within its parent
 
 
 @dataclass
@@ -124,11 +125,11 @@ def child_of(locked: Locked, pointer: str) -> dict[str, Any] | None:
 
 def reach(lwir: dict[str, Any], children: dict[str, dict[str, Any]],
           seen: frozenset[str] = frozenset()) -> dict[str, set[str]]:
-    """Every tool and model slot a run of `lwir` may reach: its `permissions`, and its
-    children's (from `children`, id -> locked LWIR), theirs, ..."""
+    """Every tool, model slot, secret and host pattern a run of `lwir` may reach: its
+    `permissions`, and its children's (from `children`, id -> locked LWIR), theirs, ..."""
     grants = lwir.get("permissions") or {}
     out = {kind: {str(n) for n in grants.get(kind) or [] if isinstance(n, str)}
-           for kind in ("tools", "models")}
+           for kind in GRANT_KINDS}
     for _, step in invokes(lwir):
         ref = child_ref(step)
         child = children.get(ref) if ref is not None else None
@@ -141,13 +142,39 @@ def reach(lwir: dict[str, Any], children: dict[str, dict[str, Any]],
 def wider_grants(parent: dict[str, Any], child: dict[str, Any],
                  children: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     """What `child` (and its descendants) may reach that `parent`'s permissions do not
-    grant, by kind (tools, models); empty when nothing."""
+    grant, by kind (tools, models, secrets, network); empty when nothing. A host
+    pattern is granted when one of the parent's covers it (`*.example.com` covers
+    `api.example.com:443`)."""
     granted = parent.get("permissions") or {}
     out = {}
     for kind, names in reach(child, children).items():
-        wider = sorted(names - {str(n) for n in granted.get(kind) or []})
+        own = {str(n) for n in granted.get(kind) or []}
+        wider = sorted(_uncovered(names, own) if kind == "network" else names - own)
         if wider:
             out[kind] = wider
+    return out
+
+
+def _uncovered(patterns: set[str], granted: set[str]) -> set[str]:
+    """The host patterns none of `granted` covers (one that does not parse: unless
+    listed as it is; invalid_host names it)."""
+    from lwtool.capability.hosts import BadPattern, HostPattern
+
+    parents = []
+    for text in granted:
+        try:
+            parents.append(HostPattern.parse(text))
+        except BadPattern:
+            continue
+    out = set()
+    for text in patterns - granted:
+        try:
+            pattern = HostPattern.parse(text)
+        except BadPattern:
+            out.add(text)
+            continue
+        if not any(p.covers(pattern) for p in parents):
+            out.add(text)
     return out
 
 

@@ -1,9 +1,9 @@
 """A field the format reserves but the runtime does not implement yet.
 
 ## What it flags
-Non-empty `permissions.secrets` (no secret broker), non-empty `permissions.network`
-(no egress allowlist), `onFailure.repair.mode: escalate` and `onFailure.repair.model`
-(no escalated repair), and a step-level `cache` (no step cache).
+`onFailure.repair.mode: escalate` and `onFailure.repair.model` (no escalated repair),
+and a step-level `cache` (no step cache). (`permissions.secrets` and
+`permissions.network`, reserved by the spec's alpha, are honoured by lwtool.)
 
 ## Why
 Accepting them would promise behaviour that does not happen.
@@ -38,12 +38,6 @@ CODE = "schema.unimplemented_field"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    permissions = ctx.value.get("permissions")
-    if isinstance(permissions, dict):
-        for name, what in (("secrets", "no secret broker"), ("network", "no egress allowlist")):
-            if permissions.get(name):
-                yield ctx.finding(f"/permissions/{name}", f"permissions.{name} is not "
-                                  f"implemented yet ({what}); leave it empty")
     for info in ctx.steps:
         if "cache" in info.step:
             yield ctx.finding(f"{info.pointer}/cache", "step cache is not implemented yet",
