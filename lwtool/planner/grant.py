@@ -5,6 +5,9 @@ JSON Pointer, the granted names); a version a planner locked is checked again be
 it runs, so nothing a model writes gets more than the definition grants.
 
 Codes: `grant.tool` (permissions.tools names a tool the definition does not declare),
+`grant.secret` (permissions.secrets names a secret the definition's `secrets` does not),
+`grant.network` (a permissions.network pattern none of the definition's `network`
+covers),
 `grant.model` (permissions.models names a slot the definition does not have: the
 planner's own model included), `grant.sandbox` (a code.run step asks for more network,
 env or fs than `planner.maxCodeSandbox` allows).
@@ -27,6 +30,8 @@ class Grant:
     tools: frozenset[str]
     models: frozenset[str]
     sandbox: dict[str, str]
+    secrets: frozenset[str] = frozenset()
+    network: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, definition: dict[str, Any]) -> Grant:
@@ -34,11 +39,14 @@ class Grant:
         return cls(frozenset(str(t) for t in definition.get("tools") or ()),
                    frozenset(slot_id(m) for m in definition.get("models") or ()
                              if isinstance(m, dict)),
-                   {name: str(widest.get(name, "deny")) for name in SANDBOX_LEVELS})
+                   {name: str(widest.get(name, "deny")) for name in SANDBOX_LEVELS},
+                   frozenset(str(s) for s in definition.get("secrets") or ()),
+                   tuple(str(h) for h in definition.get("network") or ()))
 
     def as_json(self) -> dict[str, Any]:
         """What the planner is told it may use."""
         return {"tools": sorted(self.tools), "models": sorted(self.models),
+                "secrets": sorted(self.secrets), "network": list(self.network),
                 "maxCodeSandbox": self.sandbox}
 
 
@@ -61,6 +69,9 @@ def excesses(lwir: Any, grant: Grant) -> list[Excess]:
                         "tool", "tools the definition declares")
         found += _names(permissions.get("models"), grant.models, "models", "grant.model",
                         "model slot", "the definition's model slots")
+        found += _names(permissions.get("secrets"), grant.secrets, "secrets", "grant.secret",
+                        "secret", "secrets the definition declares")
+        found += _hosts(permissions.get("network"), grant.network)
     found += list(_sandboxes(lwir.get("steps"), "/steps", grant))
     return found
 
@@ -74,6 +85,19 @@ def _names(listed: Any, granted: frozenset[str], field: str, code: str, noun: st
                    f"{noun} '{name}' is not granted by the definition ({whose}: {allowed}); "
                    f"use only those", name)
             for index, name in enumerate(listed) if str(name) not in granted]
+
+
+def _hosts(listed: Any, granted: tuple[str, ...]) -> list[Excess]:
+    from lwtool.validate.invokes import uncovered_hosts
+
+    if not isinstance(listed, list):
+        return []
+    wider = uncovered_hosts({str(h) for h in listed}, set(granted))
+    allowed = ", ".join(granted) or "none"
+    return [Excess("grant.network", f"/permissions/network/{index}",
+                   f"host pattern '{host}' is not covered by the definition's network "
+                   f"({allowed}); use only hosts it allows", host)
+            for index, host in enumerate(listed) if str(host) in wider]
 
 
 def _sandboxes(steps: Any, pointer: str, grant: Grant) -> Iterator[Excess]:

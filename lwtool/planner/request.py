@@ -42,12 +42,14 @@ class OrchestrationRequest:
         return str(self.definition["id"])
 
     def as_json(self) -> dict[str, Any]:
+        grant = Grant.of(self.definition)
         request = {"workflowId": self.workflow_id, "workflowDefinitionHash": self.definition_hash,
                    "goal": self.definition.get("description", ""),
                    "inputSchema": (self.definition.get("input") or {}).get("schema"),
                    "outputSchema": (self.output or {}).get("schema"),
                    "modelSlots": self.model_slots, "tools": self.tools,
-                   "maxCodeSandbox": Grant.of(self.definition).sandbox, "input": self.input}
+                   "maxCodeSandbox": grant.sandbox, "secrets": sorted(grant.secrets),
+                   "network": list(grant.network), "input": self.input}
         if self.outer_loop is not None:
             request["outerLoop"] = self.outer_loop
         return request

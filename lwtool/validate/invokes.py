@@ -149,13 +149,13 @@ def wider_grants(parent: dict[str, Any], child: dict[str, Any],
     out = {}
     for kind, names in reach(child, children).items():
         own = {str(n) for n in granted.get(kind) or []}
-        wider = sorted(_uncovered(names, own) if kind == "network" else names - own)
+        wider = sorted(uncovered_hosts(names, own) if kind == "network" else names - own)
         if wider:
             out[kind] = wider
     return out
 
 
-def _uncovered(patterns: set[str], granted: set[str]) -> set[str]:
+def uncovered_hosts(patterns: set[str], granted: set[str]) -> set[str]:
     """The host patterns none of `granted` covers (one that does not parse: unless
     listed as it is; invalid_host names it)."""
     from lwtool.capability.hosts import BadPattern, HostPattern

@@ -132,6 +132,27 @@ A draft never gets more than its definition grants.
 ## Instead
 The planner revises the draft; add the slot to the definition's `models` if it should
 be used.""",
+    "grant.secret": """## What it flags
+A planner's draft that lists a secret in `permissions.secrets` that its definition's
+`secrets` do not declare.
+
+## Why
+A draft never gets more than its definition grants: a model that plans cannot give a
+step a credential the developer did not hand to the workflow.
+
+## Instead
+The planner revises the draft; declare the secret in the definition's `secrets` if the
+workflow should have it.""",
+    "grant.network": """## What it flags
+A planner's draft whose `permissions.network` lists a host pattern that none of its
+definition's `network` patterns covers.
+
+## Why
+A draft never gets more than its definition grants.
+
+## Instead
+The planner revises the draft; add the host (or a `*.domain` pattern) to the
+definition's `network` if the workflow should reach it.""",
     "grant.sandbox": """## What it flags
 A planner's draft whose code.run sandbox asks for more (network, env, file system, time,
 memory) than the definition's `planner.maxCodeSandbox`.

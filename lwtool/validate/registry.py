@@ -78,6 +78,9 @@ OTHER_CODES: dict[str, str] = {
     "generate.stale": "a generated file no longer matches what its generator gives",
     "grant.tool": "a planner's draft lists a tool its definition does not declare",
     "grant.model": "a planner's draft lists a model slot its definition does not have",
+    "grant.secret": "a planner's draft lists a secret its definition does not declare",
+    "grant.network": "a planner's draft lists a host pattern its definition's network "
+                     "does not cover",
     "portable.extension": "a use of an lwtool extension, outside the spec's portable LWIR "
                           "(`lwtool validate --portable`)",
     "tools.unavailable": "a declared tool is not provided by `lwtool validate --tools`",

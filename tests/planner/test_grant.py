@@ -59,6 +59,19 @@ def foreign_model(model: str) -> dict[str, Any]:
     return draft
 
 
+def secret_grab() -> dict[str, Any]:
+    draft = copy.deepcopy(GOOD)
+    draft["permissions"]["secrets"] = ["OPENAI_API_KEY"]
+    draft["steps"][0]["secrets"] = ["OPENAI_API_KEY"]
+    return draft
+
+
+def wide_network(*hosts: str) -> dict[str, Any]:
+    draft = copy.deepcopy(GOOD)
+    draft["permissions"]["network"] = list(hosts)
+    return draft
+
+
 def wide_sandbox(**sandbox: str) -> dict[str, Any]:
     draft = copy.deepcopy(GOOD)
     draft["steps"].insert(0, {"id": "leak", "uses": "code.run", "with": {
@@ -89,7 +102,10 @@ def _run(folder: Path, server: Any) -> Any:
     (foreign_model("openai/gpt-4o"), "grant.model", "/permissions/models/0", "gpt-4o-mini"),
     (wide_sandbox(network="allow", env="allow", fs="allow"), "grant.sandbox",
      "/steps/0/with/sandbox/network", "deny"),
-], ids=["undeclared-tool", "planner-model", "any-model-string", "wide-sandbox"])
+    (secret_grab(), "grant.secret", "/permissions/secrets/0", "none"),
+    (wide_network("attacker.example"), "grant.network", "/permissions/network/0", "none"),
+], ids=["undeclared-tool", "planner-model", "any-model-string", "wide-sandbox",
+        "ungranted-secret", "ungranted-host"])
 def test_a_hostile_planner_is_sent_findings_and_never_run(
         folder: Path, draft: dict[str, Any], code: str, pointer: str, granted: str) -> None:
     with fixture_server([_submit(draft), _submit(draft)]) as server:
@@ -133,6 +149,18 @@ def test_a_sandbox_inside_the_granted_one_is_accepted() -> None:
         "/steps/0/steps/0/with/sandbox/network"]
 
 
+def test_secrets_and_hosts_inside_the_definitions_are_accepted() -> None:
+    grant = Grant.of({**DEFINITION, "secrets": ["OPENAI_API_KEY"],
+                      "network": ["*.example.com", "api.other.org:443"]})
+    assert excesses(secret_grab(), grant) == []
+    inside = wide_network("api.example.com:443", "example.com", "api.other.org:443")
+    assert excesses(inside, grant) == []
+    outside = wide_network("api.example.com", "api.other.org", "evil.com", "example.com.evil")
+    assert [(e.code, e.text) for e in excesses(outside, grant)] == [
+        ("grant.network", "api.other.org"), ("grant.network", "evil.com"),
+        ("grant.network", "example.com.evil")]
+
+
 def test_the_request_tells_the_planner_what_is_granted(folder: Path) -> None:
     with fixture_server([_submit(undeclared_tool()), _submit(GOOD)]) as server:
         done = _run(folder, server)
@@ -142,6 +170,7 @@ def test_the_request_tells_the_planner_what_is_granted(folder: Path) -> None:
     request = json.loads(server.requests[0]["messages"][1]["content"].split("\n\n", 1)[1])
     assert [t["name"] for t in request["tools"]] == ["creditScore"]
     assert request["maxCodeSandbox"] == {"network": "deny", "env": "deny", "fs": "deny"}
+    assert request["secrets"] == [] and request["network"] == []
 
 
 def test_a_version_locked_beyond_the_grant_is_refused_before_it_runs(
