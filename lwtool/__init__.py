@@ -18,6 +18,8 @@ _EXPORTS = {
     "TransientError": "lwtool.record.errors",
     "ToolRegistry": "lwtool.tools",
     "create_tool_registry": "lwtool.tools",
+    "ToolContext": "lwtool.tools",  # a tool's second argument: ctx.secret(name)
+    "Secrets": "lwtool.capability.secrets",  # a broker: secrets=Secrets({...})
     "model": "lwtool.authoring.definitions",
     "LockedWorkflow": "lwtool.runtime.api",
     "WorkflowInvalid": "lwtool.runtime.api",

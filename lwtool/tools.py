@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -62,8 +63,37 @@ class ToolFailed(Exception):
 
 
 @dataclass(frozen=True)
+class ToolContext:
+    """What a tool may ask of the step that calls it, given as a second argument to a
+    tool that takes two (`def file_issue(args, ctx)`): `ctx.secret(name)` is the value
+    of a secret the step is granted (its `secrets`), and raises PermissionError for any
+    other name."""
+
+    run_id: str
+    step_path: str
+    granted: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def secret_names(self) -> list[str]:
+        return sorted(self.granted)
+
+    def secret(self, name: str) -> str:
+        try:
+            return self.granted[name]
+        except KeyError:
+            listed = ", ".join(self.secret_names) or "none"
+            raise PermissionError(f"secret {name!r} is not granted to step "
+                                  f"{self.step_path} (granted: {listed}); add it to the "
+                                  "step's `secrets` and to permissions.secrets") from None
+
+
+NO_CONTEXT = ToolContext("", "")  # a call from outside a run (tests, `lwtool mcp`)
+
+
+@dataclass(frozen=True)
 class Tool:
-    """A Python callable (sync or async) that takes the step input as one argument.
+    """A Python callable (sync or async) that takes the step input as one argument
+    (and a ToolContext as a second, when it takes two).
 
     A sync tool may block (file or network I/O, a subprocess), so it runs in a worker
     thread, which costs a thread hand-off per call (~40-100 us here). `blocking` says
@@ -91,13 +121,16 @@ class Tool:
     # A sync tool called in a worker thread: what `invoke(alone=True)` waits for.
     waits: bool = field(init=False, repr=False, compare=False)
     pace: Pace = field(init=False, repr=False, compare=False)
+    takes_context: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
+        object.__setattr__(self, "takes_context", _takes_two(self.fn))
         object.__setattr__(self, "waits", self.blocking is not False and not self.is_async)
         object.__setattr__(self, "pace", Pace(self.blocking is None and self.waits))
 
-    async def invoke(self, args: Any, threads: Executor, alone: bool = False) -> Any:
+    async def invoke(self, args: Any, threads: Executor, alone: bool = False,
+                     context: ToolContext | None = None) -> Any:
         """Call the tool: awaited when async, else in `threads` or on the loop (see the
         class). While it runs, its `os._exit(n)` raises ToolExited instead of ending
         the run. It gets its own copy of `args`: what it changes in place stays its
@@ -110,31 +143,60 @@ class Tool:
         it as usual after that: a signal, the step's deadline or a cancellation waits
         one slice at most."""
         args = own_copy(args)
+        fn = self.fn
+        if self.takes_context:
+            context = context or NO_CONTEXT
+            fn = functools.partial(fn, ctx=context) if _named_ctx(fn) else \
+                functools.partial(_with_context, fn, context)
         with _exit_guard:
             if self.is_async:
-                return await self.fn(args)
+                return await fn(args)
             if not self.waits:
-                return self.fn(args)
+                return fn(args)
             pace = self.pace
             if alone and pace.proven():
-                result, quick = pace.on_loop(self.fn, args)
+                result, quick = pace.on_loop(fn, args)
                 if not quick:  # let what fell due meanwhile (a deadline, a signal) run
                     await asyncio.sleep(0)  # first: the timers fall due behind this task
                     await asyncio.sleep(0)
                 return result
             if not alone:
                 return await asyncio.get_running_loop().run_in_executor(
-                    threads, pace.timed, self.fn, args)
+                    threads, pace.timed, fn, args)
             try:
                 # submit waits for the new thread to start, and a tool quick to make the
                 # process's Ctrl-C may have run by then: that wait is the loop's too
-                future = threads.submit(pace.timed, self.fn, args)
+                future = threads.submit(pace.timed, fn, args)
                 future.exception(timeout=WAIT_SLICE)  # the tool's own errors: below
             except TimeoutError:
                 return await asyncio.wrap_future(future)
             except KeyboardInterrupt as exc:  # Ctrl-C in this thread: never the tool's
                 raise Interrupted(*exc.args) from None
             return future.result()
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    """Whether a tool takes a ToolContext too: a second positional parameter, or one
+    named `ctx`."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+    second = positional[1] if len(positional) >= 2 else None
+    return (second is not None and (second.default is second.empty
+                                    or second.name in ("ctx", "context"))) \
+        or any(p.name == "ctx" and p.kind == p.KEYWORD_ONLY for p in parameters)
+
+
+def _named_ctx(fn: Callable[..., Any]) -> bool:
+    parameters = inspect.signature(fn).parameters
+    return "ctx" in parameters and parameters["ctx"].kind == inspect.Parameter.KEYWORD_ONLY
+
+
+def _with_context(fn: Callable[..., Any], context: ToolContext | None, args: Any) -> Any:
+    return fn(args, context)
 
 
 class Pace:

@@ -40,8 +40,8 @@ LADDER: list[tuple[str, ...]] = [
     ("record",),  # the durable record of a run: run state, journal, ids, errors, usage
     ("world",),  # where runs live: events, artifacts, locks
     ("expr", "source"),  # expressions; documents with positions, pointers, findings
-    ("canonical", "tools", "capability", "_resources", "_version"),  # RFC 8785; tool
-    # registry; host patterns and secrets (the firewall's pure parts); data
+    ("canonical", "tools", "_resources", "_version"),  # RFC 8785; tool registry; data
+    ("capability",),  # host patterns and secrets: the firewall's pure parts
 ]
 RUNG = {part: index for index, rung in enumerate(LADDER) for part in rung}
 

@@ -23,7 +23,7 @@ from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import WaitingForInput
 from lwtool.record.ids import without_reserved
-from lwtool.tools import Refused, Tool, ToolFailed
+from lwtool.tools import Refused, Tool, ToolContext, ToolFailed
 from lwtool.world.base import INLINE_LIMIT, NewEvent
 
 Caller = Literal["model", "code"]
@@ -39,8 +39,11 @@ class ToolCallFailed(Exception):
 
 
 async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
-                    call_id: str, turn: int | None = None) -> Any:
-    """Run one tool call durably; a call committed earlier is replayed, not re-run."""
+                    call_id: str, turn: int | None = None,
+                    context: ToolContext | None = None) -> Any:
+    """Run one tool call durably; a call committed earlier is replayed, not re-run.
+    `context`: what the tool may read (the calling step's granted secrets); a result
+    or error holding one of the run's secrets has it masked before anyone sees it."""
     recorded = run.journal.tool_calls.get(call_id)
     if recorded is not None:
         if "error" in recorded:
@@ -54,7 +57,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     run.note([_started(path, call_id, caller, tool.name, args, turn)], defer=False)
     started = time.perf_counter()
     try:
-        result = await tool.invoke(args, run.tool_threads)
+        result = await tool.invoke(args, run.tool_threads, context=context)
     except WaitingForInput:  # a sub-run waits for a person: the call is in flight still
         raise
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the caller
@@ -65,12 +68,13 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         message = f"tool '{tool.name}' refused the call: {exc}" if isinstance(exc, Refused) \
             else f"tool '{tool.name}' failed: {exc}" if isinstance(exc, ToolFailed) \
             else f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
+        message = run.redacted(message)
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message, "traceback": trace,
             "durationMs": _ms(started)}, path)])
         raise ToolCallFailed(call_id, message) from None
     try:
-        result = to_json(result)
+        result = run.redacted(to_json(result))
     except NotJson as exc:
         message = f"tool '{tool.name}' returned a value that is not JSON {exc}"
         await run.record([NewEvent("harness.tool_call.failed", {

@@ -130,12 +130,12 @@ def refusal(patterns: list[HostPattern], host: str, port: int | None,
     if not allows(patterns, host, port):
         listed = ", ".join(str(p) for p in patterns) or "none"
         return f"{where} is not in permissions.network (allowed: {listed})"
-    listed = listed_addresses(patterns)
+    addresses_listed = listed_addresses(patterns)
     literal = _address(_bare(host))
     addresses = [literal] if literal is not None else \
         (_resolved(host, port) if resolve else [])
     for address in addresses:
-        if non_global(address) and address not in listed:
+        if non_global(address) and address not in addresses_listed:
             return (f"{where} resolves to {address}, a private, loopback or link-local "
                     "address; list the address itself in permissions.network to allow it")
     return None
@@ -146,12 +146,12 @@ def deny_ranges(patterns: Iterable[HostPattern]) -> list[str]:
     (Deno checks what a name resolves to against them), and the IPv6 loopback and any
     address unless listed."""
     listed = listed_addresses(patterns)
-    ranges = [ipaddress.ip_network(r) for r in NON_GLOBAL_V4]
+    ranges = [ipaddress.IPv4Network(r) for r in NON_GLOBAL_V4]
     for address in listed:
         if isinstance(address, ipaddress.IPv4Address):
+            one = ipaddress.IPv4Network(address)
             ranges = [part for r in ranges
-                      for part in ((r.address_exclude(ipaddress.ip_network(address)))
-                                   if address in r else (r,))]
+                      for part in (r.address_exclude(one) if address in r else (r,))]
     v6 = [f"[{a}]" for a in NON_GLOBAL_V6 if ipaddress.ip_address(a) not in listed]
     return sorted(str(r) for r in ranges) + v6
 

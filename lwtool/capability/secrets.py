@@ -17,7 +17,9 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,10 @@ class SecretMissing(LookupError):
 
     def __init__(self, names: list[str], where: str) -> None:
         self.names = names
-        listed = ", ".join(names)
-        super().__init__(f"secret{'s' if len(names) > 1 else ''} {listed} not found in "
-                         f"{where}; set {'them' if len(names) > 1 else 'it'} there "
-                         "(or give --secrets FILE)")
+        many = len(names) > 1
+        super().__init__(f"secret{'s' if many else ''} {', '.join(names)} "
+                         f"{'are' if many else 'is'} not in {where}; set "
+                         f"{'them' if many else 'it'} there or give the run --secrets FILE")
 
 
 class SecretNotGranted(PermissionError):
@@ -142,17 +144,46 @@ class Redactor:
             return self.text(value)
         if isinstance(value, list):
             items = [self.value(v) for v in value]
-            return items if any(a is not b for a, b in zip(items, value)) else value
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
         if isinstance(value, dict):
             pairs = [(self.text(k) if isinstance(k, str) else k, self.value(v))
                      for k, v in value.items()]
             changed = any(k2 is not k or v2 is not v
-                          for (k2, v2), (k, v) in zip(pairs, value.items()))
+                          for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
             return dict(pairs) if changed else value
         return value
 
 
 NO_REDACTION = Redactor({})
+
+# The broker runs take their secrets from: the environment unless a caller (`--secrets
+# FILE`, the API's `secrets=`) gives another for what it starts. A ContextVar, so the
+# runs a call starts (children, branches, sub-runs) use the same one.
+_BROKER: ContextVar[Secrets | None] = ContextVar("lwtool_secrets", default=None)
+
+
+def set_broker(broker: Secrets) -> None:
+    """The broker for everything this thread's context starts from now on (a command
+    line's `--secrets FILE`)."""
+    _BROKER.set(broker)
+
+
+def current_broker() -> Secrets:
+    return _BROKER.get() or Secrets.from_environ()
+
+
+@contextmanager
+def using(given: Secrets | Mapping[str, str] | str | Path | None) -> Iterator[Secrets]:
+    """Runs started inside take their secrets from `given` (None: as before)."""
+    if given is None:
+        yield current_broker()
+        return
+    broker = Secrets.of(given)
+    token = _BROKER.set(broker)
+    try:
+        yield broker
+    finally:
+        _BROKER.reset(token)
 
 
 def _forms(value: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -28,6 +29,10 @@ class GraphFormat(StrEnum):
     dot = "dot"
 
 
+SecretsOption = Annotated[Path | None, typer.Option(
+    "--secrets", envvar="LWTOOL_SECRETS",
+    help="A dotenv file (NAME=value lines): the values of the secrets the workflow's "
+    "permissions.secrets names. Default: the process environment.")]
 WorldOption = Annotated[str | None, typer.Option(
     "--world", envvar="LWTOOL_WORLD",
     help="Where runs live: postgresql://USER@HOST/DB (the PostgreSQL world, `pip install "

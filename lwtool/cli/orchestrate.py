@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import OfflineOption, WorldOption
+from lwtool.cli.options import OfflineOption, SecretsOption, WorldOption
 from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.run import (
     AsJson,
@@ -33,6 +33,7 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
+    use_secrets,
     use_world,
 )
 from lwtool.observe.terminal import safe_text
@@ -46,6 +47,7 @@ def orchestrate(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Choose the pipeline run's "
                                                 "id (an existing one resumes).")] = None,
     step_timeout: StepTimeout = None,
@@ -58,6 +60,7 @@ def orchestrate(
     """Run a pipeline: the orchestrator plans its workflows and runs them as sub-runs
     (--max-tokens/--max-cost-usd: one budget for the session, its planners and sub-runs)."""
     use_world(world_url)
+    use_secrets(secrets)
     from lwtool.orchestrate.api import check_pipeline_run_id
     from lwtool.orchestrate.api import orchestrate as run_pipeline
     from lwtool.orchestrate.pipeline import load_pipeline

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.options import OfflineOption, QueueOption, WorldOption
+from lwtool.cli.options import OfflineOption, QueueOption, SecretsOption, WorldOption
 from lwtool.cli.render import say
 from lwtool.cli.run import (
     AsJson,
@@ -38,6 +38,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     postgres_url,
     read_json_or_yaml,
+    use_secrets,
     use_world,
     with_code_timeout,
 )
@@ -49,6 +50,7 @@ def replay(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -67,6 +69,7 @@ def replay(
     """Resume a run from its event log (completed steps are never re-executed)."""
     if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=False):
         return
+    use_secrets(secrets)
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             max_concurrent_steps, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd),
             accept_drift=accept_drift)
@@ -78,6 +81,7 @@ def retry(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -93,6 +97,7 @@ def retry(
     keeping every committed result (the log records a RunRetried event)."""
     if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=True):
         return
+    use_secrets(secrets)
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
 
@@ -110,6 +115,7 @@ def fork(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     as_json: AsJson = False,
@@ -118,6 +124,7 @@ def fork(
     """Start a new run of the same version that keeps every result not downstream of
     --from and runs that step and what follows again (the original run is untouched)."""
     use_world(world_url)
+    use_secrets(secrets)
     from lwtool.record.ids import new_run_id
     from lwtool.runtime.fork import SAME_INPUT, fork_run
     from lwtool.world.base import check_run_id
@@ -154,6 +161,7 @@ def respond(
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -172,6 +180,7 @@ def respond(
     from lwtool.world.base import RunLocked, RunNotFound, WorldError
 
     use_world(world_url)
+    use_secrets(secrets)
     if resume and enqueue:
         raise fail("--resume and --enqueue exclude each other: go on here, or let a worker")
     if enqueue and postgres_url() is None:

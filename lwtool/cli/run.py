@@ -13,7 +13,14 @@ from typing import Annotated, Any
 import typer
 
 from lwtool.cli import exit_codes
-from lwtool.cli.options import Durability, OfflineOption, QueueOption, WorldOption, finite
+from lwtool.cli.options import (
+    Durability,
+    OfflineOption,
+    QueueOption,
+    SecretsOption,
+    WorldOption,
+    finite,
+)
 from lwtool.cli.render import FileReport, render_text, say
 from lwtool.cli.runtime_options import (
     again_flags,
@@ -25,6 +32,7 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
+    use_secrets,
     use_world,
     with_code_timeout,
 )
@@ -105,9 +113,11 @@ def run(
         "--inputs", help="With --enqueue: a JSON Lines file, one run's input a line, queued "
         "together (an input its schema refuses refuses them all, naming the line).")] = None,
     queue: QueueOption = None,
+    secrets: SecretsOption = None,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
+    use_secrets(secrets)
     if run_id is not None:
         from lwtool.world.base import check_run_id
 

@@ -234,6 +234,19 @@ def load_callable(spec: str, relative_to: Path | None, what: str) -> Any:
 _world_url: str | None = None  # this command's --world (one command per process)
 
 
+def use_secrets(path: Path | None) -> None:
+    """Where this command's runs take their secrets from (--secrets FILE; else the
+    environment). A file that cannot be read is a usage error."""
+    if path is None:
+        return
+    from lwtool.capability.secrets import Secrets, set_broker
+
+    try:
+        set_broker(Secrets.from_dotenv(path))
+    except OSError as exc:
+        raise fail(f"--secrets: {exc}") from None
+
+
 def use_world(url: str | None) -> None:
     """Where this command's runs live (its --world / LWTOOL_WORLD)."""
     global _world_url

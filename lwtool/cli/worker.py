@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.options import WorldOption, finite, queue_names
+from lwtool.cli.options import SecretsOption, WorldOption, finite, queue_names
 from lwtool.cli.run import DataDir, Models, Tools, freeze_what_is_loaded
 from lwtool.cli.runtime_options import (
     fail,
@@ -17,6 +17,7 @@ from lwtool.cli.runtime_options import (
     load_tool_registry,
     open_world,
     postgres_url,
+    use_secrets,
     use_world,
 )
 
@@ -34,6 +35,7 @@ LogFormatOption = Annotated[LogFormat, typer.Option(
 
 def worker(
     world_url: WorldOption = None,
+    secrets: SecretsOption = None,
     tools: Tools = None,
     models: Models = None,
     data_dir: DataDir = Path(".little-workflow"),
@@ -61,6 +63,7 @@ def worker(
     """Execute queued runs (`lwtool run --enqueue`) of a PostgreSQL world until SIGTERM
     (the runs in hand finish first) or, with --drain, until the queue is empty."""
     use_world(world_url)
+    use_secrets(secrets)
     if postgres_url() is None:
         raise fail("lwtool worker needs a PostgreSQL world (--world postgresql://... or "
                    "LWTOOL_WORLD)")

@@ -2,10 +2,16 @@
 
 With `network`, `env` and `fs` all `deny` the process gets no allow flag at all: no
 read, write, net, env, run, ffi or sys; an attempt throws NotCapable inside the code.
-`network: allow` adds `--allow-net`, `env: allow` adds `--allow-env` and passes this
-process's environment (otherwise the environment is empty), `fs: read` adds
-`--allow-read`, `fs: allow` adds `--allow-read --allow-write`. Subprocesses and FFI are
-never allowed, remote and npm modules never load.
+`network: allow` adds `--allow-net=` with exactly the workflow's `permissions.network`
+hosts (none listed: no network at all) and `--deny-net=` with every private, loopback
+and link-local IPv4 range and the IPv6 loopback but the addresses listed (Deno checks
+what a name resolves to against them: an allowed name rebound to 169.254.169.254 is
+refused). The step's granted secrets are its environment, readable with
+`Deno.env.get` (`--allow-env=` those names). `env: allow` adds `--allow-env` and passes
+this process's environment too, without any variable whose name says key, token,
+secret, password or credential. `fs: read` adds `--allow-read`, `fs: allow` adds
+`--allow-read --allow-write`. Subprocesses and FFI are never allowed, remote and npm
+modules never load.
 
 Where bubblewrap can run (the bash tool's probe) and `fs` is `deny`, Deno itself runs
 inside it too, as a second wall: every namespace unshared (no network unless
@@ -27,7 +33,9 @@ value (16 MiB as JSON) and the kept log (1 MiB of stdout and stderr).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -39,6 +47,8 @@ TMP_BYTES = 64 << 20
 INNER_DENO = "/opt/lwtool/deno"
 WALLED_DENO_DIR = "/tmp/deno"  # on the wall's own tmpfs
 DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
+# what `env: allow` never passes: names that hold credentials (lwtool's own included)
+CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
 
 
 @dataclass(frozen=True)
@@ -50,14 +60,25 @@ class CodePolicy:
     memory_mb: int = DEFAULT_MEMORY_MB
     output_bytes: int = OUTPUT_CAP
     log_bytes: int = LOG_CAP
+    hosts: tuple[str, ...] = ()  # Deno --allow-net entries (permissions.network)
+    denied_ranges: tuple[str, ...] = ()  # Deno --deny-net entries
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)  # the grant
 
     @classmethod
-    def of_step(cls, settings: dict[str, Any], run_timeout_s: float | None = None
-                ) -> CodePolicy:
-        """The policy of a step's `with` (its `sandbox`), under the run's code timeout."""
+    def of_step(cls, settings: dict[str, Any], run_timeout_s: float | None = None,
+                network: list[str] | None = None,
+                secrets: Mapping[str, str] | None = None) -> CodePolicy:
+        """The policy of a step's `with` (its `sandbox`), under the run's code timeout,
+        the workflow's `permissions.network` and the step's granted secrets."""
+        from lwtool.capability.hosts import deny_ranges, parse_all
+
         sandbox = settings.get("sandbox") or {}
+        patterns = parse_all(network or []) if sandbox.get("network") == "allow" else []
         policy = cls(network=str(sandbox.get("network", "deny")),
-                     env=str(sandbox.get("env", "deny")), fs=str(sandbox.get("fs", "deny")))
+                     env=str(sandbox.get("env", "deny")), fs=str(sandbox.get("fs", "deny")),
+                     hosts=tuple(p.deno() for p in patterns),
+                     denied_ranges=tuple(deny_ranges(patterns)) if patterns else (),
+                     secrets=dict(secrets or {}))
         if run_timeout_s is not None:
             policy = replace(policy, timeout_s=float(run_timeout_s))
         timeout_ms = _positive_int(sandbox.get("timeoutMs"))
@@ -70,10 +91,13 @@ class CodePolicy:
 
     def permission_flags(self) -> list[str]:
         flags: list[str] = []
-        if self.network == "allow":
-            flags.append("--allow-net")
+        if self.reaches_network:
+            flags += [f"--allow-net={','.join(self.hosts)}",
+                      f"--deny-net={','.join(self.denied_ranges)}"]
         if self.env == "allow":
             flags.append("--allow-env")
+        elif self.secrets:
+            flags.append(f"--allow-env={','.join(sorted(self.secrets))}")
         if self.fs in ("read", "allow"):
             flags.append("--allow-read")
         if self.fs == "allow":
@@ -107,16 +131,23 @@ class CodePolicy:
                 "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                 "--ro-bind", argv[0], INNER_DENO, "--dir", WALLED_DENO_DIR,
                 "--setenv", "DENO_DIR", WALLED_DENO_DIR, "--chdir", "/tmp"]
-        if self.network == "allow":
+        if self.reaches_network:
             wall.append("--share-net")
         return [*wall, INNER_DENO, *argv[1:]]
 
     def environment(self, deno_dir: str) -> dict[str, str]:
-        """The process environment: empty but for Deno's own settings unless env: allow.
+        """The process environment: the granted secrets and Deno's own settings, and
+        with env: allow this process's variables but those naming a credential.
         `deno_dir` is this execution's own (localStorage and caches live there)."""
-        base = dict(os.environ) if self.env == "allow" else {}
-        return {**base, "DENO_DIR": deno_dir, "NO_COLOR": "1",
+        base = {k: v for k, v in os.environ.items() if not CREDENTIAL_NAME.search(k)} \
+            if self.env == "allow" else {}
+        return {**base, **self.secrets, "DENO_DIR": deno_dir, "NO_COLOR": "1",
                 "DENO_NO_UPDATE_CHECK": "1", "DENO_NO_PROMPT": "1"}
+
+    @property
+    def reaches_network(self) -> bool:
+        """network: allow with at least one host listed."""
+        return self.network == "allow" and bool(self.hosts)
 
     @property
     def data_limit_bytes(self) -> int:

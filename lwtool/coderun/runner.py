@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -68,6 +68,7 @@ class CodeOutcome:
     log_truncated: bool = False
     duration_ms: int = 0
     tool_calls: int = 0
+    denied: list[str] = field(default_factory=list)  # host:port permissions.network refused
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,7 @@ class _Execution:
         self.log = bytearray()
         self.log_truncated = False
         self.calls = 0
+        self.denied: list[str] = []
         self.call_tasks: set[asyncio.Task[None]] = set()
         self.final: asyncio.Future[CodeOutcome] | None = None
         self.proc: asyncio.subprocess.Process | None = None
@@ -152,6 +154,7 @@ class _Execution:
         outcome.log = bytes(self.log)
         outcome.log_truncated = self.log_truncated
         outcome.tool_calls = self.calls
+        outcome.denied = self.denied
         return outcome
 
     # -- output --------------------------------------------------------------------------
@@ -219,6 +222,10 @@ class _Execution:
         kind = frame.get("t")
         if kind == "call":
             self._call(frame)
+        elif kind == "denied":
+            target = str(frame.get("target", ""))[:300]
+            if target not in self.denied:
+                self.denied.append(target)
         elif kind == "result":
             if len(line) > self.policy.output_bytes:
                 self._finish(self._over_cap())

@@ -180,11 +180,14 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
                        on_start: Callable[[str], None] | None = None,
                        step_timeout: float | None = None, harness: Any = None,
                        durability: str | None = None,
-                       timeout: float | None = None) -> dict[str, Any]:
+                       timeout: float | None = None,
+                       secrets: Any = None) -> dict[str, Any]:
     """`lwtool.run_workflow`: an LWIR workflow as lwtool.runtime.api.run_workflow runs it
     (see there for every option), or a WorkflowDefinition (a file, a dict with `kind:
     WorkflowDefinition`, or what `define_workflow` returns) planned first, as
-    `run_definition` does; `timeout` bounds the whole run either way."""
+    `run_definition` does; `timeout` bounds the whole run either way, and `secrets`
+    gives the values of the secrets it names (default: the environment)."""
+    from lwtool.capability.secrets import using
     from lwtool.record.ids import new_run_id
     from lwtool.runtime import api
 
@@ -192,15 +195,17 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
         return await api.run_workflow(workflow, run_input, world=world, tools=tools,
                                       models=models, run_id=run_id, on_start=on_start,
                                       step_timeout=step_timeout, harness=harness,
-                                      durability=durability, timeout=timeout)
+                                      durability=durability, timeout=timeout,
+                                      secrets=secrets)
     from lwtool.world.local import local_world
 
     run_id = run_id or new_run_id()
     world = world or local_world()
-    return api.with_events(world, await api.within(timeout, run_id, execute_definition(
-        workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
-        step_timeout=step_timeout, harness=harness, on_start=on_start,
-        durability=durability)))
+    with using(secrets):
+        return api.with_events(world, await api.within(timeout, run_id, execute_definition(
+            workflow, run_input, world=world, tools=tools, models=models, run_id=run_id,
+            step_timeout=step_timeout, harness=harness, on_start=on_start,
+            durability=durability)))
 
 
 async def run_definition(definition: Any, run_input: Any, *, world: World | None = None,

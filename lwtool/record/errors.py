@@ -13,6 +13,8 @@ CauseCode = Literal[
     # lwtool's, for a provider's refusal: a prompt over the model's context window, a
     # reply its content filter stopped (lwtool.calls.provider_errors)
     "context_length_exceeded", "content_filtered",
+    # lwtool's: the capability firewall refused a connection (permissions.network)
+    "capability_denied",
 ]
 
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.canonical.compact import dumps_bytes, loads
+from lwtool.capability.secrets import NO_REDACTION, Redactor
 from lwtool.record import thread_pools
 from lwtool.record.ids import short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.report import TOKENS
-from lwtool.tools import ToolRegistry
+from lwtool.tools import ToolContext, ToolRegistry
 from lwtool.world.base import INLINE_LIMIT as INLINE_OUTPUT_LIMIT
 from lwtool.world.base import Event, NewEvent, World, fsyncs
 
@@ -66,6 +67,10 @@ class RunState:
     # loop for an fsync or a database's round trips.
     inline_commits: bool = field(init=False)
     budget: Any = None  # lwtool.record.budget.Budget: held before each new model call
+    # the values of the LWIR's permissions.secrets (given by the broker when the run
+    # starts or resumes) and what keeps them out of everything the run writes
+    secret_values: dict[str, str] = field(default_factory=dict, repr=False)
+    redactor: Redactor = NO_REDACTION
     replies: int = 0  # model replies this execution committed (recorded_model_call)
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
@@ -118,6 +123,28 @@ class RunState:
             self._fault = (event_type, pattern)
             self._fault_countdown = int(nth) if nth.isdigit() and int(nth) > 0 else 1
 
+    def grant_secrets(self, values: dict[str, str]) -> None:
+        """The run's secrets (permissions.secrets' values): every event and artifact it
+        writes has them masked from now on."""
+        self.secret_values = dict(values)
+        self.redactor = Redactor(values)
+
+    def tool_context(self, step: dict[str, Any], path: str) -> ToolContext:
+        """What a tool called for the step at `path` may read: its granted secrets."""
+        names = step.get("secrets") or ()
+        return ToolContext(self.run_id, path, {n: self.secret_values[n] for n in names
+                                               if n in self.secret_values})
+
+    def redacted(self, value: Any) -> Any:
+        """`value` (JSON) with the run's secret values masked (itself when none)."""
+        return self.redactor.value(value) if self.redactor else value
+
+    def _clean(self, events: list[NewEvent]) -> list[NewEvent]:
+        if not self.redactor:
+            return events
+        return [e if (p := self.redactor.value(e.payload)) is e.payload
+                else NewEvent(e.type, p, e.step_path) for e in events]
+
     def config_hash(self, part: Any) -> str:
         """The hash of a part of the locked LWIR (a step's configuration, an output
         schema), cached by identity: the version's objects live as long as the run, and
@@ -154,7 +181,7 @@ class RunState:
         """
         durable = durable and self.fsyncs
         notes = self._take_notes()
-        batch = [*notes, *events] if notes else events
+        batch = self._clean([*notes, *events] if notes else events)
         if self.alone():
             committed = self.world.append(self.run_id, batch, status, artifacts or (), durable)
         else:
@@ -233,7 +260,7 @@ class RunState:
     def _commit_notes(self) -> None:
         """Commit the pending notes (without an fsync). A failed commit puts them back:
         the next record carries them, and reports the store's error."""
-        notes = self._take_notes()
+        notes = self._clean(self._take_notes())
         if not notes:
             return
         if not self.alone():
@@ -252,7 +279,7 @@ class RunState:
 
     def flush_notes(self) -> None:
         """Commit pending notes now (the run is being left: cancelled, interrupted)."""
-        notes = self._take_notes()
+        notes = self._clean(self._take_notes())
         if notes:
             try:
                 self.world.append(self.run_id, notes, None, (), False)
@@ -307,6 +334,8 @@ class RunState:
     def attach(self, path: str, data: bytes) -> None:
         """Keep a payload of the step at `path` (a prompt, a response) as an artifact of
         its result: stored with the step's commit and listed in its envelope."""
+        if self.redactor:
+            data = self.redactor.data(data)
         self._attached.setdefault(path, []).append(data)
 
     def add_usage(self, path: str, usage: dict[str, int]) -> None:
@@ -330,6 +359,7 @@ class RunState:
                        path: str | None = None
                        ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
         """The result envelope of an output, and small artifacts to commit with it."""
+        value = self.redacted(value)
         data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
         # Most outputs are small: no coroutine to store one inline.

@@ -91,7 +91,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
                        on_start: Callable[[str], None] | None = None,
                        step_timeout: float | None = None, harness: Any = None,
                        durability: str | None = None,
-                       timeout: float | None = None) -> dict[str, Any]:
+                       timeout: float | None = None,
+                       secrets: Any = None) -> dict[str, Any]:
     """Run an LWIR workflow: a file path or a dict (validated and hashed first), or a
     LockedWorkflow from `lock_workflow` (already both). (`lwtool.run_workflow` also
     takes a WorkflowDefinition: lwtool.planner.api.run_workflow.)
@@ -110,8 +111,11 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     kill of the process; faster); default: the world's (strict unless it says).
     `timeout` (seconds) bounds the whole run: past it the run stops where it is and
     RunFailedError with cause `timeout` is raised (its `result` says how to go on); the
-    run stays resumable with `replay_run`.
+    run stays resumable with `replay_run`. `secrets` is where the values of the
+    workflow's `permissions.secrets` come from: a mapping (name -> value), a dotenv
+    file's path, or a lwtool.Secrets broker; default: the process environment.
     """
+    from lwtool.capability.secrets import using
     from lwtool.record.ids import new_run_id
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
@@ -119,11 +123,12 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     run_id = run_id or new_run_id()
     world = world or local_world()
     locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
-    return with_events(world, await within(timeout, run_id, start_run(
-        world, locked.lwir, run_input, ToolRegistry.of(tools),
-        dict(models or {}), run_id, on_start, step_timeout, harness, durability=durability,
-        version_id=locked.version_id, canonical=locked.canonical,
-        children=dict(locked.children))))
+    with using(secrets):
+        return with_events(world, await within(timeout, run_id, start_run(
+            world, locked.lwir, run_input, ToolRegistry.of(tools),
+            dict(models or {}), run_id, on_start, step_timeout, harness,
+            durability=durability, version_id=locked.version_id,
+            canonical=locked.canonical, children=dict(locked.children))))
 
 
 def with_events(world: World, result: dict[str, Any]) -> dict[str, Any]:
@@ -160,15 +165,20 @@ async def replay_run(run_id: str, *, world: World | None = None,
                      tools: ToolRegistry | Mapping[str, Callable[..., Any]] | None = None,
                      models: Mapping[str, str] | None = None,
                      step_timeout: float | None = None, harness: Any = None,
-                     accept_drift: bool = False) -> dict[str, Any]:
+                     accept_drift: bool = False, secrets: Any = None) -> dict[str, Any]:
     """Resume a run from its event log; completed steps are never re-executed. The step
     timeout is the one the run started with unless `step_timeout` is given; the harness
     must be the one the run started with. `accept_drift` goes on although the tools'
-    code, the models or the harness changed (recorded as CapabilityDriftAccepted)."""
+    code, the models or the harness changed (recorded as CapabilityDriftAccepted).
+    `secrets`: as for run_workflow (a secret the run needs and the broker lacks is
+    refused before anything is written)."""
+    from lwtool.capability.secrets import using
     from lwtool.runtime.interpreter import resume_run
     from lwtool.world.local import local_world
 
     world = world or local_world()
-    return with_events(world, await resume_run(
-        world, run_id, ToolRegistry.of(tools), dict(models) if models is not None else None,
-        None, step_timeout, harness, accept_drift))
+    with using(secrets):
+        return with_events(world, await resume_run(
+            world, run_id, ToolRegistry.of(tools),
+            dict(models) if models is not None else None, None, step_timeout, harness,
+            accept_drift))

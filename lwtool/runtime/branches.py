@@ -30,6 +30,7 @@ from lwtool.record.errors import RunFailedError, StepFailure, WaitingForInput
 from lwtool.record.journal import Journal
 from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime.dispatch import run_step
+from lwtool.runtime.grants import run_secrets
 from lwtool.runtime.parallel import branch_output
 from lwtool.runtime.scope import Scope
 from lwtool.world.base import DEFAULT_DURABILITY, WorldError, check_durability
@@ -212,6 +213,12 @@ async def execute_branch(world: Any, task: Any, tools: Any, models: dict[str, st
     # the run's budget, held against every reply of the run (other workers' too)
     state.budget = run_budget(options.get("budget"), world, task.run_id,
                               options.get("links"), elsewhere=True)
+    try:  # this worker's broker: one without a secret the run needs cannot execute it
+        state.grant_secrets(run_secrets([lwir], task.run_id, record.version_id))
+    except RunFailedError as exc:
+        state.close()
+        return "failed", {"cause": exc.cause_code, "message": exc.message,
+                          "path": task.prefix, "details": {}}
     state.workspace = dict(options.get("workspace") or {})
     state.children = _children(state, options)  # a branch's invokes start child runs here
     body = Scope(state, step.get("steps") or [], task.prefix, run_step, task.item,

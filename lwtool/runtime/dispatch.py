@@ -188,6 +188,12 @@ def _checked_output(output: Any, step: dict[str, Any], harness_id: str, path: st
     return output
 
 
+def _granted(step: dict[str, Any]) -> dict[str, Any]:
+    """The secrets the step is granted, by name (never a value), for its attempt's event."""
+    names = step.get("secrets")
+    return {"secrets": sorted(str(n) for n in names)} if names else {}
+
+
 async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, attempt: int,
                    kind: Any) -> tuple[Any, list[NewEvent], list[tuple[str, bytes]]]:
     """Execute one attempt; return its output and the closing events to commit."""
@@ -221,7 +227,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     run.note([
         NewEvent("StepAttemptStarted", {"stepId": sid, "uses": uses, "visit": visit,
                                         "attempt": attempt, "inputHash": input_hash,
-                                        **recorded_input}, path),
+                                        **recorded_input, **_granted(step)}, path),
         NewEvent("harness.session.started", {
             "runId": run.run_id, "role": "worker", "task": {"kind": "execute_step"},
             "manifest": manifest, "manifestHash": short_hash(manifest),

@@ -36,6 +36,7 @@ from lwtool.record.run_state import DEFAULT_STEP_TIMEOUT, RunState
 from lwtool.runtime import drift
 from lwtool.runtime.children import ChildRuns, reached
 from lwtool.runtime.dispatch import run_step
+from lwtool.runtime.grants import run_secrets
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry, check_tools
@@ -165,6 +166,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                              f"the world holds no WorkflowVersion {', '.join(missing)} (a "
                              "child this workflow invokes): run the file that names it, "
                              "or a run that registered it, in this world first")
+    secrets = run_secrets(family, run_id, version_id)  # a missing one: refused here
     world.register_version(version_id, lwir, False, canonical,
                            meta=lambda: validated_meta(lwir, tools.tools))
     run_id = run_id or new_run_id()
@@ -205,7 +207,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
                 on_start(run_id)
             return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
                                   Journal.from_events(created), timeout, harness, workspace,
-                                  durability, branches, budget, links)
+                                  durability, branches, budget, links, secrets)
     # it existed after all (`fresh` was a guess): resumed, as any existing run is
     return await start_run(world, lwir, run_input, tools, models, run_id, on_start,
                            step_timeout, harness, workspace, durability, version_id,
@@ -291,6 +293,8 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
         if journal.terminal is not None and reopen is None:
             return await _finished(world, record.version_id, lwir, journal.terminal, events)
         check_tools(needed_tools(lwir), tools)  # before anything more is written
+        secrets = run_secrets([lwir, *reached(world, lwir)[0].values()], run_id,
+                              record.version_id)
         current = _capabilities(lwir, tools, models, harness)
         recorded = drift.recorded_capabilities(events, DEFAULT_HARNESS_ID)
         if recorded and drift.differs(recorded, current):
@@ -308,7 +312,7 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                               record.options.get("workspace"),
                               str(record.options.get("durability", DEFAULT_DURABILITY)),
                               branches, budget or record.options.get("budget"),
-                              record.options.get("links"))
+                              record.options.get("links"), secrets)
 
 
 async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, Any],
@@ -318,10 +322,12 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
                    durability: str = DEFAULT_DURABILITY,
                    branches: Any = None,
                    budget: dict[str, Any] | None = None,
-                   links: dict[str, Any] | None = None) -> dict[str, Any]:
+                   links: dict[str, Any] | None = None,
+                   secrets: dict[str, str] | None = None) -> dict[str, Any]:
     state = RunState(world, run_id, version_id, lwir, run_input, tools, models, journal,
                      asyncio.Semaphore(world.max_concurrent_steps), step_timeout, harness,
                      durability=check_durability(durability), branches=branches)
+    state.grant_secrets(secrets or {})
     # what the run (and the runs sharing its budget) committed already
     # shared (read back from the world) when other processes or runs spend under it:
     # its branches on other workers, its children (workflow.invoke)

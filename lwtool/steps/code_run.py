@@ -48,13 +48,17 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                   run_timeout_s: float | None = None) -> tuple[Any, list[NewEvent]]:
     settings = step.get("with") or {}
     files = files_of(settings, path)
-    policy = CodePolicy.of_step(settings, run_timeout_s)
+    run = scope.run
+    policy = CodePolicy.of_step(settings, run_timeout_s,
+                                (run.lwir.get("permissions") or {}).get("network"),
+                                run.tool_context(step, path).granted)
     attempt = int((expression_scope.get("step") or {}).get("attempt", 1))
-    outcome = await run_sandboxed(scope.run, path, f"a{attempt}", files,
-                                  str(settings.get("entrypoint")), policy, value)
-    output = checked_output(outcome, step, path)
+    outcome = await run_sandboxed(run, path, f"a{attempt}", files,
+                                  str(settings.get("entrypoint")), policy, value,
+                                  run.tool_context(step, path))
+    output = run.redacted(checked_output(outcome, step, path))
     if outcome.log:
-        scope.run.attach(path, outcome.log)
+        run.attach(path, outcome.log)
     return output, []
 
 
@@ -66,8 +70,11 @@ def files_of(settings: dict[str, Any], path: str) -> dict[str, str]:
 
 
 async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], entry: str,
-                        policy: CodePolicy, value: Any) -> CodeOutcome:
-    """One execution whose tool calls are durable under `<path>#<label>.code.<n>`."""
+                        policy: CodePolicy, value: Any, context: Any = None) -> CodeOutcome:
+    """One execution whose tool calls are durable under `<path>#<label>.code.<n>`
+    (`context`: what those tools may read, the step's grant). A connection
+    permissions.network refuses fails the step (capability_denied), whatever the code
+    did with the error."""
     async def on_call(number: int, name: str, args: Any) -> Any:
         call_id = f"{path}#{label}.code.{number}"
         logged = run.journal.tool_started.get(call_id)
@@ -83,14 +90,31 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
                        if name not in allowed else f"tool '{name}' is not registered")
             await refuse_call(run, path, call_id, "code", name, args, problem)
         # a ToolCallFailed's message is what the code's promise rejects with
-        return await call_tool(run, path, tool, args, "code", call_id)
+        return await call_tool(run, path, tool, args, "code", call_id, context=context)
 
     try:
-        return await run_code(files, entry, policy, value, on_call)
+        outcome = await run_code(files, entry, policy, value, on_call)
     except DenoMissing as exc:
         raise StepFailure("runtime_config_error", str(exc), path) from None
     except CodeAborted as exc:
         raise StepFailure("step_failed", str(exc), path) from None
+    if outcome.denied:
+        raise denied_failure(outcome.denied, policy, path, run)
+    return outcome
+
+
+def denied_failure(targets: list[str], policy: CodePolicy, path: str, run: Any) -> StepFailure:
+    """The step's failure for connections permissions.network refused."""
+    listed = ", ".join(policy.hosts) or "none"
+    why = "" if policy.network == "allow" else \
+        " (the step's sandbox.network is deny)"
+    if run is not None:
+        run.attach(path, ("refused connections: " + ", ".join(targets) + "\n").encode())
+    return StepFailure("capability_denied", f"code.run tried to connect to "
+                       f"{', '.join(targets)}, which permissions.network does not allow "
+                       f"(allowed: {listed}){why}; private, loopback and link-local "
+                       "addresses must be listed as addresses", path,
+                       details={"deniedHosts": targets})
 
 
 def checked_output(outcome: CodeOutcome, step: dict[str, Any], path: str) -> Any:

@@ -38,23 +38,26 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         # deadline: only when that is far away (a tool may not finish past it).
         alone = tool.waits and run.sole_step() \
             and step_timeout(step, run.step_timeout)[0] >= 100 * WAIT_SLICE
-        result = await tool.invoke(value, run.tool_threads, alone)
+        result = await tool.invoke(value, run.tool_threads, alone,
+                                   run.tool_context(step, path))
     except TransientError as exc:
-        raise StepFailure("step_failed", f"tool '{name}' failed (transient): {exc}", path,
-                          transient=True) from None
+        raise StepFailure("step_failed", run.redacted(f"tool '{name}' failed (transient): "
+                                                      f"{exc}"), path, transient=True) from None
     except Interrupted:
         raise
     except (Refused, ToolFailed) as exc:  # said in the tool's words: nothing more to add
         said = "refused the call" if isinstance(exc, Refused) else "failed"
-        raise StepFailure("step_failed", f"tool '{name}' {said}: {exc}", path) from None
+        raise StepFailure("step_failed", run.redacted(f"tool '{name}' {said}: {exc}"),
+                          path) from None
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001
         # A tool's failure is the step's, even SystemExit or KeyboardInterrupt raised by
         # the tool itself (Ctrl-C reaches the main thread, never a tool's own frame).
         where, trace = raised_at(exc, tool.fn)
-        raise StepFailure("step_failed", f"tool '{name}' raised {type(exc).__name__}: {exc}"
-                          f"{where}", path, details={"traceback": trace}) from None
+        raise StepFailure("step_failed", run.redacted(
+            f"tool '{name}' raised {type(exc).__name__}: {exc}{where}"), path,
+            details={"traceback": run.redacted(trace)}) from None
     try:
-        result = to_json(result)
+        result = run.redacted(to_json(result))  # a granted secret it returned is masked
     except NotJson as exc:
         raise StepFailure("step_schema_error", f"tool '{name}' returned a value that is not "
                           f"JSON {exc}", path) from None

@@ -183,6 +183,34 @@ function describe(error) {
   }
 }
 
+// A connection permissions.network refuses (Deno's NotCapable, also when an allowed
+// name resolved to a denied address) is told to the host before the code sees the
+// error: the step fails with capability_denied even when the code catches it.
+const NET_DENIED = /Requires net access to "([^"]+)"/;
+const execRegExp = bind(RegExp.prototype.exec);
+function reportDenied(error) {
+  try {
+    for (let e = error, depth = 0; e && depth < 4; e = e.cause, depth++) {
+      const found = execRegExp(NET_DENIED, SafeString(e.message ?? ""));
+      if (found) { frame({ t: "denied", target: found[1] }); return; }
+    }
+  } catch { /* an error that cannot be read: nothing to report */ }
+}
+function watched(fn, self) {
+  return async function (...args) {
+    try {
+      return await fn.apply(self, args);
+    } catch (error) {
+      reportDenied(error);
+      throw error;
+    }
+  };
+}
+globalThis.fetch = watched(globalThis.fetch, globalThis);
+Deno.connect = watched(Deno.connect, Deno);
+Deno.connectTls = watched(Deno.connectTls, Deno);
+Deno.resolveDns = watched(Deno.resolveDns, Deno);
+
 const first = await readLine();
 const start = parse(first);
 secret = start.secret;
