@@ -86,7 +86,8 @@ class _NoSlots:
         pass
 
 
-async def _unguarded_invoke(self: Any, args: Any, threads: Any, alone: bool = False) -> Any:
+async def _unguarded_invoke(self: Any, args: Any, threads: Any, alone: bool = False,
+                            context: Any = None) -> Any:
     return await self.fn(own_copy(args))
 
 

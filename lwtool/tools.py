@@ -116,6 +116,10 @@ class Tool:
     # Where the tool comes from, as a run's manifest records it beside its fingerprint
     # (an MCP tool's server, server version and schema hash); not compared for drift.
     origin: Mapping[str, Any] | None = field(default=None, compare=False)
+    # The URL the tool's calls go to when lwtool itself connects (an HTTP MCP server's):
+    # checked against permissions.network. None: a Python tool or a stdio server, which
+    # lwtool cannot hold to the list (lwtool.calls.tool_calls.endpoint_refusal).
+    endpoint: str | None = field(default=None, compare=False)
 
     is_async: bool = field(init=False, repr=False, compare=False)
     # A sync tool called in a worker thread: what `invoke(alone=True)` waits for.
@@ -352,15 +356,15 @@ class ToolRegistry:
 
     def register(self, name: str, fn: Callable[..., Any], description: str = "",
                  input_schema: Any = None, output_schema: Any = None,
-                 blocking: bool | None = None, origin: Mapping[str, Any] | None = None
-                 ) -> Tool:
+                 blocking: bool | None = None, origin: Mapping[str, Any] | None = None,
+                 endpoint: str | None = None) -> Tool:
         """Add a tool. `blocking` (see Tool): None lets lwtool call a sync `fn` on the
         event loop once it has proven quick; True keeps it in worker threads; False
         calls it on the loop always (it returns at once, no I/O). `origin`: see Tool."""
         if name in self.tools:
             raise ValueError(f"tool '{name}' is already registered")
         tool = Tool(name, fn, description or (inspect.getdoc(fn) or "").split("\n")[0],
-                    input_schema, output_schema, blocking, origin=origin)
+                    input_schema, output_schema, blocking, origin=origin, endpoint=endpoint)
         self.tools[name] = tool
         return tool
 

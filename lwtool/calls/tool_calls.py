@@ -51,6 +51,9 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "resultRef" in recorded:
             return loads(await run.world.get_artifact(recorded["resultRef"]))
         return recorded.get("result")
+    refused = endpoint_refusal(run, tool)
+    if refused is not None:
+        await refuse_call(run, path, call_id, caller, tool.name, args, refused[1], turn)
     args = without_reserved(args)  # a model or code never writes lwtool's own ids
     if tool.reserve is not None:
         args = tool.reserve(args, call_id)
@@ -104,6 +107,33 @@ async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: s
                           NewEvent("harness.tool_call.failed", {
                               "callId": call_id, "error": message, "durationMs": 0}, path)])
     raise ToolCallFailed(call_id, message)
+
+
+def endpoint_refusal(run: Any, tool: Tool) -> tuple[str, str] | None:
+    """(host:port, why) when the workflow lists hosts in permissions.network and the
+    tool's endpoint (an HTTP MCP server's URL) is not one of them, or resolves to a
+    private, loopback or link-local address not listed; None when allowed, when the
+    workflow lists no hosts, or for a tool lwtool does not connect to itself. Decided
+    once per run and endpoint (one name lookup)."""
+    if tool.endpoint is None:
+        return None
+    listed = (run.lwir.get("permissions") or {}).get("network")
+    if not listed:
+        return None
+    key = ("endpoint", tool.endpoint)
+    if key not in run.memo:
+        from urllib.parse import urlsplit
+
+        from lwtool.capability.hosts import parse_all, refusal
+
+        parts = urlsplit(tool.endpoint)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        why = refusal(parse_all(listed), host, port)
+        run.memo[key] = None if why is None else (f"{host}:{port}", (
+            f"tool '{tool.name}' connects to {tool.endpoint}: {why}"))
+    found: tuple[str, str] | None = run.memo[key]
+    return found
 
 
 def _started(path: str, call_id: str, caller: Caller, name: str, args: Any,

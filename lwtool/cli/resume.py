@@ -135,7 +135,7 @@ def fork(
         raise fail(str(exc)) from None
     run_input = read_json_or_yaml(input, "input") if input is not None else SAME_INPUT
     world = open_world(data_dir, must_exist=True)
-    registry = load_tool_registry(tools, _run_tools(world, run_id))
+    registry = _run_tools(world, run_id, tools)
     worker_harness = load_worker_harness(harness)
     model_map = load_models(models) if models else None
 
@@ -251,7 +251,7 @@ def _resume(run_id: str, tools: list[str] | None, models: Path | None, data_dir:
     """`replay` and `retry`: resume the run from its log (`retry`: reopening it first)."""
     use_world(world_url)
     world = open_world(data_dir, must_exist=True, max_concurrent_steps=max_concurrent_steps)
-    registry = load_tool_registry(tools, _run_tools(world, run_id))
+    registry = _run_tools(world, run_id, tools)
     worker_harness = with_code_timeout(load_worker_harness(harness), code_timeout)
     model_map = load_models(models) if models else None
     if offline:
@@ -276,20 +276,21 @@ def _recorded(world: Any, run_id: str) -> tuple[Any, Any]:
     return record, world.get_version(record.version_id) if record is not None else None
 
 
-def _run_tools(world: Any, run_id: str) -> list[str] | None:
-    """The tools a recorded workflow run may call (its MCP servers are the only ones
-    started); None (start every server) for a run that is no workflow's or not found."""
+def _run_tools(world: Any, run_id: str, spec: list[str] | None) -> Any:
+    """The registry of --tools for a recorded run: only the MCP servers of the tools
+    its workflow may call are started (every one for a run that is no workflow's or not
+    found), each stdio server with the secrets its steps are granted."""
     from lwtool.world.base import WorldError
 
     try:
         lwir = _recorded(world, run_id)[1]
     except WorldError:
-        return None  # resume_run says what is wrong with the world
+        lwir = None  # resume_run says what is wrong with the world
     if not isinstance(lwir, dict) or lwir.get("kind") != "Workflow":
-        return None
+        return load_tool_registry(spec, None)
     from lwtool.runtime.interpreter import reachable_tools
 
-    return reachable_tools(lwir)
+    return load_tool_registry(spec, reachable_tools(lwir), lwir)
 
 
 def _recorded_offline(world: Any, run_id: str) -> dict[str, str]:

@@ -141,7 +141,7 @@ def run(
                      step_timeout, as_json, budget, queue, tools, children)
         return
     run_input = read_json_or_yaml(_given(input), "input")
-    registry = load_tool_registry(tools, tools_called(lwir, definition))
+    registry = load_tool_registry(tools, tools_called(lwir, definition), lwir)
     if harness is None and definition is not None:
         worker = definition.get("worker") or {}
         worker_harness = load_worker_harness(worker.get("harness"), path.parent)

@@ -149,17 +149,19 @@ def offline_models(*documents: Any) -> dict[str, str]:
     return dict.fromkeys(sorted(slots), "offline")
 
 
-def load_tool_registry(spec: str | list[str] | None, needed: Any = None) -> Any:
+def load_tool_registry(spec: str | list[str] | None, needed: Any = None,
+                       lwir: Any = None) -> Any:
     """`--tools` (repeatable): each MODULE:ATTR, or an MCP servers file (its servers
     started, lwtool.mcp: only those whose tools `needed` names, when the caller knows
     what its run calls), merged into one registry; exit 2 naming what cannot be
     loaded. A server that could not be had is a warning, through the MCP hub's (a run
-    that needs it fails naming why)."""
+    that needs it fails naming why). A stdio server gets in its environment the secrets
+    `lwir`'s tool.call steps calling its tools are granted."""
     from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools, merged
 
     specs = [spec] if isinstance(spec, str) else spec or []
     try:
-        registry = merged([(one, _mcp_tools(one, needed) if _servers_file(one)
+        registry = merged([(one, _mcp_tools(one, needed, lwir) if _servers_file(one)
                             else load_tools(one)) for one in specs]) if specs \
             else ToolRegistry()
     except ToolsNotLoadable as exc:
@@ -178,14 +180,14 @@ def _servers_file(spec: str) -> bool:
     return spec.lower().endswith((".json", ".yaml", ".yml"))
 
 
-def _mcp_tools(path: str, needed: Any) -> Any:
+def _mcp_tools(path: str, needed: Any, lwir: Any = None) -> Any:
     """The tools of an MCP servers file, its servers started (the SDK imported only
     here: a tools file names MCP servers)."""
     from lwtool.mcp.config import McpConfigError
-    from lwtool.mcp.tools import load_servers
+    from lwtool.mcp.tools import granted_values, load_servers
 
     try:
-        return load_servers(path, needed)
+        return load_servers(path, needed, granted_values(lwir))
     except ImportError as exc:
         raise fail(f"{path} names MCP servers, and the MCP SDK is not installed "
                    f"({exc.name}): {extra_hint('mcp')}") from None

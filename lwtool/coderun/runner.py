@@ -44,7 +44,8 @@ _ALLOW_FLAG = re.compile(r"run again with the --allow-(read|write|net|env|run|ff
 _SETTING = {
     "read": "allow it with `sandbox: {fs: read}` in the step's `with`",
     "write": "allow it with `sandbox: {fs: allow}` in the step's `with`",
-    "net": "allow it with `sandbox: {network: allow}` in the step's `with`",
+    "net": "allow it with `sandbox: {network: allow}` in the step's `with` and the host "
+           "in permissions.network",
     "env": "allow it with `sandbox: {env: allow}` in the step's `with`",
     "run": "code.run never starts processes",
     "ffi": "code.run never loads native libraries",

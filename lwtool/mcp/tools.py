@@ -15,24 +15,30 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from lwtool.mcp.config import read_servers
+from lwtool.mcp.config import ServerSpec, read_servers
 from lwtool.mcp.hub import McpGaveUp, McpHub, McpUnavailable
 from lwtool.record.errors import TransientError
 from lwtool.record.ids import short_hash
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
 
 
-def load_servers(path: str, needed: Iterable[str] | None = None) -> ToolRegistry:
+def load_servers(path: str, needed: Iterable[str] | None = None,
+                 secrets: Mapping[str, Mapping[str, str]] | None = None) -> ToolRegistry:
     """Start the file's servers (only those whose tools `needed` names, when given) and
     register their tools (McpConfigError). A server that cannot be had is noted in the
     registry's `unavailable` with why: the runs that need its tools fail saying so.
-    ImportError when the MCP SDK is not installed, before anything starts."""
+    ImportError when the MCP SDK is not installed, before anything starts.
+    `secrets` (server -> name -> value: what the steps calling its tools are granted)
+    is added to a stdio server's environment, which otherwise holds only the SDK's
+    safe defaults (HOME, PATH, ...) and what its entry's `env` sets."""
     import mcp.client.stdio  # noqa: F401 - the SDK, or ImportError here and now
 
-    hub = McpHub(read_servers(path))
+    hub = McpHub([_with_secrets(spec, (secrets or {}).get(spec.name))
+                  for spec in read_servers(path)])
     names = None if needed is None else \
         sorted({str(n).partition(".")[0] for n in needed} & set(hub.specs))
     registry = ToolRegistry(served=True)
@@ -50,12 +56,49 @@ def load_servers(path: str, needed: Iterable[str] | None = None) -> ToolRegistry
             output_schema = getattr(tool, "output_schema", None)
             registry.register(f"{server}.{tool.name}", _caller(hub, server, tool),
                               tool.description or "", tool.input_schema, output_schema,
+                              endpoint=hub.specs[server].url,
                               origin={"mcpServer": server,
                                       "serverName": getattr(info, "name", None),
                                       "serverVersion": getattr(info, "version", None),
                                       "schemaHash": short_hash([tool.input_schema,
                                                                 output_schema])})
     return registry
+
+
+def _with_secrets(spec: ServerSpec, values: Mapping[str, str] | None) -> ServerSpec:
+    if not values or spec.url is not None:  # an HTTP server runs elsewhere
+        return spec
+    return replace(spec, env={**values, **spec.env})
+
+
+def server_grants(lwir: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Server -> the secret names granted to the tool.call steps that call its tools
+    (SERVER.TOOL), in every step list of `lwir`."""
+    found: dict[str, set[str]] = {}
+    todo = list(lwir.get("steps") or [])
+    while todo:
+        step = todo.pop()
+        if not isinstance(step, Mapping):
+            continue
+        todo.extend(step.get("steps") or [])
+        tool = (step.get("with") or {}).get("tool") if step.get("uses") == "tool.call" \
+            else None
+        if isinstance(tool, str) and "." in tool and step.get("secrets"):
+            found.setdefault(tool.partition(".")[0], set()).update(
+                str(n) for n in step["secrets"])
+    return found
+
+
+def granted_values(lwir: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    """server_grants with their values from the current secret broker (a name it lacks
+    is left out: the run that needs it is refused, naming it)."""
+    from lwtool.capability.secrets import current_broker
+
+    if not lwir:
+        return {}
+    values = current_broker().values
+    return {server: {n: values[n] for n in sorted(names) if n in values}
+            for server, names in server_grants(lwir).items()}
 
 
 def _caller(hub: McpHub, server: str, tool: Any) -> Any:

@@ -359,7 +359,6 @@ class RunState:
                        path: str | None = None
                        ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
         """The result envelope of an output, and small artifacts to commit with it."""
-        value = self.redacted(value)
         data = dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
         # Most outputs are small: no coroutine to store one inline.

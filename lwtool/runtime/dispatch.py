@@ -106,7 +106,9 @@ async def run_step(scope: Scope, sid: str, path: str, visit: int) -> tuple[Any, 
                     **({"retryAfterS": failure.details["retryAfterS"]}
                        if "retryAfterS" in failure.details else {}),
                     **({"traceback": failure.details["traceback"]}
-                       if "traceback" in failure.details else {})}, path)])
+                       if "traceback" in failure.details else {}),
+                    **({"deniedHosts": failure.details["deniedHosts"]}
+                       if "deniedHosts" in failure.details else {})}, path)])
             if final:
                 raise
             backoff = int(retry["backoffMs"]) * 2 ** (spent - 1) / 1000
@@ -255,6 +257,9 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                 output, call_events = done.output, done.events
         if custom and uses != "decision":  # the spec's execution loop, step 8
             output = _checked_output(output, step, run.harness.harness_id, path)
+        # A secret value the step's tool, code or model put into its output is masked
+        # here, once, for the log and for every later step alike (replay sees the same)
+        output = run.redacted(output)
     except TimeoutError:
         # Transient: the step's retry policy applies; a sync tool's thread cannot be
         # stopped and finishes on its own, its result unused.

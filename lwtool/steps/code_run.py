@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lwtool.calls.tool_calls import call_tool, refuse_call
+from lwtool.calls.tool_calls import call_tool, endpoint_refusal, refuse_call
 from lwtool.coderun.deno import DenoMissing
 from lwtool.coderun.policy import CodePolicy
 from lwtool.coderun.runner import CodeAborted, CodeOutcome, run_code
@@ -56,7 +56,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     outcome = await run_sandboxed(run, path, f"a{attempt}", files,
                                   str(settings.get("entrypoint")), policy, value,
                                   run.tool_context(step, path))
-    output = run.redacted(checked_output(outcome, step, path))
+    output = checked_output(outcome, step, path)
     if outcome.log:
         run.attach(path, outcome.log)
     return output, []
@@ -75,6 +75,8 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
     (`context`: what those tools may read, the step's grant). A connection
     permissions.network refuses fails the step (capability_denied), whatever the code
     did with the error."""
+    denied: list[str] = []
+
     async def on_call(number: int, name: str, args: Any) -> Any:
         call_id = f"{path}#{label}.code.{number}"
         logged = run.journal.tool_started.get(call_id)
@@ -89,6 +91,10 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
             problem = (f"tool '{name}' is not in permissions.tools ({', '.join(allowed) or 'none'})"
                        if name not in allowed else f"tool '{name}' is not registered")
             await refuse_call(run, path, call_id, "code", name, args, problem)
+        refused = endpoint_refusal(run, tool)
+        if refused is not None:  # the step fails (capability_denied), not just the call
+            denied.append(refused[0])
+            raise CodeAborted(refused[1])
         # a ToolCallFailed's message is what the code's promise rejects with
         return await call_tool(run, path, tool, args, "code", call_id, context=context)
 
@@ -97,6 +103,9 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
     except DenoMissing as exc:
         raise StepFailure("runtime_config_error", str(exc), path) from None
     except CodeAborted as exc:
+        if denied:
+            raise StepFailure("capability_denied", str(exc), path,
+                              details={"deniedHosts": denied}) from None
         raise StepFailure("step_failed", str(exc), path) from None
     if outcome.denied:
         raise denied_failure(outcome.denied, policy, path, run)

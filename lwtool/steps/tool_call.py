@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lwtool.calls.tool_calls import raised_at
+from lwtool.calls.tool_calls import endpoint_refusal, raised_at
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import StepFailure, TransientError
 from lwtool.record.run_state import step_timeout
@@ -33,6 +33,10 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         known = ", ".join(run.tools.names()) or "none"
         raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
                           f"(registered: {known}; pass --tools MODULE:ATTR)", path)
+    refused = endpoint_refusal(run, tool)
+    if refused is not None:
+        raise StepFailure("capability_denied", refused[1], path,
+                          details={"deniedHosts": [refused[0]]})
     try:
         # The loop's own wait for a sync tool (Tool.invoke) does not see the step's
         # deadline: only when that is far away (a tool may not finish past it).
@@ -57,7 +61,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
             f"tool '{name}' raised {type(exc).__name__}: {exc}{where}"), path,
             details={"traceback": run.redacted(trace)}) from None
     try:
-        result = run.redacted(to_json(result))  # a granted secret it returned is masked
+        result = to_json(result)
     except NotJson as exc:
         raise StepFailure("step_schema_error", f"tool '{name}' returned a value that is not "
                           f"JSON {exc}", path) from None

@@ -118,18 +118,78 @@ def test_a_loopback_listener_sees_no_connection() -> None:
         listener.close()
 
 
-def test_network_allow_lets_it_connect() -> None:
+def _policy(hosts: list[str], secrets: dict[str, str] | None = None,
+            **sandbox: str) -> dict[str, Any]:
+    """CodePolicy fields for a step's sandbox under permissions.network and a grant."""
+    policy = CodePolicy.of_step({"sandbox": sandbox}, network=hosts, secrets=secrets)
+    return {f: getattr(policy, f) for f in ("network", "env", "fs", "hosts",
+                                            "denied_ranges", "secrets")}
+
+
+CONNECT = ("export async function run({{ input }}) {{ const out = []; for (const host of input) "
+           "{{ try {{ const c = await Deno.connect({{ hostname: host, port: {port} }}); "
+           "c.close(); out.push('ok'); }} catch (e) {{ out.push(e.name); }} }} return out; }}")
+
+
+def test_network_allow_connects_to_the_listed_hosts_only() -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
+    listener.listen(8)
     port = listener.getsockname()[1]
     try:
-        out = run(f"export async function run() {{ const c = await Deno.connect("
-                  f"{{ hostname: '127.0.0.1', port: {port} }}); c.close(); return 'ok'; }}",
-                  network="allow")
-        assert out.ok and out.value == "ok"
+        # the address listed: reached; `localhost` is not listed; 127.0.0.2 is another
+        # address in the loopback range (denied: only listed addresses are let through)
+        out = run(CONNECT.format(port=port), ["127.0.0.1", "localhost", "127.0.0.2"],
+                  **_policy([f"127.0.0.1:{port}"], network="allow"))
+        assert out.ok, out.error
+        assert out.value == ["ok", "NotCapable", "NotCapable"]
+        assert out.denied == [f"localhost:{port}", f"127.0.0.2:{port}"]
     finally:
         listener.close()
+
+
+def test_an_allowed_name_resolving_to_a_private_address_is_refused() -> None:
+    """DNS rebinding: `localhost` is listed, but it resolves to 127.0.0.1, which is not
+    (Deno checks the resolved address against --deny-net)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        out = run(CONNECT.format(port=port), ["localhost"],
+                  **_policy([f"localhost:{port}"], network="allow"))
+        assert out.ok and out.value == ["NotCapable"], out
+        assert out.denied == [f"127.0.0.1:{port}"]
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    finally:
+        listener.close()
+
+
+def test_network_allow_without_listed_hosts_reaches_nothing() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        out = run(CONNECT.format(port=port), ["127.0.0.1"], **_policy([], network="allow"))
+        assert out.ok and out.value == ["NotCapable"], out
+    finally:
+        listener.close()
+
+
+def test_the_environment_holds_the_granted_secrets_only(monkeypatch: Any) -> None:
+    monkeypatch.setenv("LWTOOL_TEST_OTHER_TOKEN", "not-granted-value")
+    monkeypatch.setenv("LWTOOL_TEST_PLAIN", "plain-value")
+    source = ("export async function run() { const read = (n) => { try { return "
+              "Deno.env.get(n) ?? null; } catch (e) { return e.name; } }; return "
+              "[read('GRANTED'), read('LWTOOL_TEST_OTHER_TOKEN'), read('LWTOOL_TEST_PLAIN')]; }")
+    out = run(source, **_policy([], {"GRANTED": "the-value"}))
+    assert out.ok and out.value == ["the-value", "NotCapable", "NotCapable"], out
+    # env: allow passes lwtool's environment, never a credential-named variable
+    out = run(source, **_policy([], {"GRANTED": "the-value"}, env="allow"))
+    assert out.ok and out.value == ["the-value", None, "plain-value"], out
 
 
 def test_an_infinite_loop_is_stopped_at_the_timeout() -> None:
