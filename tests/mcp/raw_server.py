@@ -6,7 +6,8 @@ broken servers do, chosen by RAW_MODE (comma-separated):
 
 Its tools: `echo` (returns its input), `slow` (sleeps `seconds`), `die_once` (the first
 call, marked in RAW_MARK, kills the server mid-call; later ones answer), `unfit`
-(declares an outputSchema its structuredContent breaks)."""
+(declares an outputSchema its structuredContent breaks), `env` (the values of the
+environment variables `names` lists, null for one it does not have)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ TOOLS = [
     {"name": "slow", "inputSchema": {"type": "object", "properties": {
         "seconds": {"type": "number"}}}},
     {"name": "die_once", "inputSchema": OBJECT},
+    {"name": "env", "inputSchema": OBJECT},
     {"name": "unfit", "inputSchema": OBJECT, "outputSchema": {
         "type": "object", "required": ["score"],
         "properties": {"score": {"type": "integer"}}}},
@@ -40,6 +42,10 @@ def result(args: dict[str, object], name: str) -> dict[str, object]:
     if name == "die_once" and MARK and not os.path.exists(MARK):
         open(MARK, "w").close()
         os._exit(9)
+    if name == "env":
+        found = {str(n): os.environ.get(str(n)) for n in args.get("names") or []}  # type: ignore[attr-defined]
+        return {"content": [{"type": "text", "text": json.dumps(found)}],
+                "structuredContent": found}
     if name == "unfit":
         return {"content": [], "structuredContent": {"score": "high"}}
     return {"content": [{"type": "text", "text": json.dumps(args)}],

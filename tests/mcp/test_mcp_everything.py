@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,6 +151,38 @@ def test_streamable_http_with_headers_a_sigkill_and_a_replay(
     assert unset.returncode == 2
     assert "headers.X-Team: the environment variable LWTOOL_TEST_TEAM is not set" in \
         unset.stderr
+
+
+def test_an_http_server_outside_permissions_network_is_refused(
+        tmp_path: Path, http_server: tuple[str, Path]) -> None:
+    """A workflow that lists hosts may reach an HTTP MCP server only on that list (its
+    loopback address listed as an address); refused: capability_denied naming the host
+    before the call."""
+    url, _ = http_server
+    port = url.split(":")[2].split("/")[0]
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"everything": {"url": url}}}))
+    (tmp_path / "in.json").write_text('{"a": 2}')
+
+    def run(network: list[str], run_id: str) -> Any:
+        flow = {**FLOW, "permissions": {"tools": ["everything.get-sum"], "network": network},
+                "steps": [FLOW["steps"][0]]}
+        (tmp_path / f"{run_id}.lwir.json").write_text(json.dumps(flow))
+        return run_cli("run", str(tmp_path / f"{run_id}.lwir.json"), "-i",
+                       str(tmp_path / "in.json"), "--tools", str(servers), "--data-dir",
+                       str(tmp_path / "d"), "--run-id", run_id, "--json")
+
+    refused = run(["api.example.com:443"], "off")
+    assert refused.returncode == 1, refused.stderr
+    failure = json.loads(refused.stdout)
+    assert failure["causeCode"] == "capability_denied"
+    assert f"127.0.0.1:{port} is not in permissions.network" in failure["message"]
+    events = run_cli("events", "off", "--json", "--type", "StepAttemptFailed",
+                     "--data-dir", str(tmp_path / "d")).stdout
+    assert json.loads(events)["payload"]["deniedHosts"] == [f"127.0.0.1:{port}"]
+    allowed = run([f"127.0.0.1:{port}"], "on")
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["output"] == "The sum of 2 and 3 is 5."
 
 
 def test_validate_tools_names_a_tool_its_server_does_not_list(tmp_path: Path) -> None:

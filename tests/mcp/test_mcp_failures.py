@@ -63,6 +63,27 @@ def test_a_call_slower_than_the_timeout_is_retried_by_the_steps_policy(
     assert "did not answer" in failed[0]["error"]
 
 
+def test_a_stdio_server_sees_only_the_secrets_its_steps_are_granted(tmp_path: Path) -> None:
+    """The server's environment: the SDK's safe defaults, its entry's `env`, and the
+    secrets granted to the tool.call steps that call its tools; not lwtool's other
+    variables (a credential the run never granted is not there to read)."""
+    flow = json.loads(_flow(tmp_path, "env", {"names": [
+        "GRANTED_TOKEN", "OTHER_TOKEN", "LWTOOL_TEST_PLAIN", "RAW_MODE"]}).read_text())
+    flow["permissions"]["secrets"] = ["GRANTED_TOKEN"]
+    flow["steps"][0]["secrets"] = ["GRANTED_TOKEN"]
+    (tmp_path / "flow.lwir.json").write_text(json.dumps(flow))
+    (tmp_path / "in.json").write_text("{}")
+    done = run_cli("run", str(tmp_path / "flow.lwir.json"), "-i", str(tmp_path / "in.json"),
+                   "--tools", str(_servers(tmp_path, mode="quiet")), "--data-dir",
+                   str(tmp_path / "d"), "--json", env={
+                       "GRANTED_TOKEN": "granted-value-123", "OTHER_TOKEN": "other-value-456",
+                       "LWTOOL_TEST_PLAIN": "plain"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == {
+        "GRANTED_TOKEN": "[secret:GRANTED_TOKEN]",  # it was there; masked in the output
+        "OTHER_TOKEN": None, "LWTOOL_TEST_PLAIN": None, "RAW_MODE": "quiet"}
+
+
 def test_a_server_that_dies_mid_call_is_started_anew_for_the_retry(tmp_path: Path) -> None:
     done = _run(tmp_path, _flow(tmp_path, "die_once", {"n": 1}), _servers(tmp_path))
     assert done.returncode == 0, done.stderr
