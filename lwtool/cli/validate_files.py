@@ -108,7 +108,7 @@ def _reports(paths: list[Path], check_code: bool, portable: bool,
 def _check_provided(reports: list[FileReport], loaded: list[Any], tools: list[str]) -> None:
     """Add `tools.unavailable` findings for declared tools the given tools lack."""
     from lwtool.cli.runtime_options import load_tool_registry
-    from lwtool.validate.provided import declared_tools, unavailable_tools
+    from lwtool.validate.provided import declared_tools, unavailable_tools, unenforced_network
 
     declared = sorted({str(name) for compiled in loaded if compiled is not None
                        and compiled.document is not None
@@ -119,6 +119,8 @@ def _check_provided(reports: list[FileReport], loaded: list[Any], tools: list[st
         if compiled is not None and compiled.document is not None:
             report.findings.extend(unavailable_tools(compiled.document, compiled.kind,
                                                      provided))
+            report.findings.extend(unenforced_network(compiled.document, compiled.kind,
+                                                      registry.tools))
             report.findings.sort(key=lambda f: f.sort_key())
 
 

@@ -113,6 +113,21 @@ against the servers it will meet finds a renamed or removed tool at review time.
 ## Instead
 Name the tool as its server lists it (the message says what it lists), or give the
 `--tools` that provides it.""",
+    "tools.network_unenforced": """## What it flags
+With `lwtool validate --tools`: a tool.call step of a workflow that lists hosts in
+`permissions.network`, calling a tool lwtool cannot hold to that list: a Python tool
+(it runs inside lwtool's process) or a stdio MCP server's tool (the server is its own
+process). A warning.
+
+## Why
+The list is enforced where lwtool controls the connection: code.run (Deno's
+permissions) and HTTP MCP servers (lwtool connects to their URL). A Python tool or a
+stdio server can connect anywhere the machine can; a reviewer should know that the
+list does not bind it.
+
+## Instead
+Use tools you trust with the network, serve the tool over HTTP MCP from a host you
+control, or move the connection into a code.run step.""",
     "grant.tool": """## What it flags
 A planner's draft that lists a tool in `permissions.tools` that its definition does not
 declare.

@@ -1,14 +1,19 @@
 """`lwtool validate --tools ...`: every tool a file declares (a workflow's
 `permissions.tools`, a definition's `tools`) must be one the given tools provide: an
 MCP server that lists it (SERVER.TOOL), a module that registers it. Each one missing
-is a `tools.unavailable` finding at its entry, naming what its server does list."""
+is a `tools.unavailable` finding at its entry, naming what its server does list.
+
+And where a workflow lists hosts in `permissions.network`, a `tools.network_unenforced`
+warning at each tool.call of a tool lwtool cannot hold to that list: a Python tool (it
+runs in lwtool's process) or a stdio MCP server's (its own process); an HTTP MCP
+server's URL is checked, and code.run is confined by Deno."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from lwtool.source.finding import Finding
+from lwtool.source.finding import Finding, Severity
 from lwtool.validate.context import did_you_mean
 
 CODE = "tools.unavailable"
@@ -39,6 +44,42 @@ def unavailable_tools(document: Any, kind: str | None, provided: Iterable[str]) 
             where = f"{pointer}/{index}"
             found.append(Finding(CODE, _message(name, names), document.path, where,
                                  document.source_map.span(where)))
+    return found
+
+
+UNENFORCED = "tools.network_unenforced"
+
+
+def unenforced_network(document: Any, kind: str | None, tools: dict[str, Any]) -> list[Finding]:
+    """`tools.network_unenforced` warnings (see the module) for a workflow's tool.call
+    steps; `tools` is the given registry's name -> Tool."""
+    value = document.value if isinstance(document.value, dict) else {}
+    permissions = value.get("permissions") if kind == "Workflow" else None
+    if not isinstance(permissions, dict) or not permissions.get("network"):
+        return []
+    found = []
+    for pointer, step in _tool_steps(value.get("steps"), "/steps"):
+        name = (step.get("with") or {}).get("tool")
+        tool = tools.get(name) if isinstance(name, str) else None
+        if tool is None or tool.endpoint is not None:
+            continue
+        what = "a stdio MCP server's tool (its own process)" if tool.origin \
+            else "a Python tool (it runs inside lwtool)"
+        where = f"{pointer}/with/tool"
+        found.append(Finding(UNENFORCED, f"tool '{name}' is {what}: permissions.network is "
+                             "not enforced for it (README: Permissions, what is enforced "
+                             "where)", document.path, where,
+                             document.source_map.span(where), Severity.WARNING))
+    return found
+
+
+def _tool_steps(steps: Any, pointer: str) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        if isinstance(step, dict):
+            if step.get("uses") == "tool.call":
+                found.append((f"{pointer}/{index}", step))
+            found += _tool_steps(step.get("steps"), f"{pointer}/{index}/steps")
     return found
 
 

@@ -84,6 +84,8 @@ OTHER_CODES: dict[str, str] = {
     "portable.extension": "a use of an lwtool extension, outside the spec's portable LWIR "
                           "(`lwtool validate --portable`)",
     "tools.unavailable": "a declared tool is not provided by `lwtool validate --tools`",
+    "tools.network_unenforced": "a tool.call of a tool lwtool cannot hold to "
+                                "permissions.network (a Python tool, a stdio MCP server)",
     "grant.sandbox": "a planner's draft asks for a code.run sandbox wider than its "
                      "definition's planner.maxCodeSandbox",
 }
