@@ -3,7 +3,9 @@ each use of an lwtool extension, where a file leaves the Little Workflow spec's 
 subset, as a `portable.extension` warning at its place, saying what the spec offers
 instead. The extensions, as docs/rules.md and the README label them:
 
-- a `human.input` or `workflow.invoke` step; a step's `timeoutMs` and `retry`;
+- a `human.input` or `workflow.invoke` step; a step's `timeoutMs`, `retry` and
+  `secrets`; a non-empty `permissions.secrets` or `permissions.network` (the spec's
+  alpha reserves both and rejects a non-empty one);
 - code.run sandbox limits beyond network, env and fs (`timeoutMs`, `memoryMb`, ...);
 - expression functions beyond the spec's `sha256` and `coalesce`;
 - a definition's `runtime` (budget, durability) and `planner.maxCodeSandbox`;
@@ -26,6 +28,11 @@ SPEC_SANDBOX = frozenset({"network", "env", "fs"})
 _STEP_FIELDS = {
     "timeoutMs": "the spec bounds the whole run (runWorkflow's timeout), not a step",
     "retry": "the spec's runtime retries transient failures by its own policy",
+    "secrets": "the spec's alpha has no secret broker: a portable step reads no secret",
+}
+_PERMISSIONS = {
+    "secrets": "the spec's alpha has no secret broker and rejects a non-empty list",
+    "network": "the spec's alpha has no egress allowlist and rejects a non-empty list",
 }
 _DEFINITION_FIELDS = {
     ("runtime",): "the spec defers budgets and durability modes; there is none",
@@ -58,6 +65,10 @@ def _warning(ctx: Context, pointer: str, what: str, instead: str, key: bool = Tr
 
 
 def _workflow(ctx: Context) -> Iterator[Finding]:
+    permissions = ctx.value.get("permissions")
+    for field, instead in _PERMISSIONS.items():
+        if isinstance(permissions, dict) and permissions.get(field):
+            yield _warning(ctx, f"/permissions/{field}", f"`permissions.{field}`", instead)
     for info in ctx.steps:
         if info.uses == "human.input":
             yield _warning(ctx, f"{info.pointer}/uses", "the human.input step", "the spec "

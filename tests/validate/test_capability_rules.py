@@ -78,3 +78,13 @@ def test_validate_tools_names_the_tools_the_network_list_does_not_bind(
         "  - {id: a, uses: tool.call, with: {tool: fetch_page}}\n")
     quiet = run_cli("validate", "w.lwir.yaml", "--tools", "tools.py:tools", cwd=tmp_path)
     assert "network_unenforced" not in quiet.stdout  # no list: nothing it fails to bind
+
+
+def test_portable_flags_secrets_and_hosts_as_extensions() -> None:
+    from lwtool.validate.portable import portable_findings
+
+    document = load_text(HEAD + "permissions: {tools: [t], secrets: [K], network: [a.com]}\n"
+                         "steps:\n  - {id: a, uses: tool.call, secrets: [K], with: {tool: t}}\n",
+                         "w.yaml")
+    assert [f.pointer for f in portable_findings(document, "Workflow")] == [
+        "/permissions/secrets", "/permissions/network", "/steps/0/secrets"]
