@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import select
 import selectors
+import signal
 import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -54,7 +55,14 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     """A new event loop with microsecond timers on Linux (epoll); elsewhere asyncio's
     default loop (kqueue's timeouts are not rounded)."""
     if sys.platform == "linux":
-        return asyncio.SelectorEventLoop(PreciseEpollSelector())
+        # Ctrl-C (SIGINT) is held while the loop is made: a KeyboardInterrupt inside its
+        # __init__ left a half-made loop whose __del__ printed a traceback (no _ssock);
+        # held, it is raised once the loop is whole (and can be closed).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return asyncio.SelectorEventLoop(PreciseEpollSelector())
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return asyncio.new_event_loop()
 
 
