@@ -16,7 +16,19 @@ from lwtool.calls.models import ModelCallFailed, OutputRequest, call_model
 from lwtool.calls.scripted import ScriptedModel
 from lwtool.record.errors import StepFailure
 from lwtool.record.ids import short_hash
+from lwtool.record.sensitive import keyed_hash
 from lwtool.world.base import NewEvent
+
+
+async def _unsealed(run: Any, recorded: dict[str, Any]) -> dict[str, Any]:
+    """A committed reply as the call gave it: a sensitive step's text and tool calls
+    read back from their sealed artifact."""
+    response = recorded.get("response") or {}
+    ref = response.get("replyRef")
+    if ref is None:
+        return recorded
+    return {**recorded, "response": {"usage": response.get("usage") or {},
+                                     **await run.read_ref(ref)}}
 
 
 def model_label(model: str | ScriptedModel) -> str:
@@ -39,7 +51,7 @@ async def recorded_model_call(run: Any, path: str, turn: int, model: str | Scrip
     each message once instead of its whole history every turn."""
     recorded = run.journal.replies.get((path, turn))
     if recorded is not None:
-        return dict(recorded)
+        return await _unsealed(run, dict(recorded))
     if run.budget is not None:
         run.budget.refresh()  # what the runs sharing it committed meanwhile
         spent = run.budget.spent()
@@ -74,9 +86,13 @@ async def _call(run: Any, path: str, turn: int, call_id: str, model: str | Scrip
                               "responseFormat": request.response_format if request else None}
     if since:
         logged["messagesFrom"] = since
+    hidden = path in run.sensitive_paths  # a sensitive step's prompt: sealed, by ref
+    if hidden:
+        logged["messagesRef"] = await run.sealed_ref(logged.pop("messages"))
     run.note([NewEvent("harness.model.called", {
-        "turn": turn, "callId": call_id, "promptHash": short_hash(messages),
-        "request": logged}, path)])
+        "turn": turn, "callId": call_id,
+        "promptHash": keyed_hash(run.sensitive_key, messages) if hidden
+        else short_hash(messages), "request": logged}, path)])
     try:
         reply = await call_model(model, messages, mode, prompt_text, request, timeout, tools)
     except ModelCallFailed as exc:
@@ -89,7 +105,13 @@ async def _call(run: Any, path: str, turn: int, call_id: str, model: str | Scrip
     responded = {"turn": turn, "callId": call_id, "stepPath": path,
                  "model": {"provider": reply.provider, "modelId": reply.model_id},
                  "response": response, "durationMs": reply.duration_ms}
-    await run.record([NewEvent("harness.model.responded", responded, path)])
+    logged_reply = responded
+    if hidden:  # the text and tool calls sealed; usage stays (reports count it)
+        kept = {k: v for k, v in response.items() if k == "usage"}
+        kept["replyRef"] = await run.sealed_ref(
+            {k: v for k, v in response.items() if k != "usage"})
+        logged_reply = {**responded, "response": kept}
+    await run.record([NewEvent("harness.model.responded", logged_reply, path)])
     run.replies += 1
     if run.budget is not None:
         run.budget.count(responded)

@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any, Literal, NoReturn
 
-from lwtool.canonical.compact import dumps_bytes, loads
+from lwtool.canonical.compact import dumps_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
 from lwtool.record.errors import WaitingForInput
 from lwtool.record.ids import without_reserved
@@ -49,7 +49,7 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         if "error" in recorded:
             raise ToolCallFailed(call_id, str(recorded["error"]))
         if "resultRef" in recorded:
-            return loads(await run.world.get_artifact(recorded["resultRef"]))
+            return await run.read_ref(recorded["resultRef"])
         return recorded.get("result")
     refused = endpoint_refusal(run, tool)
     if refused is not None:
@@ -57,7 +57,9 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     args = without_reserved(args)  # a model or code never writes lwtool's own ids
     if tool.reserve is not None:
         args = tool.reserve(args, call_id)
-    run.note([_started(path, call_id, caller, tool.name, args, turn)], defer=False)
+    hidden = path in run.sensitive_paths  # a sensitive step's calls: sealed, by ref
+    logged = {"argsRef": await run.sealed_ref(args)} if hidden else None
+    run.note([_started(path, call_id, caller, tool.name, args, turn, logged)], defer=False)
     started = time.perf_counter()
     try:
         result = await tool.invoke(args, run.tool_threads, context=context)
@@ -85,7 +87,9 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         raise ToolCallFailed(call_id, message) from None
     data = dumps_bytes(result)
     payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}
-    if len(data) > INLINE_LIMIT:
+    if hidden:
+        payload["resultRef"] = await run.sealed_ref(result)
+    elif len(data) > INLINE_LIMIT:
         payload["resultRef"] = await run.world.put_artifact(data, run.fsyncs)
     else:
         payload["result"] = result
@@ -137,10 +141,11 @@ def endpoint_refusal(run: Any, tool: Tool) -> tuple[str, str] | None:
 
 
 def _started(path: str, call_id: str, caller: Caller, name: str, args: Any,
-             turn: int | None) -> NewEvent:
-    """`harness.tool_call.started` (`turn` only for a model's calls)."""
+             turn: int | None, sealed: dict[str, Any] | None = None) -> NewEvent:
+    """`harness.tool_call.started` (`turn` only for a model's calls; `sealed`: the
+    args' sealed ref instead of the args, for a sensitive step)."""
     payload: dict[str, Any] = {"callId": call_id, "caller": caller, "toolName": name,
-                               "args": args}
+                               **(sealed or {"args": args})}
     if turn is not None:
         payload = {"turn": turn, **payload}
     return NewEvent("harness.tool_call.started", payload, path)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("resume", "replay"), "retry": ("resume", "retry"),
     "fork": ("resume", "fork"), "respond": ("resume", "respond"),
     "events": ("inspect", "events"), "report": ("inspect", "report"),
+    "reveal": ("reveal", "reveal"),
     "runs": ("runs", "runs"), "graph": ("graph", "graph"),
     "export-otel": ("export_otel", "export_otel"), "ui": ("ui", "ui"),
     "lsp": ("lsp", "lsp"), "mcp": ("mcp_serve", "mcp"), "verify": ("verify", "verify"),

@@ -15,7 +15,7 @@ from typing import Any
 
 from lwtool.canonical.compact import dumps_bytes, loads
 from lwtool.capability.secrets import NO_REDACTION, Redactor
-from lwtool.record import thread_pools
+from lwtool.record import sensitive, thread_pools
 from lwtool.record.ids import short_hash
 from lwtool.record.journal import Journal
 from lwtool.record.report import TOKENS
@@ -71,6 +71,10 @@ class RunState:
     # starts or resumes) and what keeps them out of everything the run writes
     secret_values: dict[str, str] = field(default_factory=dict, repr=False)
     redactor: Redactor = NO_REDACTION
+    # the step paths (attempts in this process) of `sensitive: true` steps: their values
+    # go to sealed artifacts (lwtool.record.sensitive), never inline
+    sensitive_paths: set[str] = field(default_factory=set)
+    _sensitive_key: bytes | None = field(default=None, repr=False)
     replies: int = 0  # model replies this execution committed (recorded_model_call)
     durability: str = "strict"  # strict: results fsynced; process: survive a kill only
     artifacts: list[str] = field(default_factory=list)
@@ -134,6 +138,22 @@ class RunState:
         names = step.get("secrets") or ()
         return ToolContext(self.run_id, path, {n: self.secret_values[n] for n in names
                                                if n in self.secret_values})
+
+    @property
+    def sensitive_key(self) -> bytes:
+        if self._sensitive_key is None:
+            self._sensitive_key = self.world.sensitive_key()
+        return self._sensitive_key
+
+    async def sealed_ref(self, value: Any) -> str:
+        """Store a sensitive value as a sealed artifact now; its ref."""
+        return await self.world.put_artifact(sensitive.seal(self.sensitive_key, value),
+                                             self.fsyncs)
+
+    async def read_ref(self, ref: str) -> Any:
+        """The JSON value an artifact holds, sealed (sensitive) or not."""
+        data = await self.world.get_artifact(ref)
+        return sensitive.unseal(data) if sensitive.sealed(data) else loads(data)
 
     def redacted(self, value: Any) -> Any:
         """`value` (JSON) with the run's secret values masked (itself when none)."""
@@ -336,6 +356,8 @@ class RunState:
         its result: stored with the step's commit and listed in its envelope."""
         if self.redactor:
             data = self.redactor.data(data)
+        if path in self.sensitive_paths:
+            data = sensitive.seal_bytes(self.sensitive_key, data)
         self._attached.setdefault(path, []).append(data)
 
     def add_usage(self, path: str, usage: dict[str, int]) -> None:
@@ -358,8 +380,10 @@ class RunState:
     async def envelope(self, value: Any, uses: str, mode: dict[str, Any] | None,
                        path: str | None = None
                        ) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
-        """The result envelope of an output, and small artifacts to commit with it."""
-        data = dumps_bytes(value)
+        """The result envelope of an output, and small artifacts to commit with it. A
+        sensitive step's (`path` in sensitive_paths) is sealed and never inline."""
+        hidden = path is not None and path in self.sensitive_paths
+        data = sensitive.seal(self.sensitive_key, value) if hidden else dumps_bytes(value)
         inline: list[tuple[str, bytes]] = []
         # Most outputs are small: no coroutine to store one inline.
         ref = _inline(data, inline) if len(data) <= INLINE_OUTPUT_LIMIT \
@@ -373,7 +397,9 @@ class RunState:
                          "schemaHash": self.config_hash(mode["schema"])
                          if mode and "schema" in mode else None},
         }
-        if len(data) <= INLINE_OUTPUT_LIMIT:
+        if hidden:
+            envelope["sensitive"] = True
+        elif len(data) <= INLINE_OUTPUT_LIMIT:
             envelope = {"output": value, **envelope}
         self.artifacts.extend([ref, *attached])
         return envelope, inline
@@ -388,7 +414,7 @@ class RunState:
             self.artifacts.append(ref)  # the run's result lists each once
         if ref is None or ("output" in envelope and not from_artifact):
             return envelope.get("output")
-        return loads(await self.world.get_artifact(ref))
+        return await self.read_ref(ref)
 
 
 def _inline(data: bytes, inline: list[tuple[str, bytes]]) -> str:

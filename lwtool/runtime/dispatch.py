@@ -26,6 +26,7 @@ from lwtool.harness.workflow import DIRECT_KINDS, WorkflowHarness
 from lwtool.record.errors import StepFailure
 from lwtool.record.ids import child_run_id, hash_bytes, short_hash
 from lwtool.record.run_state import step_timeout
+from lwtool.record.sensitive import keyed_hash
 from lwtool.runtime.deadlines import Deadlines
 from lwtool.runtime.scope import Scope
 from lwtool.steps import STEP_KINDS
@@ -204,9 +205,14 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     started = time.perf_counter()
     expression_scope = scope.expression_scope(sid, path, visit, attempt)
     step_input = kind.resolve_input(scope, step, expression_scope, path)
-    input_hash, large = _input_hash(step_input)
-    recorded_input = {"input": step_input} if large is None else \
-        {"inputRef": await run.world.put_artifact(large, run.fsyncs)}
+    if step.get("sensitive") is True:  # its values are sealed, never inline
+        run.sensitive_paths.add(path)
+        input_hash = keyed_hash(run.sensitive_key, step_input)
+        recorded_input = {"inputRef": await run.sealed_ref(step_input), "sensitive": True}
+    else:
+        input_hash, large = _input_hash(step_input)
+        recorded_input = {"input": step_input} if large is None else \
+            {"inputRef": await run.world.put_artifact(large, run.fsyncs)}
     settings = step.get("with") or {}
     generates = uses == "ai.generate"
     manifest = worker_manifest(run.harness.harness_id, run.version_id, path,

@@ -373,7 +373,10 @@ async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
             "message": failure.message, **failure.details})], status="failed")
         raise RunFailedError(run_id, version_id, failure.cause, failure.message,
                              failure.step_path) from None
-    envelope, inline = await state.envelope(output, "workflow", None)
+    if final_path is not None and top.steps[top.last_step].get("sensitive") is True:
+        state.sensitive_paths.add("")  # the run's output is that step's value: sealed too
+    envelope, inline = await state.envelope(output, "workflow", None,
+                                            "" if "" in state.sensitive_paths else None)
     await state.record([NewEvent("RunCompleted", {"finalStepPath": final_path,
                                                   "envelope": envelope})],
                        status="completed", artifacts=inline)

@@ -80,10 +80,12 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
     async def on_call(number: int, name: str, args: Any) -> Any:
         call_id = f"{path}#{label}.code.{number}"
         logged = run.journal.tool_started.get(call_id)
+        logged_args = (await run.read_ref(logged["argsRef"]) if "argsRef" in logged
+                       else logged.get("args")) if logged is not None else None
         if logged is not None and (logged.get("toolName") != name or
-                                   short_hash(logged.get("args")) != short_hash(args)):
+                                   short_hash(logged_args) != short_hash(args)):
             raise CodeAborted(f"the code is not deterministic: its tool call {number} was "
-                              f"{logged.get('toolName')}({_brief(logged.get('args'))}) in the "
+                              f"{logged.get('toolName')}({_brief(logged_args)}) in the "
                               f"log and is {name}({_brief(args)}) now")
         allowed = (run.lwir.get("permissions") or {}).get("tools") or []
         tool = run.tools.get(name) if name in allowed else None

@@ -312,6 +312,13 @@ def _yaml(value: Any) -> str:
 
 
 def artifact_page(world: Any, ref: str, offset: int) -> dict[str, Any]:
+    """A page of an artifact; a sensitive step's (sealed) shows a placeholder only."""
+    from lwtool.record.sensitive import MAGIC, PLACEHOLDER, sealed
+
+    head, size, _ = world.artifact_slice(ref, 0, len(MAGIC))
+    if sealed(head):
+        return {"ref": ref, "size": size, "offset": 0, "end": 0, "text": PLACEHOLDER,
+                "whole": True, "page": ARTIFACT_PAGE, "prev": None, "next": None}
     data, size, whole = world.artifact_slice(ref, offset, ARTIFACT_PAGE)
     text = data.decode("utf-8", errors="replace")
     if whole:

@@ -183,6 +183,8 @@ class World(Protocol):
 
     def lock_run(self, run_id: str) -> Any: ...
 
+    def sensitive_key(self) -> bytes: ...  # lwtool.world.keys: kept with the world
+
     def close(self) -> None: ...
 
 

@@ -345,6 +345,12 @@ class LocalWorld(LocalVersions, InspectorViews):
 
     # -- artifacts ------------------------------------------------------------------------------
 
+    def sensitive_key(self) -> bytes:
+        """The data dir's key for sensitive values (lwtool.world.keys)."""
+        from lwtool.world.keys import local_key
+
+        return local_key(self.data_dir)
+
     def _artifact_file(self, digest: str) -> Path:
         return self.data_dir / "artifacts" / "sha256" / digest[:2] / digest
 

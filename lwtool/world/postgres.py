@@ -356,6 +356,12 @@ class PostgresWorld(VersionRows, InspectedRows):
                             [(ref, n, data[start:start + CHUNK]) for n, start in
                              enumerate(range(0, max(len(data), 1), CHUNK))])
 
+    def sensitive_key(self) -> bytes:
+        """The database's key for sensitive values (lwtool.world.keys)."""
+        from lwtool.world.keys import postgres_key
+
+        return postgres_key(self._pool)
+
     async def put_artifact(self, data: bytes, durable: bool = True) -> str:
         ref = f"artifact://sha256:{hashlib.sha256(data).hexdigest()}"
         with self._tx(durable) as conn:
