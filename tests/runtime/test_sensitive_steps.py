@@ -59,8 +59,10 @@ def _run(folder: Path, run_id: str, env: dict[str, str] | None = None) -> Any:
                    cwd=folder, env=env)
 
 
-def _events(folder: Path, run_id: str) -> list[dict[str, Any]]:
-    out = run_cli("events", run_id, "--json", "--data-dir", "data", cwd=folder).stdout
+def _events(folder: Path, run_id: str, env: dict[str, str] | None = None
+            ) -> list[dict[str, Any]]:
+    out = run_cli("events", run_id, "--json", "--data-dir", "data", cwd=folder,
+                  env=env).stdout
     return [json.loads(line) for line in out.splitlines()]
 
 
@@ -133,19 +135,25 @@ def test_a_replay_after_a_kill_reads_sensitive_values_back(folder: Path) -> None
     assert len(notes) == 1  # the reply committed before the kill was not asked again
 
 
-def test_reveal_reads_a_value_back_and_records_the_reading(folder: Path) -> None:
-    assert _run(folder, "s4").returncode == 0
-    shown = run_cli("reveal", "s4", "fetch", "--data-dir", "data", cwd=folder)
+def test_reveal_reads_a_value_back_and_records_the_reading(folder: Path,
+                                                           world_kind: Any) -> None:
+    env = world_kind.env(folder / "data")  # the PostgreSQL world keeps its key in meta
+    assert _run(folder, "s4", env=env).returncode == 0
+    shown = run_cli("reveal", "s4", "fetch", "--data-dir", "data", cwd=folder, env=env)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout) == {"token": VALUE}
-    prompt = run_cli("reveal", "s4", "use", "--input", "--data-dir", "data", cwd=folder)
+    prompt = run_cli("reveal", "s4", "use", "--input", "--data-dir", "data", cwd=folder,
+                     env=env)
     assert json.loads(prompt.stdout) == {"token": VALUE}
-    read = [e["payload"] for e in _events(folder, "s4") if e["type"] == "SensitiveValueRead"]
+    events = _events(folder, "s4", env)
+    assert "SENSITIVEVALUE" not in json.dumps([e for e in events
+                                               if e["type"] != "SensitiveValueRead"])
+    read = [e["payload"] for e in events if e["type"] == "SensitiveValueRead"]
     assert [(r["stepPath"], r["what"]) for r in read] == [("fetch", "output"), ("use", "input")]
     assert all("@" in r["reader"] for r in read)
-    plain = run_cli("reveal", "s4", "plain", "--data-dir", "data", cwd=folder)
+    plain = run_cli("reveal", "s4", "plain", "--data-dir", "data", cwd=folder, env=env)
     assert plain.returncode == 2 and "is not sensitive" in plain.stderr
-    missing = run_cli("reveal", "s4", "nope", "--data-dir", "data", cwd=folder)
+    missing = run_cli("reveal", "s4", "nope", "--data-dir", "data", cwd=folder, env=env)
     assert missing.returncode == 2 and "no output of step nope" in missing.stderr
-    verified = run_cli("verify", "--data-dir", "data", cwd=folder)
+    verified = run_cli("verify", "--data-dir", "data", cwd=folder, env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr  # the chain holds
