@@ -21,6 +21,7 @@ from typing import Any, Literal, NoReturn
 
 from lwtool.canonical.compact import dumps_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.capability.hosts import ConnectionDenied
 from lwtool.record.errors import WaitingForInput
 from lwtool.record.ids import without_reserved
 from lwtool.tools import Refused, Tool, ToolContext, ToolFailed
@@ -30,12 +31,14 @@ Caller = Literal["model", "code"]
 
 
 class ToolCallFailed(Exception):
-    """The tool raised; `message` is what `harness.tool_call.failed` recorded."""
+    """The tool raised; `message` is what `harness.tool_call.failed` recorded; `denied`:
+    the hosts a confined tool was refused (its caller's step fails capability_denied)."""
 
-    def __init__(self, call_id: str, message: str) -> None:
+    def __init__(self, call_id: str, message: str, denied: list[str] | None = None) -> None:
         super().__init__(message)
         self.call_id = call_id
         self.message = message
+        self.denied = denied or []
 
 
 async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
@@ -74,10 +77,12 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
             else f"tool '{tool.name}' failed: {exc}" if isinstance(exc, ToolFailed) \
             else f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
         message = run.redacted(message)
+        denied = exc.targets if isinstance(exc, ConnectionDenied) else []
         await run.record([NewEvent("harness.tool_call.failed", {
             "callId": call_id, "error": message, "traceback": trace,
-            "durationMs": _ms(started)}, path)])
-        raise ToolCallFailed(call_id, message) from None
+            "durationMs": _ms(started), **({"deniedHosts": denied} if denied else {})},
+            path)])
+        raise ToolCallFailed(call_id, message, denied) from None
     try:
         result = run.redacted(to_json(result))
     except NotJson as exc:

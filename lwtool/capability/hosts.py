@@ -29,6 +29,16 @@ NON_GLOBAL_V4 = ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
 NON_GLOBAL_V6 = ("::1", "::")
 
 
+class ConnectionDenied(Exception):
+    """A confined tool tried to reach hosts permissions.network refuses (`targets`,
+    host:port each): its step fails with capability_denied."""
+
+    def __init__(self, targets: list[str], what: str = "the tool") -> None:
+        self.targets = targets
+        super().__init__(f"{what} tried to connect to {', '.join(targets)}, which "
+                         "permissions.network does not allow")
+
+
 class BadPattern(ValueError):
     """A `permissions.network` entry that is not a host pattern; the message says why."""
 

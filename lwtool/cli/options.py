@@ -33,6 +33,10 @@ SecretsOption = Annotated[Path | None, typer.Option(
     "--secrets", envvar="LWTOOL_SECRETS",
     help="A dotenv file (NAME=value lines): the values of the secrets the workflow's "
     "permissions.secrets names. Default: the process environment.")]
+ConfineOption = Annotated[bool, typer.Option(
+    "--confine-tools", envvar="LWTOOL_CONFINE_TOOLS",
+    help="Run Python tools (a process per call) and stdio MCP servers in bubblewrap with "
+    "no network but a proxy that allows the workflow's permissions.network only.")]
 WorldOption = Annotated[str | None, typer.Option(
     "--world", envvar="LWTOOL_WORLD",
     help="Where runs live: postgresql://USER@HOST/DB (the PostgreSQL world, `pip install "

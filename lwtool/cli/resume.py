@@ -10,7 +10,13 @@ from typing import Annotated, Any
 
 import typer
 
-from lwtool.cli.options import OfflineOption, QueueOption, SecretsOption, WorldOption
+from lwtool.cli.options import (
+    ConfineOption,
+    OfflineOption,
+    QueueOption,
+    SecretsOption,
+    WorldOption,
+)
 from lwtool.cli.render import say
 from lwtool.cli.run import (
     AsJson,
@@ -38,6 +44,7 @@ from lwtool.cli.runtime_options import (
     open_world,
     postgres_url,
     read_json_or_yaml,
+    use_confinement,
     use_secrets,
     use_world,
     with_code_timeout,
@@ -51,6 +58,7 @@ def replay(
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     secrets: SecretsOption = None,
+    confine_tools: ConfineOption = False,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -70,6 +78,7 @@ def replay(
     if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=False):
         return
     use_secrets(secrets)
+    use_confinement(confine_tools)
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             max_concurrent_steps, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd),
             accept_drift=accept_drift)
@@ -82,6 +91,7 @@ def retry(
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     secrets: SecretsOption = None,
+    confine_tools: ConfineOption = False,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -98,6 +108,7 @@ def retry(
     if _handed_to_workers(run_id, data_dir, world_url, enqueue, queue, retry=True):
         return
     use_secrets(secrets)
+    use_confinement(confine_tools)
     _resume(run_id, tools, models, data_dir, world_url, step_timeout, harness, code_timeout,
             None, as_json, quiet, offline, budget_of(max_tokens, max_cost_usd), retry=True)
 
@@ -116,6 +127,7 @@ def fork(
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     secrets: SecretsOption = None,
+    confine_tools: ConfineOption = False,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     as_json: AsJson = False,
@@ -125,6 +137,7 @@ def fork(
     --from and runs that step and what follows again (the original run is untouched)."""
     use_world(world_url)
     use_secrets(secrets)
+    use_confinement(confine_tools)
     from lwtool.record.ids import new_run_id
     from lwtool.runtime.fork import SAME_INPUT, fork_run
     from lwtool.world.base import check_run_id
@@ -162,6 +175,7 @@ def respond(
     data_dir: DataDir = Path(".little-workflow"),
     world_url: WorldOption = None,
     secrets: SecretsOption = None,
+    confine_tools: ConfineOption = False,
     step_timeout: StepTimeout = None,
     harness: Harness = None,
     code_timeout: CodeTimeout = None,
@@ -181,6 +195,7 @@ def respond(
 
     use_world(world_url)
     use_secrets(secrets)
+    use_confinement(confine_tools)
     if resume and enqueue:
         raise fail("--resume and --enqueue exclude each other: go on here, or let a worker")
     if enqueue and postgres_url() is None:

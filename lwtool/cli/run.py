@@ -14,6 +14,7 @@ import typer
 
 from lwtool.cli import exit_codes
 from lwtool.cli.options import (
+    ConfineOption,
     Durability,
     OfflineOption,
     QueueOption,
@@ -32,6 +33,7 @@ from lwtool.cli.runtime_options import (
     offline_models,
     open_world,
     read_json_or_yaml,
+    use_confinement,
     use_secrets,
     use_world,
     with_code_timeout,
@@ -114,10 +116,12 @@ def run(
         "together (an input its schema refuses refuses them all, naming the line).")] = None,
     queue: QueueOption = None,
     secrets: SecretsOption = None,
+    confine_tools: ConfineOption = False,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
     use_secrets(secrets)
+    use_confinement(confine_tools)
     if run_id is not None:
         from lwtool.world.base import check_run_id
 

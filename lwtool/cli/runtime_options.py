@@ -156,14 +156,17 @@ def load_tool_registry(spec: str | list[str] | None, needed: Any = None,
     what its run calls), merged into one registry; exit 2 naming what cannot be
     loaded. A server that could not be had is a warning, through the MCP hub's (a run
     that needs it fails naming why). A stdio server gets in its environment the secrets
-    `lwir`'s tool.call steps calling its tools are granted."""
-    from lwtool.tools import ToolRegistry, ToolsNotLoadable, load_tools, merged
+    `lwir`'s tool.call steps calling its tools are granted. Under `--confine-tools`
+    (use_confinement) Python tools and stdio servers run in bubblewrap behind a proxy
+    that allows `lwir`'s permissions.network only."""
+    from lwtool.tools import ToolRegistry, ToolsNotLoadable, merged
 
     specs = [spec] if isinstance(spec, str) else spec or []
+    patterns = _confinement(lwir)
     try:
-        registry = merged([(one, _mcp_tools(one, needed, lwir) if _servers_file(one)
-                            else load_tools(one)) for one in specs]) if specs \
-            else ToolRegistry()
+        registry = merged([(one, _mcp_tools(one, needed, lwir, patterns)
+                            if _servers_file(one) else _module_tools(one, patterns))
+                           for one in specs]) if specs else ToolRegistry()
     except ToolsNotLoadable as exc:
         raise fail(str(exc)) from None
     if needed is not None and registry.unavailable:  # a server this run needs: say why
@@ -180,14 +183,53 @@ def _servers_file(spec: str) -> bool:
     return spec.lower().endswith((".json", ".yaml", ".yml"))
 
 
-def _mcp_tools(path: str, needed: Any, lwir: Any = None) -> Any:
+def use_confinement(on: bool) -> None:
+    """--confine-tools: this command's tools run confined (lwtool.sandbox.confined)."""
+    global _confine
+    if on:
+        from lwtool.sandbox.bwrap import bwrap_problem
+
+        problem = bwrap_problem()
+        if problem is not None:
+            raise fail(f"--confine-tools runs tools in bubblewrap: {problem}")
+    _confine = on
+
+
+_confine = False
+
+
+def _confinement(lwir: Any) -> Any:
+    """The host patterns confined tools may reach (None: tools are not confined)."""
+    if not _confine:
+        return None
+    from lwtool.capability.hosts import BadPattern, parse_all
+
+    listed = ((lwir or {}).get("permissions") or {}).get("network") or []
+    try:
+        return parse_all(listed)
+    except BadPattern as exc:
+        raise fail(f"permissions.network: {exc}") from None
+
+
+def _module_tools(spec: str, patterns: Any) -> Any:
+    from lwtool.tools import load_tools
+
+    registry = load_tools(spec)
+    if patterns is None:
+        return registry
+    from lwtool.sandbox.confined_tools import confine_registry
+
+    return confine_registry(registry, spec, patterns)
+
+
+def _mcp_tools(path: str, needed: Any, lwir: Any = None, patterns: Any = None) -> Any:
     """The tools of an MCP servers file, its servers started (the SDK imported only
     here: a tools file names MCP servers)."""
     from lwtool.mcp.config import McpConfigError
     from lwtool.mcp.tools import granted_values, load_servers
 
     try:
-        return load_servers(path, needed, granted_values(lwir))
+        return load_servers(path, needed, granted_values(lwir), patterns)
     except ImportError as exc:
         raise fail(f"{path} names MCP servers, and the MCP SDK is not installed "
                    f"({exc.name}): {extra_hint('mcp')}") from None

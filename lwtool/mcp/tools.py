@@ -19,26 +19,35 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from lwtool.capability.hosts import ConnectionDenied, HostPattern
 from lwtool.mcp.config import ServerSpec, read_servers
 from lwtool.mcp.hub import McpGaveUp, McpHub, McpUnavailable
 from lwtool.record.errors import TransientError
 from lwtool.record.ids import short_hash
+from lwtool.sandbox.egress import EgressProxy
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
 
 
 def load_servers(path: str, needed: Iterable[str] | None = None,
-                 secrets: Mapping[str, Mapping[str, str]] | None = None) -> ToolRegistry:
+                 secrets: Mapping[str, Mapping[str, str]] | None = None,
+                 confine: list[HostPattern] | None = None) -> ToolRegistry:
     """Start the file's servers (only those whose tools `needed` names, when given) and
     register their tools (McpConfigError). A server that cannot be had is noted in the
     registry's `unavailable` with why: the runs that need its tools fail saying so.
     ImportError when the MCP SDK is not installed, before anything starts.
     `secrets` (server -> name -> value: what the steps calling its tools are granted)
     is added to a stdio server's environment, which otherwise holds only the SDK's
-    safe defaults (HOME, PATH, ...) and what its entry's `env` sets."""
+    safe defaults (HOME, PATH, ...) and what its entry's `env` sets. `confine` (the
+    workflow's permissions.network, `--confine-tools`): each stdio server runs in
+    bubblewrap, its network the egress proxy's (lwtool.sandbox.confined)."""
     import mcp.client.stdio  # noqa: F401 - the SDK, or ImportError here and now
 
-    hub = McpHub([_with_secrets(spec, (secrets or {}).get(spec.name))
-                  for spec in read_servers(path)])
+    proxies: dict[str, EgressProxy] = {}
+    specs = [_with_secrets(spec, (secrets or {}).get(spec.name))
+             for spec in read_servers(path)]
+    if confine is not None:
+        specs = [_confined(spec, confine, proxies) for spec in specs]
+    hub = McpHub(specs)
     names = None if needed is None else \
         sorted({str(n).partition(".")[0] for n in needed} & set(hub.specs))
     registry = ToolRegistry(served=True)
@@ -54,7 +63,8 @@ def load_servers(path: str, needed: Iterable[str] | None = None,
         info = hub.server_info.get(server)
         for tool in tools:
             output_schema = getattr(tool, "output_schema", None)
-            registry.register(f"{server}.{tool.name}", _caller(hub, server, tool),
+            registry.register(f"{server}.{tool.name}",
+                              _caller(hub, server, tool, proxies.get(server)),
                               tool.description or "", tool.input_schema, output_schema,
                               endpoint=hub.specs[server].url,
                               origin={"mcpServer": server,
@@ -101,10 +111,34 @@ def granted_values(lwir: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
             for server, names in server_grants(lwir).items()}
 
 
-def _caller(hub: McpHub, server: str, tool: Any) -> Any:
+def _confined(spec: ServerSpec, patterns: list[HostPattern],
+              proxies: dict[str, EgressProxy]) -> ServerSpec:
+    """A stdio server's spec started inside bubblewrap behind its own egress proxy."""
+    if spec.command is None:
+        return spec
+    import atexit
+
+    from lwtool.sandbox.confined import confined_argv
+
+    proxy = proxies[spec.name] = EgressProxy(patterns).start()
+    atexit.register(proxy.close)
+    argv = confined_argv([spec.command, *spec.args], proxy.socket_path, spec.cwd)
+    return replace(spec, command=argv[0], args=argv[1:])
+
+
+def _caller(hub: McpHub, server: str, tool: Any, proxy: EgressProxy | None = None) -> Any:
     name, schema = tool.name, tool.input_schema
 
     async def call(args: Any) -> Any:
+        mark = len(proxy.denied) if proxy is not None else 0
+        try:
+            return await _call(args)
+        finally:
+            if proxy is not None and proxy.denied_since(mark):
+                # what the server was refused while this call was in flight
+                raise ConnectionDenied(proxy.denied_since(mark), f"MCP server '{server}'")
+
+    async def _call(args: Any) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lwtool.calls.tool_calls import call_tool, endpoint_refusal, refuse_call
+from lwtool.calls.tool_calls import ToolCallFailed, call_tool, endpoint_refusal, refuse_call
 from lwtool.coderun.deno import DenoMissing
 from lwtool.coderun.policy import CodePolicy
 from lwtool.coderun.runner import CodeAborted, CodeOutcome, run_code
@@ -98,7 +98,13 @@ async def run_sandboxed(run: Any, path: str, label: str, files: dict[str, str], 
             denied.append(refused[0])
             raise CodeAborted(refused[1])
         # a ToolCallFailed's message is what the code's promise rejects with
-        return await call_tool(run, path, tool, args, "code", call_id, context=context)
+        try:
+            return await call_tool(run, path, tool, args, "code", call_id, context=context)
+        except ToolCallFailed as failed:
+            if failed.denied:  # a confined tool went off the list: the step fails
+                denied.extend(failed.denied)
+                raise CodeAborted(failed.message) from None
+            raise
 
     try:
         outcome = await run_code(files, entry, policy, value, on_call)

@@ -10,6 +10,7 @@ from typing import Any
 
 from lwtool.calls.tool_calls import endpoint_refusal, raised_at
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.capability.hosts import ConnectionDenied
 from lwtool.record.errors import StepFailure, TransientError
 from lwtool.record.run_state import step_timeout
 from lwtool.steps.inputs import step_input
@@ -49,6 +50,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                                                       f"{exc}"), path, transient=True) from None
     except Interrupted:
         raise
+    except ConnectionDenied as exc:  # a confined tool (--confine-tools) went off the list
+        raise StepFailure("capability_denied", str(exc), path,
+                          details={"deniedHosts": exc.targets}) from None
     except (Refused, ToolFailed) as exc:  # said in the tool's words: nothing more to add
         said = "refused the call" if isinstance(exc, Refused) else "failed"
         raise StepFailure("step_failed", run.redacted(f"tool '{name}' {said}: {exc}"),

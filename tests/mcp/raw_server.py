@@ -7,7 +7,8 @@ broken servers do, chosen by RAW_MODE (comma-separated):
 Its tools: `echo` (returns its input), `slow` (sleeps `seconds`), `die_once` (the first
 call, marked in RAW_MARK, kills the server mid-call; later ones answer), `unfit`
 (declares an outputSchema its structuredContent breaks), `env` (the values of the
-environment variables `names` lists, null for one it does not have)."""
+environment variables `names` lists, null for one it does not have), `fetch` (GETs
+`url`: its status, or the error)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ TOOLS = [
         "seconds": {"type": "number"}}}},
     {"name": "die_once", "inputSchema": OBJECT},
     {"name": "env", "inputSchema": OBJECT},
+    {"name": "fetch", "inputSchema": OBJECT},
     {"name": "unfit", "inputSchema": OBJECT, "outputSchema": {
         "type": "object", "required": ["score"],
         "properties": {"score": {"type": "integer"}}}},
@@ -42,6 +44,16 @@ def result(args: dict[str, object], name: str) -> dict[str, object]:
     if name == "die_once" and MARK and not os.path.exists(MARK):
         open(MARK, "w").close()
         os._exit(9)
+    if name == "fetch":  # through HTTP_PROXY when it is set, as clients do
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(str(args["url"]), timeout=5) as answer:
+                found: dict[str, object] = {"status": answer.status}
+        except Exception as exc:  # noqa: BLE001 - told to the caller
+            found = {"error": str(exc)}
+        return {"content": [{"type": "text", "text": json.dumps(found)}],
+                "structuredContent": found}
     if name == "env":
         found = {str(n): os.environ.get(str(n)) for n in args.get("names") or []}  # type: ignore[attr-defined]
         return {"content": [{"type": "text", "text": json.dumps(found)}],
