@@ -40,10 +40,6 @@ class SecretMissing(LookupError):
                          f"{'them' if many else 'it'} there or give the run --secrets FILE")
 
 
-class SecretNotGranted(PermissionError):
-    """A tool asked for a secret its step was not granted."""
-
-
 @dataclass(frozen=True)
 class Secrets:
     """A broker: name -> value, and where the values come from (for messages)."""
@@ -85,26 +81,6 @@ class Secrets:
         if missing:
             raise SecretMissing(missing, self.where)
         return {n: self.values[n] for n in wanted}
-
-
-@dataclass(frozen=True)
-class Granted:
-    """The secrets one step may read (a tool's `ctx.secret(name)`)."""
-
-    values: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-    @property
-    def names(self) -> list[str]:
-        return sorted(self.values)
-
-    def get(self, name: str) -> str:
-        try:
-            return self.values[name]
-        except KeyError:
-            granted = ", ".join(self.names) or "none"
-            raise SecretNotGranted(f"secret {name!r} is not granted to this step "
-                                   f"(granted: {granted}); add it to the step's "
-                                   "`secrets`") from None
 
 
 class Redactor:

@@ -15,8 +15,9 @@ modules never load.
 
 Where bubblewrap can run (the bash tool's probe) and `fs` is `deny`, Deno itself runs
 inside it too, as a second wall: every namespace unshared (no network unless
-`network: allow`), an unprivileged uid, no capabilities, only /usr, the deno binary
-and a small tmpfs /tmp visible. `LWTOOL_CODE_SANDBOX=deno` turns that layer off.
+`network: allow` with hosts listed; then /etc/hosts and /etc/resolv.conf too, for
+names), an unprivileged uid, no capabilities, only /usr, the deno binary and a small
+tmpfs /tmp visible. `LWTOOL_CODE_SANDBOX=deno` turns that layer off.
 
 Each execution has a DENO_DIR of its own (on the wall's tmpfs, else a fresh temporary
 folder removed afterwards), so `localStorage` and `caches` never outlive it: nothing
@@ -131,8 +132,10 @@ class CodePolicy:
                 "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
                 "--ro-bind", argv[0], INNER_DENO, "--dir", WALLED_DENO_DIR,
                 "--setenv", "DENO_DIR", WALLED_DENO_DIR, "--chdir", "/tmp"]
-        if self.reaches_network:
+        if self.reaches_network:  # and how names resolve (the host's files, read-only)
             wall.append("--share-net")
+            for name in ("/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf"):
+                wall += ["--ro-bind-try", name, name]
         return [*wall, INNER_DENO, *argv[1:]]
 
     def environment(self, deno_dir: str) -> dict[str, str]:

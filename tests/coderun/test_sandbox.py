@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -131,52 +132,47 @@ CONNECT = ("export async function run({{ input }}) {{ const out = []; for (const
            "c.close(); out.push('ok'); }} catch (e) {{ out.push(e.name); }} }} return out; }}")
 
 
-def test_network_allow_connects_to_the_listed_hosts_only() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A loopback listener that accepts nothing by itself (0.5 s accept timeout)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.5)
+    yield server
+    server.close()
+
+
+def test_network_allow_connects_to_the_listed_hosts_only(listener: socket.socket) -> None:
     port = listener.getsockname()[1]
-    try:
-        # the address listed: reached; `localhost` is not listed; 127.0.0.2 is another
-        # address in the loopback range (denied: only listed addresses are let through)
-        out = run(CONNECT.format(port=port), ["127.0.0.1", "localhost", "127.0.0.2"],
-                  **_policy([f"127.0.0.1:{port}"], network="allow"))
-        assert out.ok, out.error
-        assert out.value == ["ok", "NotCapable", "NotCapable"]
-        assert out.denied == [f"localhost:{port}", f"127.0.0.2:{port}"]
-    finally:
-        listener.close()
+    # the address listed: reached; `localhost` is not listed; 127.0.0.2 is another
+    # address in the loopback range (denied: only listed addresses are let through)
+    out = run(CONNECT.format(port=port), ["127.0.0.1", "localhost", "127.0.0.2"],
+              **_policy([f"127.0.0.1:{port}"], network="allow"))
+    assert out.ok, out.error
+    assert out.value == ["ok", "NotCapable", "NotCapable"]
+    assert out.denied == [f"localhost:{port}", f"127.0.0.2:{port}"]
 
 
-def test_an_allowed_name_resolving_to_a_private_address_is_refused() -> None:
+def test_an_allowed_name_resolving_to_a_private_address_is_refused(
+        listener: socket.socket) -> None:
     """DNS rebinding: `localhost` is listed, but it resolves to 127.0.0.1, which is not
     (Deno checks the resolved address against --deny-net)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.settimeout(0.5)
     port = listener.getsockname()[1]
-    try:
-        out = run(CONNECT.format(port=port), ["localhost"],
-                  **_policy([f"localhost:{port}"], network="allow"))
-        assert out.ok and out.value == ["NotCapable"], out
-        assert out.denied == [f"127.0.0.1:{port}"]
-        with pytest.raises(TimeoutError):
-            listener.accept()
-    finally:
-        listener.close()
+    out = run(CONNECT.format(port=port), ["localhost"],
+              **_policy([f"localhost:{port}"], network="allow"))
+    assert out.ok and out.value == ["NotCapable"], out
+    assert out.denied == [f"127.0.0.1:{port}"]
+    with pytest.raises(TimeoutError):
+        listener.accept()
 
 
-def test_network_allow_without_listed_hosts_reaches_nothing() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
+def test_network_allow_without_listed_hosts_reaches_nothing(listener: socket.socket) -> None:
     port = listener.getsockname()[1]
-    try:
-        out = run(CONNECT.format(port=port), ["127.0.0.1"], **_policy([], network="allow"))
-        assert out.ok and out.value == ["NotCapable"], out
-    finally:
-        listener.close()
+    out = run(CONNECT.format(port=port), ["127.0.0.1"], **_policy([], network="allow"))
+    assert out.ok and out.value == ["NotCapable"], out
+    with pytest.raises(TimeoutError):
+        listener.accept()
 
 
 def test_the_environment_holds_the_granted_secrets_only(monkeypatch: Any) -> None:
