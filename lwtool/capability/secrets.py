@@ -138,14 +138,20 @@ NO_REDACTION = Redactor({})
 _BROKER: ContextVar[Secrets | None] = ContextVar("lwtool_secrets", default=None)
 
 
+_process_broker: list[Secrets] = []  # a command line's --secrets FILE: every thread's
+
+
 def set_broker(broker: Secrets) -> None:
-    """The broker for everything this thread's context starts from now on (a command
-    line's `--secrets FILE`)."""
-    _BROKER.set(broker)
+    """The broker of this process from now on (a command line's `--secrets FILE`): also
+    for runs executed on loops of their own, which start in an empty context (a
+    worker's, lwtool.runtime.own_loop)."""
+    _process_broker[:] = [broker]
 
 
 def current_broker() -> Secrets:
-    return _BROKER.get() or Secrets.from_environ()
+    """The caller's (`using`), else the process's (`set_broker`), else the environment."""
+    return _BROKER.get() or (_process_broker[0] if _process_broker else None) \
+        or Secrets.from_environ()
 
 
 @contextmanager

@@ -4,7 +4,9 @@ steps that the run's own model mapping (the definition's and `--models` at enque
 does not resolve. The PostgreSQL queue stores both as JSON arrays: a worker claims a
 run only when the run's needs are among what it serves (lwtool.world.postgres_queue).
 A need `NAME@sha256:...` pins a tool's surface (lwtool.lock.version_record): only a
-worker whose tool NAME has those schemas serves it."""
+worker whose tool NAME has those schemas serves it. A need `secret NAME` is a name of
+the workflow's permissions.secrets: only a worker whose broker (its environment, or its
+`--secrets FILE`) has NAME serves it (names only: no value leaves the worker)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from lwtool.lock.version_record import PIN, served_pins
 from lwtool.tools import ToolRegistry
 
 SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
+SECRET = "secret "
 
 
 def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any],
@@ -31,24 +34,31 @@ def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any],
             check_slots([slot], mapped)
         except UnresolvedModel:
             slots.append(SLOT + slot)
-    return sorted(set().union(*(needed_tools(d) for d in family))) + slots
+    secrets = sorted({SECRET + str(n) for d in family
+                      for n in (d.get("permissions") or {}).get("secrets") or ()})
+    return sorted(set().union(*(needed_tools(d) for d in family))) + slots + secrets
 
 
-def worker_serves(tools: ToolRegistry, models: Mapping[str, Any]) -> list[str]:
-    """What a worker with these tools and this models file serves: each tool by its
-    name and by its name pinned to its surface."""
-    return tools.names() + served_pins(tools.tools) + [SLOT + slot for slot in sorted(models)]
+def worker_serves(tools: ToolRegistry, models: Mapping[str, Any],
+                  secrets: Iterable[str] = ()) -> list[str]:
+    """What a worker with these tools, this models file and the secrets `secrets` names
+    serves: each tool by its name and by its name pinned to its surface."""
+    return tools.names() + served_pins(tools.tools) + \
+        [SLOT + slot for slot in sorted(models)] + [SECRET + n for n in sorted(secrets)]
 
 
 def describe(needs: list[str]) -> str:
     """`needs` in words: "tools a, b and model slot x"."""
-    named = [n for n in needs if not n.startswith(SLOT)]
+    named = [n for n in needs if not n.startswith((SLOT, SECRET))]
     pinned = {n.partition(PIN)[0] for n in named if PIN in n}  # said once, with its pin
     tools = [_tool(n) for n in named if PIN in n or n not in pinned]
     slots = [n for n in needs if n.startswith(SLOT)]
     words = [f"tool{'s' if len(tools) > 1 else ''} {', '.join(tools)}"] if tools else []
     words += [f"model slot{'s' if len(slots) > 1 else ''} "
               f"{', '.join(s.removeprefix(SLOT) for s in slots)}"] if slots else []
+    secrets = [n.removeprefix(SECRET) for n in needs if n.startswith(SECRET)]
+    words += [f"secret{'s' if len(secrets) > 1 else ''} {', '.join(secrets)}"] \
+        if secrets else []
     return " and ".join(words)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.capability.secrets import current_broker
 from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin_needs
 from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.needs import worker_serves
@@ -90,7 +91,8 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
     # ... and make their model calls on this one: one litellm client (and its kept-alive
     # connections) for every run of the worker, instead of one a run.
     call_models_on(asyncio.get_running_loop())
-    serves = worker_serves(tools, models)
+    # the secrets it can give (names only): its --secrets FILE's, else its environment's
+    serves = worker_serves(tools, models, current_broker().values)
     registration = WorkerRegistration(world, setup.name, setup.queues, serves)
     await asyncio.to_thread(registration.join)
     world.on_commit = _on_commit(setup)
