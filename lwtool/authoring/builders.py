@@ -6,9 +6,10 @@ emit the very files the CLI reads (`lwtool generate MODULE:ATTR -o FILE`).
     wf.ai_generate("summarize", model="gpt-4o-mini", needs=[credit],
                    prompt="Summarize. Score: {{ steps.credit.output.score }}")
 
-`permissions` are derived from the tools and model slots the steps use (each list
-sorted by name); code.run steps read their source from a file and pin its sha256;
-schemas may be pydantic models.
+`permissions` are derived from the tools and model slots the steps use and the secrets
+they are granted (a step's `secrets=[...]`; each list sorted by name), plus the hosts
+the workflow's `network=[...]` names; code.run steps read their source from a file and
+pin its sha256; schemas may be pydantic models. A step takes `sensitive=True` too.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Workflow:
     output: Any = None
     steps: list[Step] = field(default_factory=list)
     children: dict[str, Workflow] = field(default_factory=dict)  # invoked Workflow objects
+    network: list[str] = field(default_factory=list)  # permissions.network
 
     def _add(self, step_id: str, uses: str, needs: Needs, extra: dict[str, Any]) -> Step:
         data: dict[str, Any] = {"id": step_id, "uses": uses}
@@ -155,14 +157,17 @@ class Workflow:
     def document(self) -> dict[str, Any]:
         metadata = {"name": self.name, "version": self.version,
                     **({"description": self.description} if self.description else {})}
-        tools, models = _used(self.steps, self.children)
+        tools, models, secrets = _used(self.steps, self.children)
         doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Workflow",
                                "metadata": metadata}
         if self.input is not None:
             doc["input"] = {"schema": to_schema(self.input)}
         if self.output is not None:
             doc["output"] = {"schema": to_schema(self.output)}
-        doc["permissions"] = {"tools": tools, "models": models}
+        # secrets and hosts only when used: the ids of workflows without them stay
+        doc["permissions"] = {"tools": tools, "models": models,
+                              **({"secrets": secrets} if secrets else {}),
+                              **({"network": list(self.network)} if self.network else {})}
         doc["steps"] = [s.data for s in self.steps]
         return doc
 
@@ -197,14 +202,15 @@ def _identifier(name: str) -> str:
 
 
 def _used(steps: list[Step], children: dict[str, Workflow] | None = None
-          ) -> tuple[list[str], list[str]]:
+          ) -> tuple[list[str], list[str], list[str]]:
     tools: list[str] = []
     models: list[str] = []
+    secrets: list[str] = []
     objects = {f"./{name}": child for name, child in (children or {}).items()}
 
     def grant(permissions: Any) -> None:
         permissions = permissions if isinstance(permissions, dict) else {}
-        for kind, found in (("tools", tools), ("models", models)):
+        for kind, found in (("tools", tools), ("models", models), ("secrets", secrets)):
             for name in permissions.get(kind) or []:
                 if name not in found:
                     found.append(name)
@@ -220,6 +226,9 @@ def _used(steps: list[Step], children: dict[str, Workflow] | None = None
             tools.append(with_["tool"])
         if data.get("uses") == "ai.generate" and with_.get("model") not in models:
             models.append(with_["model"])
+        for name in data.get("secrets") or []:
+            if name not in secrets:
+                secrets.append(name)
         fixer = (data.get("onFailure") or {}).get("fixer") or {}
         if fixer.get("model") and fixer["model"] not in models:
             models.append(fixer["model"])
@@ -230,7 +239,7 @@ def _used(steps: list[Step], children: dict[str, Workflow] | None = None
         visit(step.data)
     # Sorted: a version's hash covers these lists in order, so one fixed order keeps a
     # workflow's id when its steps are reordered without using anything new.
-    return sorted(tools), sorted(models)
+    return sorted(tools), sorted(models), sorted(secrets)
 
 
 def _file_permissions(ref: str) -> Any:

@@ -212,3 +212,21 @@ def yaml_load(path: Path) -> dict[str, object]:
 
     loaded: dict[str, object] = YAML(typ="safe", pure=True).load(path.read_text())
     return loaded
+
+
+def test_a_generated_workflow_lists_its_steps_secrets_and_its_hosts() -> None:
+    from lwtool.authoring.builders import workflow as new_workflow
+    from lwtool.source.loader import load_text
+    from lwtool.validate.run import validate_document
+
+    wf = new_workflow("issues", network=["api.github.com:443"])
+    wf.tool_call("file", "create_issue", secrets=["GITHUB_TOKEN"], sensitive=True)
+    doc = wf.document()
+    assert doc["permissions"] == {"tools": ["create_issue"], "models": [],
+                                  "secrets": ["GITHUB_TOKEN"],
+                                  "network": ["api.github.com:443"]}
+    assert doc["steps"][0]["sensitive"] is True
+    assert validate_document(load_text(json.dumps(doc), "w.json")) == []
+    plain = new_workflow("plain")
+    plain.tool_call("a", "t")
+    assert "secrets" not in plain.document()["permissions"]  # ids of older files stay
