@@ -64,11 +64,12 @@ def version(
 def _children(world: Any, lwir: dict[str, Any]) -> list[dict[str, Any]]:
     """The versions a version's workflow.invoke steps run: {pointer, workflowVersionId,
     name, held (whether the world holds it)}."""
-    from lwtool.validate.invokes import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, child_sites, site_key
 
     out = []
-    for pointer, step in invokes(lwir):
-        ref = child_ref(step)
+    for site, holder in child_sites(lwir):
+        pointer = site_key(site)
+        ref = child_ref(holder)
         if ref is None:
             continue
         child = world.get_version(ref)

@@ -57,10 +57,12 @@ def _changed_children(data: dict[str, Any], compiled: Any) -> str | None:
     recorded = data.get("children")
     if compiled.kind != "Workflow" or not isinstance(recorded, dict):
         return None
-    from lwtool.validate.invokes import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, child_sites, site_key
 
-    now = {pointer: child_ref(step) for pointer, step in invokes(compiled.locked().lwir)}
-    written = {pointer: child_ref(step) for pointer, step in invokes(compiled.value)}
+    now = {site_key(pointer): child_ref(holder)
+           for pointer, holder in child_sites(compiled.locked().lwir)}
+    written = {site_key(pointer): child_ref(holder)
+               for pointer, holder in child_sites(compiled.value)}
     changed = [f"{written.get(pointer)} (at {pointer})" for pointer, ref in now.items()
                if pointer in recorded and recorded[pointer] != ref]
     if not changed:

@@ -53,13 +53,13 @@ def lock_for(path: str | Path, kind: str, value: dict[str, Any],
     lwtool.validate.invokes.Locked (its version id covers its children's, each recorded
     by the pointer of the step that invokes it)."""
     if kind == "Workflow":
-        from lwtool.validate.invokes import child_ref, invokes
+        from lwtool.validate.invokes import child_ref, child_sites, site_key
 
         metadata = value.get("metadata") or {}
         permissions = value.get("permissions") or {}
         lwir = locked.lwir if locked is not None else value
-        children = tuple((pointer, ref) for pointer, step in invokes(lwir)
-                         if (ref := child_ref(step)) is not None)
+        children = tuple((site_key(pointer), ref) for pointer, holder in child_sites(lwir)
+                         if (ref := child_ref(holder)) is not None)
         return Lock(Path(path).name, kind, workflow_version_id(lwir), metadata.get("name"),
                     metadata.get("version"), tuple(permissions.get("models") or ()),
                     tuple(permissions.get("tools") or ()), children=children)

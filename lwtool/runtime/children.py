@@ -107,14 +107,14 @@ def reached(world: Any, lwir: dict[str, Any]
             ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The versions `lwir`'s invokes name, recursively: those the world holds (id ->
     LWIR), and the ids of those it does not, in one walk."""
-    from lwtool.validate.invokes import child_ref, invokes
+    from lwtool.validate.invokes import child_ref, child_sites
 
     found: dict[str, dict[str, Any]] = {}
     missing: list[str] = []
     todo = [lwir]
     while todo:
-        for _, step in invokes(todo.pop()):
-            ref = child_ref(step)
+        for _, holder in child_sites(todo.pop()):
+            ref = child_ref(holder)
             if ref is None or ref in found or ref in missing:
                 continue
             child = world.get_version(ref)

@@ -40,7 +40,7 @@ from lwtool.runtime.grants import run_secrets
 from lwtool.runtime.scope import Scope
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry, check_tools
-from lwtool.validate.invokes import invokes
+from lwtool.validate.invokes import child_sites
 from lwtool.world.base import (
     DEFAULT_DURABILITY,
     Event,
@@ -332,7 +332,7 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     # shared (read back from the world) when other processes or runs spend under it:
     # its branches on other workers, its children (workflow.invoke)
     state.budget = run_budget(budget, world, run_id, links,
-                              branches is not None or any(invokes(lwir)),
+                              branches is not None or any(child_sites(lwir)),
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")

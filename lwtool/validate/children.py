@@ -15,7 +15,7 @@ from lwtool.validate.invokes import (
     Locked,
     child_of,
     child_ref,
-    invokes,
+    child_sites,
     is_version_id,
 )
 
@@ -31,8 +31,8 @@ def locked_of(ctx: Context) -> Locked | ChildProblem | None:
     """The document's children locked, or the first problem; None when it names no
     child file (or is itself a child being read)."""
     if is_nested(ctx) or not any(
-            (ref := child_ref(step)) is not None and not is_version_id(ref)
-            for _, step in invokes(ctx.value)):
+            (ref := child_ref(holder)) is not None and not is_version_id(ref)
+            for _, holder in child_sites(ctx.value)):
         return None
     if _LOCKED not in ctx._cache:
         from lwtool.validate.invokes import lock_children
@@ -48,15 +48,16 @@ def locked_of(ctx: Context) -> Locked | ChildProblem | None:
 
 def invoked_children(ctx: Context) -> Iterator[tuple[str, dict[str, Any], dict[str, Any],
                                                      Locked]]:
-    """(pointer, step, the child's locked LWIR, the document's lock) of every invoke
-    whose child file was locked (none when the document could not be)."""
+    """(site pointer, its holder, the child's locked LWIR, the document's lock) of every
+    child site (lwtool.validate.invokes.child_sites) whose child file was locked (none
+    when the document could not be)."""
     locked = locked_of(ctx)
     if not isinstance(locked, Locked):
         return
-    for pointer, step in invokes(ctx.value):
+    for pointer, holder in child_sites(ctx.value):
         child = child_of(locked, pointer)
         if child is not None:
-            yield pointer, step, child, locked
+            yield pointer, holder, child, locked
 
 
 def load_child(path: Path) -> dict[str, Any]:

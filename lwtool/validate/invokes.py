@@ -1,4 +1,4 @@
-"""`workflow.invoke`: a workflow's children locked into its version.
+"""`workflow.invoke` and `map`: a workflow's children locked into its version.
 
 A child named by a file (`with.workflow: ./score.lwir.yaml`, relative to the invoking
 file) is read, locked itself (its own children first), and replaced in the locked LWIR
@@ -6,7 +6,11 @@ by its WorkflowVersion id: the parent's id is the hash of that locked document, 
 covers every descendant, and editing a child changes the parent's id. A child named by
 a version id (`sha256:...`) is locked as it is; the world must hold that version when a
 run starts. A workflow that reaches itself through invokes is refused, naming the
-chain."""
+chain.
+
+A child is named at a *site*: the `with` of a workflow.invoke or map step (its
+`workflow`), and a map's `with.reduce` (its `workflow`). `child_sites` walks them; a
+site's key in lock files is its step's pointer (`with` left off) or the reduce's."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 INVOKE = "workflow.invoke"
+MAP = "map"
+CHILD_STEPS = (INVOKE, MAP)
 VERSION_ID = re.compile(r"sha256:[0-9a-f]{64}")
 GRANT_KINDS = ("tools", "models", "secrets", "network")  # what a child may reach, within its parent
 
@@ -48,8 +54,8 @@ class ChildProblem(ValueError):
         self.message, self.pointer, self.cycle = message, pointer, cycle
 
 
-def invokes(lwir: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(JSON Pointer, step) of every workflow.invoke step, parallel bodies included."""
+def steps_of(lwir: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(JSON Pointer, step) of every step, parallel bodies included."""
     if not isinstance(lwir, dict):
         return
     todo: list[tuple[str, Any]] = [("/steps", lwir.get("steps"))]
@@ -58,16 +64,31 @@ def invokes(lwir: Any) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(steps, list):
             continue
         for index, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            if step.get("uses") == INVOKE:
+            if isinstance(step, dict):
                 yield f"{pointer}/{index}", step
-            todo.append((f"{pointer}/{index}/steps", step.get("steps")))
+                todo.append((f"{pointer}/{index}/steps", step.get("steps")))
 
 
-def child_ref(step: dict[str, Any]) -> str | None:
-    """What an invoke names (a file or a version id), None when it names nothing."""
-    ref = (step.get("with") or {}).get("workflow")
+def child_sites(lwir: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(JSON Pointer, holder) of every place naming a child workflow: the `with` of each
+    workflow.invoke and map step, and each map's `with.reduce` (see the module)."""
+    for pointer, step in steps_of(lwir):
+        settings = step.get("with")
+        if step.get("uses") not in CHILD_STEPS or not isinstance(settings, dict):
+            continue
+        yield f"{pointer}/with", settings
+        if step.get("uses") == MAP and isinstance(settings.get("reduce"), dict):
+            yield f"{pointer}/with/reduce", settings["reduce"]
+
+
+def site_key(pointer: str) -> str:
+    """A site's key in lock files: its step's pointer for `with`, else its own."""
+    return pointer.removesuffix("/with")
+
+
+def child_ref(holder: dict[str, Any]) -> str | None:
+    """What a site names (a file or a version id), None when it names nothing."""
+    ref = holder.get("workflow")
     return ref if isinstance(ref, str) and ref else None
 
 
@@ -81,18 +102,18 @@ def lock_children(lwir: dict[str, Any], folder: Path,
     """`lwir` (read from a file in `folder`) with each file-named child locked. `load`
     reads a child file as LWIR (raising ChildProblem-worthy errors as ValueError with a
     message); `chain` is the files invoking this one (a cycle names them)."""
-    found = list(invokes(lwir))
+    found = list(child_sites(lwir))
     if not any(ref is not None and not is_version_id(ref)
-               for ref in (child_ref(step) for _, step in found)):
+               for ref in (child_ref(holder) for _, holder in found)):
         return Locked(lwir)
     locked = copy.deepcopy(lwir)
     children: dict[str, dict[str, Any]] = {}
     for pointer, _ in found:
-        step = _at(locked, pointer)
-        ref = child_ref(step)
+        holder = _at(locked, pointer)
+        ref = child_ref(holder)
         if ref is None or is_version_id(ref):
             continue
-        where = f"{pointer}/with/workflow"
+        where = f"{pointer}/workflow"
         path = (folder / ref).resolve()
         if path in chain:
             names = " -> ".join(p.name for p in (*chain[chain.index(path):], path))
@@ -110,14 +131,14 @@ def lock_children(lwir: dict[str, Any], folder: Path,
             raise ChildProblem(problem.message if problem.cycle else
                                f"child workflow {ref}: {problem.message}", where,
                                problem.cycle) from None
-        step["with"]["workflow"] = inner.version_id
+        holder["workflow"] = inner.version_id
         children[inner.version_id] = inner.lwir
         children.update(inner.children)
     return Locked(locked, children)
 
 
 def child_of(locked: Locked, pointer: str) -> dict[str, Any] | None:
-    """The locked child LWIR the invoke at `pointer` runs (None: named by a version id
+    """The locked child LWIR the site at `pointer` runs (None: named by a version id
     this lock does not hold)."""
     ref = child_ref(_at(locked.lwir, pointer))
     return locked.children.get(ref) if ref is not None else None
@@ -130,8 +151,8 @@ def reach(lwir: dict[str, Any], children: dict[str, dict[str, Any]],
     grants = lwir.get("permissions") or {}
     out = {kind: {str(n) for n in grants.get(kind) or [] if isinstance(n, str)}
            for kind in GRANT_KINDS}
-    for _, step in invokes(lwir):
-        ref = child_ref(step)
+    for _, holder in child_sites(lwir):
+        ref = child_ref(holder)
         child = children.get(ref) if ref is not None else None
         if ref is not None and child is not None and ref not in seen:
             for kind, names in reach(child, children, seen | {ref}).items():

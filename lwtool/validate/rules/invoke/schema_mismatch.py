@@ -47,19 +47,24 @@ from collections.abc import Iterator
 from lwtool.source.finding import Finding
 from lwtool.validate.children import invoked_children
 from lwtool.validate.context import Context
+from lwtool.validate.invokes import INVOKE, steps_of
 from lwtool.validate.schema_fit import literal_problems, output_problems
 
 CODE = "invoke.schema_mismatch"
 
 
 def check(ctx: Context) -> Iterator[Finding]:
-    for pointer, step, child, _ in invoked_children(ctx):
-        settings = step.get("with") or {}
+    steps = dict(steps_of(ctx.value))
+    for pointer, settings, child, _ in invoked_children(ctx):
+        step = steps.get(pointer.removesuffix("/with"))
+        if step is None or step.get("uses") != INVOKE:  # a map's: its own rules
+            continue
+        at_step = pointer.removesuffix("/with")
         if "input" in settings:
             schema = (child.get("input") or {}).get("schema")
             for at, message in literal_problems(settings["input"], schema):
-                yield ctx.finding(f"{pointer}/with/input{at}", message)
+                yield ctx.finding(f"{at_step}/with/input{at}", message)
         mode = step.get("output")
         declared = mode.get("schema") if isinstance(mode, dict) else None
         for message in output_problems(declared, (child.get("output") or {}).get("schema")):
-            yield ctx.finding(f"{pointer}/output/schema", message)
+            yield ctx.finding(f"{at_step}/output/schema", message)

@@ -51,7 +51,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for pointer, _, child, locked in invoked_children(ctx):
         for kind, names in wider_grants(ctx.value, child, locked.children).items():
             what = _NOUNS[kind]
-            yield ctx.finding(f"{pointer}/with/workflow", (
+            yield ctx.finding(f"{pointer}/workflow", (
                 f"the child workflow reaches {what}{'s' if len(names) > 1 else ''} "
                 f"{', '.join(names)}, which this workflow's permissions.{kind} do not "
                 "grant (a child may reach only what its parent may)"))
