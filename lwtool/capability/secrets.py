@@ -27,6 +27,10 @@ from urllib.parse import quote
 
 MIN_VALUE = 6
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# an environment variable whose name says it holds a credential: what code.run's
+# `env: allow` never passes, and what a worker offers runs from its environment
+CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
+ENVIRONMENT = "the environment"
 
 
 class SecretMissing(LookupError):
@@ -49,7 +53,7 @@ class Secrets:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Secrets:
-        return cls(dict(os.environ if environ is None else environ), "the environment")
+        return cls(dict(os.environ if environ is None else environ), ENVIRONMENT)
 
     @classmethod
     def from_dotenv(cls, path: str | Path) -> Secrets:
@@ -73,6 +77,12 @@ class Secrets:
         if isinstance(given, (str, Path)):
             return cls.from_dotenv(given)
         return cls({str(k): str(v) for k, v in given.items()})
+
+    def offered(self) -> list[str]:
+        """The names a worker offers runs (never values): all of a file's or mapping's;
+        of the environment, those whose name says it holds a credential."""
+        return sorted(n for n in self.values
+                      if self.where != ENVIRONMENT or CREDENTIAL_NAME.search(n))
 
     def resolve(self, names: Iterable[str]) -> dict[str, str]:
         """The values of `names`; SecretMissing naming every one not found."""

@@ -34,10 +34,11 @@ value (16 MiB as JSON) and the kept log (1 MiB of stdout and stderr).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from lwtool.capability.secrets import CREDENTIAL_NAME
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MEMORY_MB = 512
@@ -48,8 +49,6 @@ TMP_BYTES = 64 << 20
 INNER_DENO = "/opt/lwtool/deno"
 WALLED_DENO_DIR = "/tmp/deno"  # on the wall's own tmpfs
 DATA_HEADROOM_MB = 1024  # Deno reserves ~1 GiB of writable address space at start
-# what `env: allow` never passes: names that hold credentials (lwtool's own included)
-CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
 
 
 @dataclass(frozen=True)

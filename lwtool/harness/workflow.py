@@ -144,7 +144,7 @@ async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext) -> H
 
 # The step types this harness hands straight to their module (`_builtin`): the runtime
 # calls those modules itself when the run's harness is exactly this class.
-DIRECT_KINDS = frozenset({"tool.call", "decision", "workflow.invoke"})
+DIRECT_KINDS = frozenset({"tool.call", "decision", "workflow.invoke", "map"})
 
 
 class HarnessNotLoadable(Exception):

@@ -15,6 +15,8 @@ CauseCode = Literal[
     "context_length_exceeded", "content_filtered",
     # lwtool's: the capability firewall refused a connection (permissions.network)
     "capability_denied",
+    # lwtool's: a map step's failed items are more than its toleratedFailure
+    "map_tolerance_exceeded",
 ]
 
 

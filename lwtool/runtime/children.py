@@ -39,9 +39,16 @@ class ChildRuns:
         self.start, self.resume = start, resume
         self.root = str((links or {}).get("rootRunId") or state.run_id)
 
-    async def invoke(self, version_id: str, value: Any, path: str) -> Any:
+    def child_id(self, path: str) -> str:
+        """The id of the child run started at `path` (an invoke's, a map shard's)."""
+        return child_run_id(self.state.run_id, path)
+
+    async def invoke(self, version_id: str, value: Any, path: str, again: bool = True) -> Any:
         """The child run's output; StepFailure with the child's cause when it failed,
-        WaitingForInput (naming the child run) while it waits for a person."""
+        WaitingForInput (naming the child run) while it waits for a person. A child
+        that failed before runs again (retried) when `again` (the parent's step runs
+        again after it failed); else it answers with its failure (a map's tolerated
+        shard, replayed)."""
         state = self.state
         child_id = child_run_id(state.run_id, path)
         lwir = state.world.get_version(version_id)
@@ -56,7 +63,7 @@ class ChildRuns:
         links = {"parentRunId": state.run_id, "parentStepPath": path,
                  "rootRunId": self.root}
         try:
-            if _failed(state.world, child_id):
+            if again and _failed(state.world, child_id):
                 # The step runs again after its child failed: the parent was retried
                 # (`lwtool retry`), and so is the child (its failed steps, then on).
                 result = await self.resume(state.world, child_id, state.tools, state.models,

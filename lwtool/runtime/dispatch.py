@@ -32,6 +32,7 @@ from lwtool.runtime.scope import Scope
 from lwtool.steps import STEP_KINDS
 from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.tools import own_copy
+from lwtool.validate.invokes import CHILD_STEPS
 from lwtool.world.base import Event, NewEvent
 
 INPUT_INLINE_LIMIT = 16 * 1024  # bytes of a step input kept in its StepAttemptStarted
@@ -137,8 +138,9 @@ def _deadlines(run: Any) -> Deadlines:
 
 def _deadline(run: Any, step: dict[str, Any], uses: str, limit: float) -> Any:
     """The attempt's deadline (no extra task, unlike wait_for). A child run
-    (workflow.invoke) is timed only by its step's own timeoutMs: its steps have theirs."""
-    if uses == "workflow.invoke" and "timeoutMs" not in step:
+    (workflow.invoke, map) is timed only by its step's own timeoutMs: its steps have
+    theirs."""
+    if uses in CHILD_STEPS and "timeoutMs" not in step:
         return contextlib.nullcontext()
     return _deadlines(run).within(limit)
 
@@ -246,7 +248,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
     custom = type(run.harness) is not WorkflowHarness  # subclasses are custom too
     try:
         with _deadline(run, step, uses, limit):
-            if uses == "workflow.invoke" or (not custom and uses in DIRECT_KINDS):
+            if uses in CHILD_STEPS or (not custom and uses in DIRECT_KINDS):
                 # What the built-in harness does with these (WorkflowHarness._builtin),
                 # without a task, a context and a result object a step.
                 output, call_events = await kind.execute(scope, step, path, step_input,

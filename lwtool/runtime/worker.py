@@ -92,7 +92,8 @@ async def work(world: Any, tools: ToolRegistry, models: dict[str, str],
     # connections) for every run of the worker, instead of one a run.
     call_models_on(asyncio.get_running_loop())
     # the secrets it can give (names only): its --secrets FILE's, else its environment's
-    serves = worker_serves(tools, models, current_broker().values)
+    # credential-named variables
+    serves = worker_serves(tools, models, current_broker().offered())
     registration = WorkerRegistration(world, setup.name, setup.queues, serves)
     await asyncio.to_thread(registration.join)
     world.on_commit = _on_commit(setup)

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import ipaddress
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -43,7 +44,7 @@ class EgressProxy:
     def start(self) -> EgressProxy:
         self._thread.start()
         self._ready.wait(10)
-        os.chmod(self._folder, 0o755)  # the sandbox's user connects through it
+        os.chmod(self._folder, 0o777)  # the sandbox's user connects and writes there
         os.chmod(self.socket_path, 0o777)
         return self
 
@@ -51,9 +52,7 @@ class EgressProxy:
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
-        with contextlib.suppress(OSError):
-            os.unlink(self.socket_path)
-            os.rmdir(self._folder)
+        shutil.rmtree(self._folder, ignore_errors=True)  # the socket and the tool's TMPDIR
 
     def denied_since(self, mark: int) -> list[str]:
         return self.denied[mark:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from lwtool.steps import ai_generate, code_run, decision, tool_call, workflow_invoke
+from lwtool.steps import ai_generate, code_run, decision, map_step, tool_call, workflow_invoke
 
 STEP_KINDS: dict[str, ModuleType] = {
     "tool.call": tool_call,
@@ -16,4 +16,5 @@ STEP_KINDS: dict[str, ModuleType] = {
     "code.run": code_run,
     "decision": decision,
     "workflow.invoke": workflow_invoke,
+    "map": map_step,
 }

@@ -17,7 +17,7 @@ from lwtool.source.loader import Document
 from lwtool.source.position import Pos, Span
 
 STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel", "human.input",
-              "workflow.invoke")
+              "workflow.invoke", "map")
 TOP = ""  # the scope id of the workflow's own step list
 
 

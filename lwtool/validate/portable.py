@@ -3,7 +3,7 @@ each use of an lwtool extension, where a file leaves the Little Workflow spec's 
 subset, as a `portable.extension` warning at its place, saying what the spec offers
 instead. The extensions, as docs/rules.md and the README label them:
 
-- a `human.input` or `workflow.invoke` step; a step's `timeoutMs`, `retry` and
+- a `human.input`, `workflow.invoke` or `map` step; a step's `timeoutMs`, `retry` and
   `secrets`; a non-empty `permissions.secrets` or `permissions.network` (the spec's
   alpha reserves both and rejects a non-empty one);
 - code.run sandbox limits beyond network, env and fs (`timeoutMs`, `memoryMb`, ...);
@@ -78,6 +78,10 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
             yield _warning(ctx, f"{info.pointer}/uses", "the workflow.invoke step", "the spec "
                            "defers child workflows (inline the child's steps, or compose "
                            "workflows in a pipeline)", key=False)
+        if info.uses == "map":
+            yield _warning(ctx, f"{info.pointer}/uses", "the map step", "the spec defers "
+                           "sharded fan-out (a parallel step takes up to 100 items)",
+                           key=False)
         for field, instead in _STEP_FIELDS.items():
             if field in info.step:
                 yield _warning(ctx, f"{info.pointer}/{field}", f"a step's `{field}`", instead)

@@ -63,6 +63,7 @@ RULE_MODULES: tuple[str, ...] = (
     "invoke.cycle",
     "invoke.wider_permissions",
     "invoke.schema_mismatch",
+    "map.out_of_range",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

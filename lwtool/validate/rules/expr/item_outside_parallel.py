@@ -2,7 +2,7 @@
 
 ## What it flags
 `{{ item }}` in a step that is not inside a parallel step's body (a parallel step's
-own `itemKey` may read it; its `items` may not).
+own `itemKey` may read it, and a map step's; their `items` may not).
 
 ## Why
 `item` is the current element of a parallel group; elsewhere there is none.
@@ -41,9 +41,11 @@ def check(ctx: Context) -> Iterator[Finding]:
         owner = site.owner
         if owner is None or owner.scope:
             continue
-        if owner.uses == "parallel" and site.pointer == f"{owner.pointer}/with/itemKey":
+        if owner.uses in ("parallel", "map") and \
+                site.pointer == f"{owner.pointer}/with/itemKey":
             continue
         for ref in site.references():
             if ref.root == "item":
                 yield ctx.site_finding(site, ref.start, ref.end,
-                                       "item is only defined inside a parallel body")
+                                       "item is only defined inside a parallel body (and a "
+                                       "parallel's or map's itemKey)")

@@ -1,0 +1,138 @@
+"""The map step through real `lwtool` processes: items cut into fixed shards, each a
+child run of the shard workflow; tolerated failures counted per item; a tree reduce;
+duplicate keys refused before any shard starts; the parent's log holds a record a shard,
+never an event an item; and a SIGKILL at chosen points (after some shards, inside the
+reduce) replays to the uninterrupted run's output with no completed shard or reduce
+node run again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+FIXTURES = ROOT / "tests" / "fixtures" / "map"
+
+
+def _flow(folder: Path, **settings: Any) -> Path:
+    for name in ("shard.lwir.yaml", "merge.lwir.yaml", "tools.py"):
+        shutil.copy(FIXTURES / name, folder / name)
+    with_ = {"items": "{{ input.tickets }}", "itemKey": "{{ item.id }}",
+             "workflow": "./shard.lwir.yaml", "batch": {"maxItems": 3},
+             "maxConcurrency": 2, **settings}
+    path = folder / "flow.lwir.json"
+    path.write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "score-all"}, "permissions": {"tools": ["score", "merge"]},
+        "steps": [{"id": "all", "uses": "map", "with": with_}]}))
+    return path
+
+
+def _input(folder: Path, count: int, bad: tuple[int, ...] = ()) -> None:
+    tickets = [{"id": f"t{i}", **({"bad": True} if i in bad else {})} for i in range(count)]
+    (folder / "in.json").write_text(json.dumps({"tickets": tickets}))
+
+
+def _run(folder: Path, run_id: str, env: dict[str, str] | None = None) -> Any:
+    return run_cli("run", "flow.lwir.json", "-i", "in.json", "--tools", "tools.py:tools",
+                   "--data-dir", "d", "--run-id", run_id, "--json", "-q", cwd=folder, env=env)
+
+
+def _calls(folder: Path) -> Counter[str]:
+    log = folder / "calls.log"
+    return Counter(log.read_text().splitlines()) if log.exists() else Counter()
+
+
+def _events(folder: Path, run_id: str) -> list[dict[str, Any]]:
+    out = run_cli("events", run_id, "--json", "--data-dir", "d", cwd=folder).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_shards_with_a_tolerated_failure_and_no_reduce(tmp_path: Path) -> None:
+    _flow(tmp_path, toleratedFailure={"count": 3})
+    _input(tmp_path, 10, bad=(4,))
+    done = _run(tmp_path, "m1")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)["output"]
+    assert [[i["id"] for i in shard] for shard in output["results"]] == [
+        ["t0", "t1", "t2"], ["t6", "t7", "t8"], ["t9"]]
+    assert output["failed"] == [{"key": k, "cause": "step_failed", "shard": 1}
+                                for k in ("t3", "t4", "t5")]
+    events = _events(tmp_path, "m1")
+    shards = [e["payload"] for e in events if e["type"] == "MapShardEnded"]
+    assert sorted((s["shard"], s["items"], s["status"]) for s in shards) == [
+        (0, 3, "completed"), (1, 3, "failed"), (2, 3, "completed"), (3, 1, "completed")]
+    assert not [e for e in events if e["type"] == "StepAttemptStarted"
+                and e["stepPath"] != "all"]  # no event an item in the parent's log
+    runs = json.loads(run_cli("runs", "--json", "--data-dir", "d", cwd=tmp_path).stdout)
+    assert sorted(r["runId"] for r in runs if r["parentRunId"] == "m1") == sorted(
+        s["childRunId"] for s in shards)
+
+
+@pytest.mark.parametrize(("tolerance", "tolerated"), [({"count": 2}, 2), ({"percent": 25}, 2),
+                                                      (None, 0)])
+def test_failures_over_the_tolerance_fail_the_step_naming_the_items(
+        tmp_path: Path, tolerance: Any, tolerated: int) -> None:
+    _flow(tmp_path, **({"toleratedFailure": tolerance} if tolerance else {}))
+    _input(tmp_path, 10, bad=(4,))
+    done = _run(tmp_path, "m2")
+    assert done.returncode == 1, done.stderr
+    failure = json.loads(done.stdout)
+    assert failure["causeCode"] == "map_tolerance_exceeded"
+    assert f"3 of 10 items failed, over the {tolerated} tolerated: t3, t4, t5" in \
+        failure["message"]
+
+
+def test_duplicate_keys_are_refused_before_any_shard_starts(tmp_path: Path) -> None:
+    _flow(tmp_path)
+    (tmp_path / "in.json").write_text(json.dumps({"tickets": [{"id": "a"}, {"id": "b"},
+                                                              {"id": "a"}]}))
+    done = _run(tmp_path, "m3")
+    assert done.returncode == 1
+    assert "items 0 and 2 the same key 'a'" in json.loads(done.stdout)["message"]
+    assert _calls(tmp_path) == Counter()
+    runs = json.loads(run_cli("runs", "--json", "--data-dir", "d", cwd=tmp_path).stdout)
+    assert [r["runId"] for r in runs] == ["m3"]
+
+
+def test_a_tree_reduce_gives_the_roots_output(tmp_path: Path) -> None:
+    _flow(tmp_path, toleratedFailure={"percent": 50},
+          reduce={"workflow": "./merge.lwir.yaml", "arity": 2})
+    _input(tmp_path, 10, bad=(4,))
+    done = _run(tmp_path, "m4")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == {"total": 14}
+    # 3 completed shards -> 2 nodes (2 + 1 outputs) -> 1 root
+    assert _calls(tmp_path)["merge 2"] == 2 and _calls(tmp_path)["merge 1"] == 1
+
+
+# each run's own count: the parent's second shard record; a reduce node's merge step
+@pytest.mark.parametrize("kill_after", ["MapShardEnded@all#2", "StepCompleted@m"],
+                         ids=["after-two-shards", "inside-the-reduce"])
+def test_a_killed_map_replays_only_what_had_not_completed(tmp_path: Path,
+                                                          kill_after: str) -> None:
+    _flow(tmp_path, toleratedFailure={"count": 3}, maxConcurrency=1,
+          reduce={"workflow": "./merge.lwir.yaml", "arity": 2})
+    _input(tmp_path, 12, bad=(4,))
+    killed = _run(tmp_path, "k1", env={"LWTOOL_FAULT_KILL_AFTER": kill_after})
+    assert killed.returncode == -9, killed.stderr
+    before = _calls(tmp_path)
+    again = run_cli("replay", "k1", "--tools", "tools.py:tools", "--data-dir", "d", "--json",
+                    cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    calls = _calls(tmp_path)
+    # every item scored once, the failed shard's too (its failure stands), every reduce
+    # node merged once: a call in flight at the kill is the only one made twice
+    repeated = sum((calls - Counter(set(calls))).values())
+    assert repeated <= 1, calls
+    assert before != calls  # the replay did run what was left
+    (tmp_path / "calls.log").unlink()
+    clean = _run(tmp_path, "k2")
+    assert json.loads(again.stdout)["output"] == json.loads(clean.stdout)["output"] == {
+        "total": 20}
