@@ -35,7 +35,8 @@ from lwtool.world.base import NewEvent
 DEFAULT_CONCURRENCY = 4
 DEFAULT_ARITY = 10
 SHARD_EVENT = "MapShardEnded"
-NAMED_FAILURES = 100  # failed items a failure's message and details name at most
+NAMED_FAILURES = 100  # failed items a failure's details name at most
+NAMED_IN_MESSAGE = 10  # ... and its message
 
 
 def resolve_input(scope: Any, step: dict[str, Any], expression_scope: dict[str, Any],
@@ -148,9 +149,9 @@ async def _shards(run: Any, path: str, version_id: str,
     await asyncio.gather(*(one(i, start, batch) for i, (start, batch) in enumerate(shards)))
     failed.sort(key=lambda f: (f["shard"], keys.index(f["key"])))
     if len(failed) > tolerated:
-        named = ", ".join(f["key"] for f in failed[:NAMED_FAILURES])
-        more = f" and {len(failed) - NAMED_FAILURES} more" if len(failed) > NAMED_FAILURES \
-            else ""
+        named = ", ".join(f["key"] for f in failed[:NAMED_IN_MESSAGE])
+        more = f" and {len(failed) - NAMED_IN_MESSAGE} more" \
+            if len(failed) > NAMED_IN_MESSAGE else ""
         raise StepFailure("map_tolerance_exceeded", f"{len(failed)} of {len(keys)} items "
                           f"failed, over the {tolerated} tolerated: {named}{more}", path,
                           details={"failedItems": failed[:NAMED_FAILURES]})
