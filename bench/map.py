@@ -1,0 +1,135 @@
+"""A map step over 10,000 items of a 5 ms tool, in batches of 50, 16 shards at once
+(issue 66): wall time against the ideal (items x 5 ms / concurrency = 3.125 s), in the
+local world in this process (goal: within 1.25x) and, with `--url`, in the PostgreSQL
+world with 1 and 2 `lwtool worker` processes (goals: 1 worker within 1.5x; 2 workers
+at least 1.6x one where each has a core), with the workers' CPU per item (goal at most
+0.3 ms) and the parent's log length (a record a shard, never an event an item).
+
+Each shard is a child run of a workflow whose parallel step scores its batch one item
+at a time (maxConcurrency 1), so a shard takes 50 x 5 ms and 16 shards run at once.
+Run: .venv/bin/python bench/map.py [--items N] [--url postgresql://postgres@127.0.0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+NAP_S = 0.005
+BATCH = 50
+WIDTH = 16
+TOOLS = '''import asyncio
+
+async def nap(args):
+    await asyncio.sleep(0.005)
+    return {"id": args["id"]}
+
+tools = {"nap": nap}
+'''
+SHARD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+         "metadata": {"name": "nap-batch"}, "permissions": {"tools": ["nap"]},
+         "steps": [{"id": "each", "uses": "parallel", "with": {
+             "items": "{{ input.items }}", "itemKey": "{{ item.id }}", "maxBranches": 100,
+             "maxConcurrency": 1, "failureMode": "fail_fast",
+             "fanIn": {"order": "input", "output": "array"}},
+             "steps": [{"id": "nap", "uses": "tool.call",
+                        "with": {"tool": "nap", "args": "{{ item }}"}}]}]}
+
+
+def _files(folder: Path, items: int) -> None:
+    (folder / "shard.lwir.json").write_text(json.dumps(SHARD))
+    (folder / "tools.py").write_text(TOOLS)
+    (folder / "flow.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "nap-all"}, "permissions": {"tools": ["nap"]},
+        "steps": [{"id": "all", "uses": "map", "with": {
+            "items": "{{ input.items }}", "itemKey": "{{ item.id }}",
+            "workflow": "./shard.lwir.json", "batch": {"maxItems": BATCH},
+            "maxConcurrency": WIDTH}}]}))
+    (folder / "in.json").write_text(json.dumps({"items": [{"id": i} for i in range(items)]}))
+
+
+def local(items: int) -> tuple[float, int]:
+    """Seconds of the map in the local world (strict durability), the parent's events."""
+    from lwtool import local_world, run_workflow
+    from lwtool.runtime.event_loop import new_event_loop
+    from lwtool.tools import load_tools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _files(folder, items)
+        os.chdir(folder)
+        world = local_world(folder / "d")
+        run_input = json.loads((folder / "in.json").read_text())
+        started = time.perf_counter()
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            result = runner.run(run_workflow("flow.lwir.json", run_input, world=world,
+                                             tools=load_tools("tools.py:tools"), run_id="m"))
+        took = time.perf_counter() - started
+        assert result["status"] == "completed"
+        return took, len(world.events("m"))
+
+
+def postgres(url: str, items: int, workers: int) -> tuple[float, float]:
+    """Seconds from enqueue to the run's end with `workers` worker processes (4 runs at
+    once each), and their CPU seconds."""
+    from tests.fixtures.postgres import database
+
+    with tempfile.TemporaryDirectory() as tmp, database(url) as db:
+        folder = Path(tmp)
+        _files(folder, items)
+        lwtool = [sys.executable, "-m", "lwtool"]
+        subprocess.run([*lwtool, "run", "flow.lwir.json", "-i", "in.json", "--enqueue",
+                        "--run-id", "m", "--world", db], cwd=folder, check=True,
+                       capture_output=True)
+        started = time.perf_counter()
+        procs = [subprocess.Popen([*lwtool, "worker", "--world", db, "--tools",
+                                   "tools.py:tools", "--data-dir", "data", "--drain",
+                                   "--concurrency", str(WIDTH + 1)], cwd=folder,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(workers)]
+        cpu = 0.0
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+            cpu += usage.ru_utime + usage.ru_stime
+        return time.perf_counter() - started, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--url", default=None)
+    args = parser.parse_args()
+    ideal = args.items * NAP_S / WIDTH
+    took, events = local(args.items)
+    shards = -(-args.items // BATCH)
+    print(f"map of {args.items:,} items x {NAP_S * 1000:g} ms, batches of {BATCH} "
+          f"({shards} shards), {WIDTH} at once: ideal {ideal:.3f} s")
+    print(f"local world: {took:.3f} s = {took / ideal:.3f}x the ideal (goal <= 1.25x); the "
+          f"parent's log: {events} events for {shards} shards")
+    if args.url:
+        results: dict[int, Any] = {}
+        for workers in (1, 2):
+            wall, cpu = postgres(args.url, args.items, workers)
+            results[workers] = wall
+            print(f"PostgreSQL, {workers} worker{'s' if workers > 1 else ''}: {wall:.3f} s = "
+                  f"{wall / ideal:.3f}x the ideal (goal, 1 worker: <= 1.5x); worker CPU "
+                  f"{cpu * 1000 / args.items:.3f} ms an item (goal <= 0.3 ms)")
+        print(f"2 workers against 1: {results[1] / results[2]:.2f}x (goal >= 1.6x where "
+              f"each has a core; this machine has {os.cpu_count()})")
+
+
+if __name__ == "__main__":
+    main()
