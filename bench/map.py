@@ -5,8 +5,11 @@ world with 1 and 2 `lwtool worker` processes (goals: 1 worker within 1.5x; 2 wor
 at least 1.6x one where each has a core), with the workers' CPU per item (goal at most
 0.3 ms) and the parent's log length (a record a shard, never an event an item).
 
-Each shard is a child run of a workflow whose parallel step scores its batch one item
-at a time (maxConcurrency 1), so a shard takes 50 x 5 ms and 16 shards run at once.
+Two shard workflows, each taking 50 x 5 ms, 16 shards at once: `batch`, one tool call
+for the batch that handles its items one after the other (Step Functions' Distributed
+Map pattern: a child execution, one invocation, a batch); and `each`, a parallel step
+with a tool.call step an item (maxConcurrency 1): a step an item, so its floor is the
+runtime's CPU per step (docs/performance.md), which 16 shards on one event loop share.
 Run: .venv/bin/python bench/map.py [--items N] [--url postgresql://postgres@127.0.0.1]
 """
 
@@ -35,10 +38,21 @@ async def nap(args):
     await asyncio.sleep(0.005)
     return {"id": args["id"]}
 
-tools = {"nap": nap}
+async def nap_batch(args):
+    done = []
+    for item in args["items"]:
+        await asyncio.sleep(0.005)
+        done.append({"id": item["id"]})
+    return done
+
+tools = {"nap": nap, "nap_batch": nap_batch}
 '''
-SHARD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
-         "metadata": {"name": "nap-batch"}, "permissions": {"tools": ["nap"]},
+BATCH_SHARD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+               "metadata": {"name": "nap-batch"}, "permissions": {"tools": ["nap_batch"]},
+               "steps": [{"id": "naps", "uses": "tool.call",
+                          "with": {"tool": "nap_batch", "args": "{{ input }}"}}]}
+EACH_SHARD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+         "metadata": {"name": "nap-each"}, "permissions": {"tools": ["nap"]},
          "steps": [{"id": "each", "uses": "parallel", "with": {
              "items": "{{ input.items }}", "itemKey": "{{ item.id }}", "maxBranches": 100,
              "maxConcurrency": 1, "failureMode": "fail_fast",
@@ -47,12 +61,15 @@ SHARD = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
                         "with": {"tool": "nap", "args": "{{ item }}"}}]}]}
 
 
-def _files(folder: Path, items: int) -> None:
-    (folder / "shard.lwir.json").write_text(json.dumps(SHARD))
+SHARDS = {"batch": BATCH_SHARD, "each": EACH_SHARD}
+
+
+def _files(folder: Path, items: int, shard: str = "batch") -> None:
+    (folder / "shard.lwir.json").write_text(json.dumps(SHARDS[shard]))
     (folder / "tools.py").write_text(TOOLS)
     (folder / "flow.lwir.json").write_text(json.dumps({
         "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
-        "metadata": {"name": "nap-all"}, "permissions": {"tools": ["nap"]},
+        "metadata": {"name": "nap-all"}, "permissions": {"tools": ["nap", "nap_batch"]},
         "steps": [{"id": "all", "uses": "map", "with": {
             "items": "{{ input.items }}", "itemKey": "{{ item.id }}",
             "workflow": "./shard.lwir.json", "batch": {"maxItems": BATCH},
@@ -60,7 +77,7 @@ def _files(folder: Path, items: int) -> None:
     (folder / "in.json").write_text(json.dumps({"items": [{"id": i} for i in range(items)]}))
 
 
-def local(items: int) -> tuple[float, int]:
+def local(items: int, shard: str = "batch") -> tuple[float, int]:
     """Seconds of the map in the local world (strict durability), the parent's events."""
     from lwtool import local_world, run_workflow
     from lwtool.runtime.event_loop import new_event_loop
@@ -68,7 +85,7 @@ def local(items: int) -> tuple[float, int]:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _files(folder, items)
+        _files(folder, items, shard)
         os.chdir(folder)
         world = local_world(folder / "d")
         run_input = json.loads((folder / "in.json").read_text())
@@ -81,14 +98,15 @@ def local(items: int) -> tuple[float, int]:
         return took, len(world.events("m"))
 
 
-def postgres(url: str, items: int, workers: int) -> tuple[float, float]:
+def postgres(url: str, items: int, workers: int, shard: str = "batch"
+             ) -> tuple[float, float]:
     """Seconds from enqueue to the run's end with `workers` worker processes (4 runs at
     once each), and their CPU seconds."""
     from tests.fixtures.postgres import database
 
     with tempfile.TemporaryDirectory() as tmp, database(url) as db:
         folder = Path(tmp)
-        _files(folder, items)
+        _files(folder, items, shard)
         lwtool = [sys.executable, "-m", "lwtool"]
         subprocess.run([*lwtool, "run", "flow.lwir.json", "-i", "in.json", "--enqueue",
                         "--run-id", "m", "--world", db], cwd=folder, check=True,
@@ -113,22 +131,26 @@ def main() -> None:
     parser.add_argument("--url", default=None)
     args = parser.parse_args()
     ideal = args.items * NAP_S / WIDTH
-    took, events = local(args.items)
     shards = -(-args.items // BATCH)
     print(f"map of {args.items:,} items x {NAP_S * 1000:g} ms, batches of {BATCH} "
           f"({shards} shards), {WIDTH} at once: ideal {ideal:.3f} s")
-    print(f"local world: {took:.3f} s = {took / ideal:.3f}x the ideal (goal <= 1.25x); the "
-          f"parent's log: {events} events for {shards} shards")
+    for shard in SHARDS:
+        took, events = local(args.items, shard)
+        print(f"local world, shard `{shard}`: {took:.3f} s = {took / ideal:.3f}x the ideal "
+              f"(goal <= 1.25x); the parent's log: {events} events for {shards} shards")
     if args.url:
-        results: dict[int, Any] = {}
-        for workers in (1, 2):
-            wall, cpu = postgres(args.url, args.items, workers)
-            results[workers] = wall
-            print(f"PostgreSQL, {workers} worker{'s' if workers > 1 else ''}: {wall:.3f} s = "
-                  f"{wall / ideal:.3f}x the ideal (goal, 1 worker: <= 1.5x); worker CPU "
-                  f"{cpu * 1000 / args.items:.3f} ms an item (goal <= 0.3 ms)")
-        print(f"2 workers against 1: {results[1] / results[2]:.2f}x (goal >= 1.6x where "
-              f"each has a core; this machine has {os.cpu_count()})")
+        for shard in SHARDS:
+            results: dict[int, Any] = {}
+            for workers in (1, 2):
+                wall, cpu = postgres(args.url, args.items, workers, shard)
+                results[workers] = wall
+                print(f"PostgreSQL, shard `{shard}`, {workers} worker"
+                      f"{'s' if workers > 1 else ''}: {wall:.3f} s = {wall / ideal:.3f}x the "
+                      f"ideal (goal, 1 worker: <= 1.5x); worker CPU "
+                      f"{cpu * 1000 / args.items:.3f} ms an item (goal <= 0.3 ms)")
+            print(f"shard `{shard}`: 2 workers against 1: {results[1] / results[2]:.2f}x "
+                  f"(goal >= 1.6x where each has a core; this machine has "
+                  f"{os.cpu_count()})")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import asyncio
 from typing import Any
 
 from lwtool.record.errors import StepFailure
+from lwtool.record.run_state import LOOP_SHARED
 from lwtool.steps.inputs import resolve
 from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.world.base import NewEvent
@@ -125,6 +126,10 @@ async def _shards(run: Any, path: str, version_id: str,
     over = asyncio.Event()
 
     async def one(index: int, start: int, batch: list[Any]) -> None:
+        # Its own task's context: the shard runs beside the others on this loop, so
+        # its commits go to its commit thread instead of blocking the loop (a worker's
+        # runs, LOOP_SHARED)
+        LOOP_SHARED.set(True)
         async with slots:
             if over.is_set():
                 return
@@ -158,6 +163,12 @@ async def _shards(run: Any, path: str, version_id: str,
     return [outputs[i] for i in range(len(shards)) if ok[i]], failed
 
 
+async def _shared(work: Any) -> Any:
+    """`work` (a child run) in a task of its own that shares the loop (LOOP_SHARED)."""
+    LOOP_SHARED.set(True)
+    return await work
+
+
 async def _reduce(run: Any, path: str, version_id: str, arity: int, leaves: list[Any],
                   again: bool) -> Any:
     """The root of a fixed tree over `leaves`: level by level, each group of `arity`
@@ -167,8 +178,8 @@ async def _reduce(run: Any, path: str, version_id: str, arity: int, leaves: list
     while True:
         groups = [outputs[i:i + arity] for i in range(0, len(outputs), arity)] or [[]]
         outputs = await asyncio.gather(*(
-            run.children.invoke(version_id, {"items": group}, f"{path}.reduce[{level}.{i}]",
-                                again=again)
+            _shared(run.children.invoke(version_id, {"items": group},
+                                        f"{path}.reduce[{level}.{i}]", again=again))
             for i, group in enumerate(groups)))
         if len(outputs) == 1:
             return outputs[0]
