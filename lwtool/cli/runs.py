@@ -110,7 +110,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
     if not records and not waiting:
         typer.echo("no runs")
         return
-    tree = _tree(records)
+    maps = _map_children(records, shown)  # a map's shards and reduce runs: a line, counted
+    tree = _tree([r for r in records if r.run_id not in maps.hidden])
     rows = [(f"{'  ' * depth}{'└ ' if depth else ''}{r.run_id}", r) for r, depth in tree]
     width = max([len("RUN"), *(len(label) for label, _ in rows),
                  *(len(run_id) for run_id, _ in waiting)])
@@ -131,6 +132,8 @@ def runs(data_dir: DataDir = DEFAULT_DATA_DIR, world_url: WorldOption = None,
         for ask in asks.get(r.run_id, []):
             typer.echo(safe_text(f"{indent}waits for input at {ask['stepPath']}: "
                                  f"{ask['prompt']}"))
+        for line in maps.lines.get(r.run_id, []):
+            typer.echo(safe_text(f"{indent}{line}"))
     for run_id, held in waiting:
         where = f" on queue {held.queue}" if held.queue != DEFAULT_QUEUE else ""
         needs = f"  for a worker{where} with {describe(held.needs)}" if held.needs else \
@@ -290,6 +293,41 @@ def _branches(held: list[tuple[str, str, float]] | None) -> dict[str, Any]:
         return {}
     return {"branches": [{"branch": prefix, "worker": worker, "claimedAt": stamp(since)}
                          for prefix, worker, since in held]}
+
+
+class _Maps:
+    """A map step's child runs, kept off the listing (`hidden`), said as a line each
+    map step under its run (`lines`): `map all: 200 shards (199 completed, 1 failed),
+    11 reduce runs (11 completed)`."""
+
+    def __init__(self) -> None:
+        self.hidden: set[str] = set()
+        self.lines: dict[str, list[str]] = {}
+
+
+def _map_children(records: list[Any], shown: dict[str, str]) -> _Maps:
+    import re
+    from collections import Counter
+
+    part = re.compile(r"^(.*)\.(shard|reduce)\[[0-9.]+\]$")
+    maps = _Maps()
+    found: dict[tuple[str, str], dict[str, Counter[str]]] = {}
+    for r in records:
+        links = (r.options or {}).get("links") if isinstance(r.options, dict) else None
+        at = str((links or {}).get("parentStepPath") or "")
+        matched = part.match(at)
+        if r.parent_run_id is None or matched is None:
+            continue
+        kind = "shards" if matched.group(2) == "shard" else "reduce runs"
+        counts = found.setdefault((r.parent_run_id, matched.group(1)), {})
+        counts.setdefault(kind, Counter())[shown[r.run_id]] += 1
+        maps.hidden.add(r.run_id)
+    for (parent, step), kinds in found.items():
+        said = [f"{sum(c.values())} {kind} "
+                f"({', '.join(f'{n} {status}' for status, n in sorted(c.items()))})"
+                for kind, c in sorted(kinds.items(), key=lambda kv: kv[0] != "shards")]
+        maps.lines.setdefault(parent, []).append(f"map {step}: {', '.join(said)}")
+    return maps
 
 
 def _tree(records: list[Any]) -> list[tuple[Any, int]]:

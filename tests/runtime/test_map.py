@@ -73,6 +73,8 @@ def test_shards_with_a_tolerated_failure_and_no_reduce(tmp_path: Path) -> None:
     runs = json.loads(run_cli("runs", "--json", "--data-dir", "d", cwd=tmp_path).stdout)
     assert sorted(r["runId"] for r in runs if r["parentRunId"] == "m1") == sorted(
         s["childRunId"] for s in shards)
+    listed = run_cli("runs", "--data-dir", "d", cwd=tmp_path).stdout.splitlines()
+    assert listed[2:] == ["  map all: 4 shards (3 completed, 1 failed)"], listed  # a line
 
 
 @pytest.mark.parametrize(("tolerance", "tolerated"), [({"count": 2}, 2), ({"percent": 25}, 2),
