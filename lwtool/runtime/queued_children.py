@@ -6,9 +6,7 @@ its descendants'); any worker that serves them may claim it, as it claims a run.
 parent waits for the child's end, looking at its record every POLL seconds. A child
 still queued after HERE_AFTER seconds (no other worker took it), or claimed by a worker
 that is gone, is claimed by the parent's own worker and executed in the slot the
-waiting parent lends it: a single worker with one slot never waits for itself. A claim
-that ends anywhere (NOTIFY, heard by the worker's listener: ChildEnds) has the parent
-look at once, so a map's next shard starts without waiting for the poll. A child
+waiting parent lends it: a single worker with one slot never waits for itself. A child
 that ended answers from its log: its output, its failure, or the requests it waits on.
 Whoever is killed when, the child is one run, resumed from its own log by whichever
 worker claims it next."""
@@ -16,8 +14,6 @@ worker claims it next."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 import time
 from typing import Any
 
@@ -58,7 +54,7 @@ class QueuedChildRuns(ChildRuns):
                 if claim is not None:
                     await self.worker.execute_here(claim, self.state.run_id)
                     continue
-            await self.worker.child_ends.wait(POLL)
+            await asyncio.sleep(POLL)
 
     def _enqueue(self, child_id: str, lwir: dict[str, Any], version_id: str, value: Any,
                  links: dict[str, Any]) -> None:
@@ -79,36 +75,6 @@ class QueuedChildRuns(ChildRuns):
                           run_needs(lwir, state.models, descendants(world, lwir)), self.queue)
         except RunConflict:  # queued meanwhile (a resumed parent's other try)
             pass
-
-
-class ChildEnds:
-    """A claim ended somewhere (the worker's listener hears it, in its own thread):
-    every child waiter, on whichever run's loop it waits, looks again at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-
-    def heard(self) -> None:
-        with self._lock:
-            waiting, self._waiting = self._waiting, []
-        for loop, future in waiting:
-            with contextlib.suppress(RuntimeError):  # that loop closed meanwhile
-                loop.call_soon_threadsafe(_settle, future)
-
-    async def wait(self, timeout: float) -> None:
-        """Until a claim ends, or `timeout` seconds."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            self._waiting.append((loop, future))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(future, timeout)
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _requests(world: Any, run_id: str) -> list[dict[str, Any]]:

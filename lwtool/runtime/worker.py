@@ -34,7 +34,6 @@ from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_branches import soon
 from lwtool.runtime.own_loop import on_own_loop
-from lwtool.runtime.queued_children import ChildEnds
 from lwtool.runtime.worker_beat import Heartbeat
 from lwtool.runtime.worker_log import WorkerLog
 from lwtool.tools import ToolRegistry
@@ -141,7 +140,6 @@ class _Worker:
         # heard of (NOTIFY) or a look at the queue is due (a dead worker's branches)
         self.branches_maybe = True
         self.branch_notes = 0  # branch notifications heard
-        self.child_ends = ChildEnds()  # parents awaiting children look when a claim ends
         self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
@@ -442,8 +440,6 @@ def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
         queue = payload.removeprefix(BRANCH_NOTE)
         if queue in wanted:
             loop.call_soon_threadsafe(woken, queue != payload)
-            if queue == payload:  # a run queued or its claim ended: a child may be done
-                worker.child_ends.heard()
 
     def keep_listening() -> None:
         while not stopped.is_set():
