@@ -30,7 +30,7 @@ from typing import Any
 from lwtool.record.errors import StepFailure
 from lwtool.record.run_state import LOOP_SHARED
 from lwtool.steps.inputs import resolve
-from lwtool.steps.outputs import OutputInvalid, check_output
+from lwtool.steps.outputs import checked_step_output
 from lwtool.world.base import NewEvent
 
 DEFAULT_CONCURRENCY = 4
@@ -94,14 +94,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                                int(reduce.get("arity") or DEFAULT_ARITY), results, again)
     else:
         output = {"results": results, "failed": failed}
-    try:
-        mode = step.get("output")
-        schema = mode.get("schema") if isinstance(mode, dict) else None
-        check_output(output, mode, "the map's output",
-                     run.config_hash(schema) if isinstance(schema, dict) else None)
-    except OutputInvalid as exc:
-        raise StepFailure("step_schema_error", str(exc), path) from None
-    return output, []
+    return checked_step_output(run, step, output, "the map's output", path), []
 
 
 def _tolerated(setting: Any, total: int) -> int:

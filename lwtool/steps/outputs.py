@@ -69,6 +69,22 @@ def check_output(value: Any, mode: dict[str, Any] | None, what: str,
         check_schema(value, mode.get("schema"), what, schema_key)
 
 
+def checked_step_output(run: Any, step: dict[str, Any], value: Any, what: str,
+                        path: str) -> Any:
+    """`value` checked against `step`'s output mode (its schema validated once per run,
+    by its hash); StepFailure step_schema_error naming `what` otherwise."""
+    from lwtool.record.errors import StepFailure
+
+    mode = step.get("output")
+    schema = mode.get("schema") if isinstance(mode, dict) else None
+    try:
+        check_output(value, mode, what,
+                     run.config_hash(schema) if isinstance(schema, dict) else None)
+    except OutputInvalid as exc:
+        raise StepFailure("step_schema_error", str(exc), path) from None
+    return value
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 

@@ -14,7 +14,7 @@ from lwtool.capability.hosts import ConnectionDenied
 from lwtool.record.errors import StepFailure, TransientError
 from lwtool.record.run_state import step_timeout
 from lwtool.steps.inputs import step_input
-from lwtool.steps.outputs import OutputInvalid, check_output
+from lwtool.steps.outputs import checked_step_output
 from lwtool.tools import WAIT_SLICE, Interrupted, Refused, ToolFailed
 from lwtool.world.base import NewEvent
 
@@ -69,11 +69,4 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     except NotJson as exc:
         raise StepFailure("step_schema_error", f"tool '{name}' returned a value that is not "
                           f"JSON {exc}", path) from None
-    try:
-        mode = step.get("output")
-        schema = mode.get("schema") if isinstance(mode, dict) else None
-        check_output(result, mode, f"tool '{name}' output",
-                     run.config_hash(schema) if isinstance(schema, dict) else None)
-    except OutputInvalid as exc:
-        raise StepFailure("step_schema_error", str(exc), path) from None
-    return result, []
+    return checked_step_output(run, step, result, f"tool '{name}' output", path), []

@@ -20,7 +20,7 @@ from typing import Any
 
 from lwtool.record.errors import StepFailure
 from lwtool.steps.inputs import resolve
-from lwtool.steps.outputs import OutputInvalid, check_output
+from lwtool.steps.outputs import checked_step_output
 from lwtool.world.base import NewEvent
 
 
@@ -40,11 +40,4 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
         raise StepFailure("runtime_config_error", "this run cannot start child runs (its "
                           "scheduler gives it no way to)", path)
     output = await run.children.invoke(version_id, value, path)
-    try:
-        mode = step.get("output")
-        schema = mode.get("schema") if isinstance(mode, dict) else None
-        check_output(output, mode, "the child run's output",
-                     run.config_hash(schema) if isinstance(schema, dict) else None)
-    except OutputInvalid as exc:
-        raise StepFailure("step_schema_error", str(exc), path) from None
-    return output, []
+    return checked_step_output(run, step, output, "the child run's output", path), []
