@@ -284,6 +284,15 @@ async def resume_run(world: World, run_id: str, tools: ToolRegistry,
                              "it through the API that started it (lwtool.harness.session)")
     models = models if models is not None else dict(record.options.get("models") or {})
     check_slots(model_slots(lwir.get("steps") or []), models)
+    if not retry and record.status in ("completed", "failed"):
+        # An ended run answers from its log without its lock: the process that ended it
+        # may hold the lock a moment longer (a parent woken by its child's end)
+        events = world.events(run_id)
+        ended = Journal.from_events(events).terminal
+        if ended is not None:
+            if on_start:
+                on_start(run_id)
+            return await _finished(world, record.version_id, lwir, ended, events)
     with world.lock_run(run_id):
         events = world.events(run_id)
         reopen = retry_event(run_id, events, lwir) if retry else None

@@ -3,7 +3,8 @@ worker, and awaited.
 
 A child is queued on its parent's queue, needing its own tools and model slots (and
 its descendants'); any worker that serves them may claim it, as it claims a run. The
-parent waits for the child's end, looking at its record every POLL seconds. A child
+parent waits for the child's end, woken by the NOTIFY that ends the child's claim
+(lwtool.runtime.child_ends), then looking at its record (or after FALLBACK). A child
 still queued after HERE_AFTER seconds (no other worker took it), or claimed by a worker
 that is gone, is claimed by the parent's own worker and executed in the slot the
 waiting parent lends it: a single worker with one slot never waits for itself. A child
@@ -18,10 +19,10 @@ import time
 from typing import Any
 
 from lwtool.record.errors import WaitingForInput
+from lwtool.runtime.child_ends import FALLBACK, heard_or_after
 from lwtool.runtime.children import ChildRuns
 from lwtool.world.base import RunConflict, find_run
 
-POLL = 0.2  # seconds between looks at a child another worker executes
 HERE_AFTER = 0.5  # seconds a queued child waits for another worker before this one
 
 
@@ -38,23 +39,30 @@ class QueuedChildRuns(ChildRuns):
     async def run_child(self, child_id: str, lwir: dict[str, Any], version_id: str,
                         value: Any, links: dict[str, Any]) -> dict[str, Any]:
         world, queue = self.state.world, self.worker.queue
-        await asyncio.to_thread(self._enqueue, child_id, lwir, version_id, value, links)
-        asked = time.monotonic()
-        while True:
-            record = await asyncio.to_thread(find_run, world, child_id)
-            if record is not None and record.status == "waiting":
-                raise WaitingForInput(await asyncio.to_thread(_requests, world, child_id))
-            if record is not None and record.status in ("completed", "failed"):
-                # its end from its log (a failure is raised as the child's)
-                return await super().run_child(child_id, lwir, version_id, value, links)
-            if time.monotonic() - asked >= HERE_AFTER:
-                claim = await asyncio.to_thread(queue.claim_run, child_id,
-                                                self.worker.setup.name,
-                                                self.worker.setup.lease)
-                if claim is not None:
-                    await self.worker.execute_here(claim, self.state.run_id)
-                    continue
-            await asyncio.sleep(POLL)
+        # listening before it is queued: its end cannot come before the ear
+        with self.worker.run_ends.waiting(child_id) as ended:
+            await asyncio.to_thread(self._enqueue, child_id, lwir, version_id, value, links)
+            asked = time.monotonic()
+            while True:
+                ended.clear()  # an end after this look wakes the wait below
+                record = await asyncio.to_thread(find_run, world, child_id)
+                if record is not None and record.status == "waiting":
+                    raise WaitingForInput(await asyncio.to_thread(_requests, world,
+                                                                  child_id))
+                if record is not None and record.status in ("completed", "failed"):
+                    # its end from its log (a failure is raised as the child's)
+                    return await super().run_child(child_id, lwir, version_id, value, links)
+                waited = time.monotonic() - asked
+                if waited >= HERE_AFTER:
+                    claim = await asyncio.to_thread(queue.claim_run, child_id,
+                                                    self.worker.setup.name,
+                                                    self.worker.setup.lease)
+                    if claim is not None:
+                        await self.worker.execute_here(claim, self.state.run_id)
+                        continue
+                    await heard_or_after(ended, FALLBACK)
+                else:
+                    await heard_or_after(ended, HERE_AFTER - waited)
 
     def _enqueue(self, child_id: str, lwir: dict[str, Any], version_id: str, value: Any,
                  links: dict[str, Any]) -> None:

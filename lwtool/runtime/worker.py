@@ -122,6 +122,7 @@ class _Worker:
     def __init__(self, world: Any, tools: ToolRegistry, models: dict[str, str],
                  setup: WorkerSetup, serves: list[str], registration: Any) -> None:
         from lwtool.runtime.branches import BranchEnds
+        from lwtool.runtime.child_ends import RunEnds
         from lwtool.runtime.own_branches import BranchSlots
         from lwtool.world.postgres_branches import BranchQueue
         from lwtool.world.postgres_queue import RunQueue
@@ -131,6 +132,7 @@ class _Worker:
         self.serves, self.registration, self.log = serves, registration, setup.log
         self.queue, self.branch_queue = RunQueue(world), BranchQueue(world)
         self.ends = BranchEnds(self.branch_queue, asyncio.get_running_loop(), setup.log.line)
+        self.run_ends = RunEnds(world.url)  # its runs' children's ends
         self.slots = BranchSlots(setup.concurrency)  # its runs' own branches take them too
         self.runs: set[asyncio.Task[bool]] = set()
         self.run_ids: set[str] = set()  # of the runs in hand: their owners claim their branches
@@ -172,6 +174,7 @@ class _Worker:
         finally:
             stop_slots()
             stop_listen()
+            self.run_ends.stop()
             stop_beat()
         if self.branches:
             await asyncio.gather(*self.branches, return_exceptions=True)

@@ -140,9 +140,11 @@ async def _shards(run: Any, path: str, version_id: str,
                 status = "failed"
                 if len(failed) > tolerated:
                     over.set()
+            # committed as the shard ends (no fsync: the child's log is the truth), not
+            # with the parent's next commit: the shards' progress shows while they run
             run.note([NewEvent(SHARD_EVENT, {
                 "shard": index, "childRunId": run.children.child_id(shard_path),
-                "items": len(batch), "status": status}, path)])
+                "items": len(batch), "status": status}, path)], defer=False)
 
     await asyncio.gather(*(one(i, start, batch) for i, (start, batch) in enumerate(shards)))
     failed.sort(key=lambda f: (f["shard"], keys.index(f["key"])))

@@ -42,8 +42,14 @@ DEFAULT_QUEUE = "default"
 # the queue a branch was queued on
 WORK_CHANNEL = "lwtool_work"
 BRANCH_NOTE = "branch "
+# NOTIFY payload: the id of a run whose claim ended (a parent waiting for its child
+# hears its own child's end, lwtool.runtime.child_ends)
+RUN_ENDS_CHANNEL = "lwtool_run_ends"
 # After `WITH x AS (... RETURNING queue)`: tell the listening workers, a row for each
 _NOTIFY_FROM = f"SELECT pg_notify('{WORK_CHANNEL}', queue) FROM"
+# After `WITH ended AS (... RETURNING queue, run_id)`: and the run's waiting parent
+_NOTIFY_ENDED = (f"SELECT pg_notify('{WORK_CHANNEL}', queue), "
+                 f"pg_notify('{RUN_ENDS_CHANNEL}', run_id) FROM ended")
 # The queue's state once the run ended with this status
 CLAIM_END = {"completed": "done", "failed": "failed"}
 # CTEs a run's final commit carries to end its worker's claim in the same transaction
@@ -52,7 +58,7 @@ CLAIM_END = {"completed": "done", "failed": "failed"}
 ENDED_WITH_RUN = (
     "ended AS (UPDATE lwtool.queue SET state = %(claim_state)s, lease_until = NULL WHERE "
     "run_id = %(run)s AND worker = %(claim_worker)s AND state = 'claimed' AND EXISTS "
-    f"(SELECT FROM head) RETURNING queue), told AS ({_NOTIFY_FROM} ended)")
+    f"(SELECT FROM head) RETURNING queue, run_id), told AS ({_NOTIFY_ENDED})")
 # Those of the claim's queues (its one parameter) whose limit is reached
 _FULL = ("SELECT q.name FROM lwtool.queues q WHERE q.name = ANY(%s) AND q.max_concurrent <= "
          "(SELECT count(*) FROM lwtool.queue c WHERE c.queue = q.name AND c.state = "
@@ -70,7 +76,7 @@ def finish_statement(run_id: str, worker: str, state: str,
     did."""
     return ("WITH ended AS (UPDATE lwtool.queue SET state = %s, lease_until = NULL, needs = "
             "coalesce(%s, needs) WHERE run_id = %s AND worker = %s AND state = 'claimed' "
-            f"RETURNING queue) {_NOTIFY_FROM} ended",
+            f"RETURNING queue, run_id) {_NOTIFY_ENDED}",
             (state, needs_text(needs), run_id, worker))
 
 

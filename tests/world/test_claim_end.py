@@ -1,15 +1,19 @@
 """A worker's queue claim ends in the commit that ends its run (PostgresWorld
 .end_claim_with_run), on a real PostgreSQL: RunCompleted and RunFailed end it `done` and
 `failed` in the same transaction, whichever way the append goes; a commit that does not
-move the run's head, another worker's claim and a run that waits leave it claimed."""
+move the run's head, another worker's claim and a run that waits leave it claimed. Each
+end is announced with the run's id (lwtool.runtime.child_ends): a parent waiting for
+that child is woken, one waiting for another is not."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from lwtool.runtime.child_ends import RunEnds
 from lwtool.world import postgres as postgres_module
 from lwtool.world.base import NewEvent, RunStatusChanged
 from lwtool.world.postgres import PostgresWorld
@@ -70,3 +74,29 @@ def test_another_workers_claim_and_a_waiting_run_are_left(world: PostgresWorld) 
     assert _state(world, "r") == "claimed"
     world.append("r", [NewEvent("RunCompleted", {})], status="completed")
     assert _state(world, "r") == "claimed" and not world.claim_ended("r")
+
+
+@pytest.mark.parametrize("how", ["the final commit", "finish"])
+def test_a_claims_end_wakes_who_waits_for_that_run(world: PostgresWorld, how: str) -> None:
+    ends = RunEnds(world.url)
+
+    async def scenario() -> tuple[bool, bool]:
+        with ends.waiting("r") as mine, ends.waiting("other") as theirs:
+            _claimed(world, "r")
+            await asyncio.sleep(0.3)  # the listener listening (a missed end costs a look)
+            if how == "finish":
+                assert RunQueue(world).finish("r", "w", "done")
+            else:
+                world.end_claim_with_run("r", "w")
+                world.append("r", [NewEvent("RunCompleted", {})], status="completed")
+            try:
+                await asyncio.wait_for(mine.wait(), 5.0)
+            except TimeoutError:
+                return False, theirs.is_set()
+            await asyncio.sleep(0.1)
+            return True, theirs.is_set()
+
+    try:
+        assert asyncio.run(scenario()) == (True, False)
+    finally:
+        ends.stop()

@@ -101,3 +101,29 @@ def test_lwtool_run_leaves_no_lock_file(tmp_path: Path) -> None:
                    f"{EX / 'tools.py'}:tools", "--data-dir", str(data), "--quiet")
     assert done.returncode == 0, done.stderr
     assert list((data / "locks").iterdir()) == []
+
+
+def test_an_ended_run_answers_from_its_log_while_its_lock_is_held(tmp_path: Path) -> None:
+    """The process that ended a run may hold its lock a moment longer: a parent woken by
+    its child's end reads the child's output then, not RunLocked. A run that has not
+    ended is still refused while another holds it."""
+    import asyncio
+
+    from lwtool import run_workflow
+    from lwtool.runtime.interpreter import resume_run
+    from lwtool.tools import ToolRegistry
+
+    world = LocalWorld(tmp_path / "data")
+    flow = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+            "metadata": {"name": "one"}, "permissions": {"tools": ["echo"]},
+            "steps": [{"id": "e", "uses": "tool.call",
+                       "with": {"tool": "echo", "args": {"v": 7}}}]}
+    tools = ToolRegistry()
+    tools.register("echo", lambda args: args)
+    done = asyncio.run(run_workflow(flow, {}, world=world, tools=tools, run_id="ended"))
+    with world.lock_run("ended"):
+        again = asyncio.run(resume_run(world, "ended", tools))
+    assert again["output"] == done["output"] == {"v": 7}
+    world.append("ended", [], status="running")  # as if it had not ended
+    with world.lock_run("ended"), pytest.raises(RunLocked):
+        asyncio.run(resume_run(world, "ended", tools))
