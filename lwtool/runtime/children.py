@@ -38,6 +38,26 @@ class ChildRuns:
         self.state, self.budget = state, budget
         self.start, self.resume = start, resume
         self.root = str((links or {}).get("rootRunId") or state.run_id)
+        self._versions: dict[str, dict[str, Any]] = {}  # child versions checked
+
+    def _checked(self, version_id: str, path: str) -> dict[str, Any]:
+        """The child version's LWIR, once found within this run's grants (a map's
+        shards all run one version: it is read and checked once)."""
+        state = self.state
+        lwir = self._versions.get(version_id)
+        if lwir is not None:
+            return lwir
+        lwir = state.world.get_version(version_id)
+        if not isinstance(lwir, dict):
+            raise StepFailure("runtime_config_error", f"the world holds no WorkflowVersion "
+                              f"{version_id} (the child this step invokes)", path)
+        wider = wider_grants(state.lwir, lwir, reached(state.world, lwir)[0])
+        if wider:
+            names = "; ".join(f"{kind}: {', '.join(found)}" for kind, found in wider.items())
+            raise StepFailure("capability_drift", f"child workflow {version_id} reaches what "
+                              f"this workflow's permissions do not grant ({names})", path)
+        self._versions[version_id] = lwir
+        return lwir
 
     def child_id(self, path: str) -> str:
         """The id of the child run started at `path` (an invoke's, a map shard's)."""
@@ -51,15 +71,7 @@ class ChildRuns:
         shard, replayed)."""
         state = self.state
         child_id = child_run_id(state.run_id, path)
-        lwir = state.world.get_version(version_id)
-        if lwir is None:
-            raise StepFailure("runtime_config_error", f"the world holds no WorkflowVersion "
-                              f"{version_id} (the child this step invokes)", path)
-        wider = wider_grants(state.lwir, lwir, reached(state.world, lwir)[0])
-        if wider:
-            names = "; ".join(f"{kind}: {', '.join(found)}" for kind, found in wider.items())
-            raise StepFailure("capability_drift", f"child workflow {version_id} reaches what "
-                              f"this workflow's permissions do not grant ({names})", path)
+        lwir = self._checked(version_id, path)
         links = {"parentRunId": state.run_id, "parentStepPath": path,
                  "rootRunId": self.root}
         try:

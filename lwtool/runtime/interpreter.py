@@ -340,8 +340,8 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     # what the run (and the runs sharing its budget) committed already
     # shared (read back from the world) when other processes or runs spend under it:
     # its branches on other workers, its children (workflow.invoke)
-    state.budget = run_budget(budget, world, run_id, links,
-                              branches is not None or any(child_sites(lwir)),
+    invokes = any(child_sites(lwir))
+    state.budget = run_budget(budget, world, run_id, links, branches is not None or invokes,
                               journal.replies.values())
     state.workspace = dict(workspace or {})
     state.parent_run_id = (links or {}).get("parentRunId")
@@ -354,9 +354,14 @@ async def _execute(world: World, run_id: str, version_id: str, lwir: dict[str, A
     planner = None if pipeline else state.workspace.get("plannerRunId")
     state.on_end.extend(scratch_remover(world, run_id, planner, pipeline=pipeline))
     try:
-        return await _drive(state, bool(links))
+        # its usage counts runs it stands on (a planner session, its children), not the
+        # parent a child was started by
+        return await _drive(state, invokes or bool(set(links or {}) - _UP_LINKS))
     finally:
         state.close()
+
+
+_UP_LINKS = {"parentRunId", "parentStepPath", "rootRunId"}  # a child's, to its parent
 
 
 async def _drive(state: RunState, linked: bool) -> dict[str, Any]:
@@ -436,8 +441,20 @@ def _final_output(top: Scope) -> tuple[str | None, Any]:
     return top.path_of(sid, top.visits[sid] - 1), top.outputs[sid][-1]
 
 
-async def _finished(world: World, version_id: str, lwir: dict[str, Any], terminal: Event,
-                    events: list[Event]) -> dict[str, Any]:
+async def ended_output(world: World, run_id: str, version_id: str,
+                       lwir: dict[str, Any]) -> tuple[bool, Any]:
+    """(True, its output) of a run that ended, from its log, without its lock or its
+    usage (a parent awaiting its child wants the output alone); RunFailedError for
+    one that failed; (False, None) for one that has not ended (or was reopened)."""
+    ends = world.events(run_id, ["RunCompleted", "RunFailed", "RunRetried"])
+    if not ends or ends[-1].type == "RunRetried":
+        return False, None
+    return True, await _ended_value(world, version_id, lwir, ends[-1])
+
+
+async def _ended_value(world: World, version_id: str, lwir: dict[str, Any],
+                       terminal: Event) -> Any:
+    """The output of a run's terminal event; RunFailedError when it failed."""
     if terminal.type == "RunFailed":
         payload = terminal.payload
         raise RunFailedError(terminal.run_id, version_id, payload.get("causeCode", "step_failed"),
@@ -446,9 +463,14 @@ async def _finished(world: World, version_id: str, lwir: dict[str, Any], termina
                      Journal(), asyncio.Semaphore(1))
     try:
         # A finished run's result is read from its artifact: a damaged store shows.
-        output = await state.output_of(terminal.payload, from_artifact=True)
+        return await state.output_of(terminal.payload, from_artifact=True)
     finally:
         state.close()
+
+
+async def _finished(world: World, version_id: str, lwir: dict[str, Any], terminal: Event,
+                    events: list[Event]) -> dict[str, Any]:
+    output = await _ended_value(world, version_id, lwir, terminal)
     refs = sorted({ref for e in events
                    if e.type in ("StepCompleted", "RunCompleted") and "envelope" in e.payload
                    for ref in (e.payload["envelope"]["outputRef"],

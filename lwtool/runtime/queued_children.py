@@ -38,6 +38,8 @@ class QueuedChildRuns(ChildRuns):
 
     async def run_child(self, child_id: str, lwir: dict[str, Any], version_id: str,
                         value: Any, links: dict[str, Any]) -> dict[str, Any]:
+        from lwtool.runtime.interpreter import ended_output
+
         world, queue = self.state.world, self.worker.queue
         # listening before it is queued: its end cannot come before the ear
         with self.worker.run_ends.waiting(child_id) as ended:
@@ -51,6 +53,9 @@ class QueuedChildRuns(ChildRuns):
                                                                   child_id))
                 if record is not None and record.status in ("completed", "failed"):
                     # its end from its log (a failure is raised as the child's)
+                    ended, output = await ended_output(world, child_id, version_id, lwir)
+                    if ended:
+                        return {"output": output}
                     return await super().run_child(child_id, lwir, version_id, value, links)
                 waited = time.monotonic() - asked
                 if waited >= HERE_AFTER:
