@@ -288,6 +288,70 @@ def distributed_costs(url: str, folder: Path, branches: bool,
             "start": statistics.median(s for _, s in latencies)}
 
 
+# The fan after a step only the owner can execute (`echo`, which the helper lacks): the
+# helper claims no run, only branches of the owner's runs
+OWNED_FAN = {**FAN, "permissions": {"tools": ["nap", "echo"]}, "steps": [
+    {"id": "own", "uses": "tool.call", "with": {"tool": "echo", "args": {"value": "x"}}},
+    {**FAN["steps"][0], "needs": ["own"]}]}
+HELPER_TOOLS = "import time\n\ndef nap(args):\n    time.sleep(0.005)\n    return {'ok': True}" \
+    "\n\ntools = {'nap': nap}\n"
+
+
+def helper_costs(url: str, folder: Path) -> dict[str, float]:
+    """Two idle workers (concurrency 4 each), then FAN_RUNS runs of OWNED_FAN: the
+    owner claims every run, the helper (without `echo`) only their branches. The CPU a
+    branch costs the helper (its CPU over the branches it executed) and the owner (its
+    CPU over the branches it executed itself plus the ends it heard, counted per
+    branch of the runs)."""
+    import signal
+    import socket
+    import subprocess
+
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.postgres_queue import RunQueue
+
+    world = PostgresWorld(url, folder)
+    version = workflow_version_id(OWNED_FAN)
+    world.register_version(version, OWNED_FAN)
+    queue = RunQueue(world)
+    (folder / "helper_tools.py").write_text(HELPER_TOOLS)
+    procs = {role: subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "worker", "--world", url, "--tools", tools,
+         "--data-dir", str(folder), "--concurrency", "4"], cwd=HERE.parent,
+        stderr=subprocess.PIPE, text=True)
+        for role, tools in (("owner", f"{WORKER_TOOLS}:tools"),
+                            ("helper", f"{folder / 'helper_tools.py'}:tools"))}
+    for proc in procs.values():
+        assert proc.stderr is not None and "started" in proc.stderr.readline()
+    helper_name = f"{socket.gethostname()}:{procs['helper'].pid}"
+
+    def run_all(ids: list[str]) -> None:
+        for run_id in ids:
+            queue.enqueue(run_id, version, {"items": list(range(FAN_WIDTH))},
+                          {"durability": "strict"}, ["echo", "nap"])
+        while queue.pending():
+            time.sleep(0.005)
+
+    def helped() -> int:
+        return int(world._read("SELECT count(*) FROM lwtool.branches WHERE worker = %s "
+                               "AND state = 'done'", (helper_name,))[0][0])
+
+    run_all([f"warm{n}" for n in range(4)])  # both through their first branch's imports
+    time.sleep(0.5)
+    before = {role: cpu_of([proc.pid]) for role, proc in procs.items()}
+    by_helper = helped()
+    run_all([f"h{n:04d}" for n in range(FAN_RUNS)])
+    by_helper = helped() - by_helper
+    spent = {role: cpu_of([proc.pid]) - before[role] for role, proc in procs.items()}
+    for proc in procs.values():
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    world.close()
+    return {"helper": spent["helper"] / max(by_helper, 1),
+            "owner": spent["owner"] / (FAN_RUNS * FAN_WIDTH),
+            "share": by_helper / (FAN_RUNS * FAN_WIDTH)}
+
+
 def chain_trips(url: str, folder: Path) -> float:
     """Database round trips a step of a 200-step chain executed by one worker (the run's
     claim, start and end included)."""
@@ -316,7 +380,7 @@ def chain_trips(url: str, folder: Path) -> float:
 def print_costs(url: str, reps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         found: dict[bool, list[dict[str, float]]] = {True: [], False: []}
-        chains = []
+        chains, helpers = [], []
         for _ in range(reps):
             for branches in (True, False):
                 with database(url) as one:  # CPU untraced; round trips traced
@@ -326,6 +390,8 @@ def print_costs(url: str, reps: int) -> None:
                 found[branches].append(cost)
             with database(url) as one:
                 chains.append(chain_trips(one, Path(tmp)))
+            with database(url) as one:
+                helpers.append(helper_costs(one, Path(tmp)))
     print(f"One `lwtool worker` (concurrency 4), median of {reps} (CPU measured without "
           "the protocol trace that counts round trips: writing it cost 0.3-0.9 ms a step here):")
     for branches, what in ((True, "distributed branch"), (False, "one-step run")):
@@ -337,6 +403,12 @@ def print_costs(url: str, reps: int) -> None:
               + f", {trips:.1f} database round trips"
               + (" (goal <= 3)" if branches else
                  " (the step's commit, and the run's claim, creation and end)"))
+    helper = statistics.median(h["helper"] for h in helpers) * 1e3
+    owner = statistics.median(h["owner"] for h in helpers) * 1e3
+    share = statistics.median(h["share"] for h in helpers) * 100
+    print(f"  a distributed branch another worker executes (the helper path; {share:.0f}% "
+          f"of the branches): helper CPU {helper:.2f} ms (goal <= 1.5 ms); the owner's CPU "
+          f"a branch of its runs {owner:.2f} ms")
     print(f"  a step of a {STEPS}-step chain: {statistics.median(chains):.2f} database round "
           "trips (goal <= 3)")
     rows = found[True] + found[False]

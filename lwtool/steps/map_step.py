@@ -111,43 +111,45 @@ async def _shards(run: Any, path: str, version_id: str,
                   tolerated: int, again: bool) -> tuple[list[Any], list[dict[str, Any]]]:
     """Run the shards, at most `width` at once; (the completed shards' outputs in
     order, the failed items). Over the tolerance: no further shard starts, and the
-    step fails once the running ones end."""
+    step fails once the running ones end. `width` runners take the shards in order:
+    tasks (and the shards' inputs in flight) are bounded by `width`, not the shards."""
     outputs: list[Any] = [None] * len(shards)
     ok = [False] * len(shards)
     failed: list[dict[str, Any]] = []
-    slots = asyncio.Semaphore(max(1, width))
-    over = asyncio.Event()
+    next_shard = iter(range(len(shards)))
 
-    async def one(index: int, start: int, batch: list[Any]) -> None:
-        # Its own task's context: the shard runs beside the others on this loop, so
-        # its commits go to its commit thread instead of blocking the loop (a worker's
-        # runs, LOOP_SHARED)
+    async def one(index: int) -> None:
+        start, batch = shards[index]
+        shard_path = f"{path}.shard[{index}]"
+        try:
+            outputs[index] = await run.children.invoke(version_id, {"items": batch},
+                                                       shard_path, again=again)
+            ok[index] = True
+            status = "completed"
+        except StepFailure as failure:
+            if failure.cause in ("cancelled",):
+                raise
+            failed.extend({"key": keys[start + n], "cause": failure.cause, "shard": index}
+                          for n in range(len(batch)))
+            status = "failed"
+        # committed as the shard ends (no fsync: the child's log is the truth), not
+        # with the parent's next commit: the shards' progress shows while they run
+        run.note([NewEvent(SHARD_EVENT, {
+            "shard": index, "childRunId": run.children.child_id(shard_path),
+            "items": len(batch), "status": status}, path)], defer=False)
+
+    async def runner() -> None:
+        # Its own task's context: the shards run beside each other on this loop, so
+        # their commits go to the commit thread instead of blocking the loop (a
+        # worker's runs, LOOP_SHARED)
         LOOP_SHARED.set(True)
-        async with slots:
-            if over.is_set():
+        for index in next_shard:  # shared: each shard is taken once, in order
+            if len(failed) > tolerated:
                 return
-            shard_path = f"{path}.shard[{index}]"
-            try:
-                outputs[index] = await run.children.invoke(version_id, {"items": batch},
-                                                           shard_path, again=again)
-                ok[index] = True
-                status = "completed"
-            except StepFailure as failure:
-                if failure.cause in ("cancelled",):
-                    raise
-                failed.extend({"key": keys[start + n], "cause": failure.cause,
-                               "shard": index} for n in range(len(batch)))
-                status = "failed"
-                if len(failed) > tolerated:
-                    over.set()
-            # committed as the shard ends (no fsync: the child's log is the truth), not
-            # with the parent's next commit: the shards' progress shows while they run
-            run.note([NewEvent(SHARD_EVENT, {
-                "shard": index, "childRunId": run.children.child_id(shard_path),
-                "items": len(batch), "status": status}, path)], defer=False)
+            await one(index)
 
-    await asyncio.gather(*(one(i, start, batch) for i, (start, batch) in enumerate(shards)))
-    failed.sort(key=lambda f: (f["shard"], keys.index(f["key"])))
+    await asyncio.gather(*(runner() for _ in range(max(1, min(width, len(shards))))))
+    failed.sort(key=lambda f: f["shard"])  # stable: within a shard, in item order
     if len(failed) > tolerated:
         named = ", ".join(f["key"] for f in failed[:NAMED_IN_MESSAGE])
         more = f" and {len(failed) - NAMED_IN_MESSAGE} more" \
