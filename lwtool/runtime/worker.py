@@ -142,6 +142,12 @@ class _Worker:
         # heard of (NOTIFY) or a look at the queue is due (a dead worker's branches)
         self.branches_maybe = True
         self.branch_notes = 0  # branch notifications heard
+        # whether a run it can claim may be queued: not after a claim found none, until
+        # a run is heard of (queued, or a claim ended: a limited queue has room) or a
+        # look is due. Branch notes alone do not make a helper look for runs again.
+        self.runs_maybe = True
+        self.run_notes = 0  # run notifications heard
+        self.runs_looked = 0.0  # monotonic time of the last claim of a run tried
         self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
@@ -209,9 +215,15 @@ class _Worker:
             if tasks:
                 self.heartbeat.poke()
                 return True
-        if len(self.runs) < setup.concurrency and not stop.is_set():
+        # a look is due every POLL_SECONDS however busy (a dead worker's run, no note)
+        due = time.monotonic() - self.runs_looked >= POLL_SECONDS
+        if len(self.runs) < setup.concurrency and (self.runs_maybe or due) and \
+                not stop.is_set():
+            notes, self.runs_looked = self.run_notes, time.monotonic()
             claim = await asyncio.to_thread(self.queue.claim, setup.name, setup.lease,
                                             self.serves, setup.queues)
+            if claim is None and notes == self.run_notes:  # none heard of meanwhile
+                self.runs_maybe = False
             if claim is not None:
                 self.log("run_claimed", f"claimed run {claim.run_id} (claim {claim.claims})",
                          run=claim.run_id)
@@ -252,8 +264,8 @@ class _Worker:
         finally:
             woken.cancel()
             stopped.cancel()
-        if not done:  # a look is due: branches a dead worker left are claimable now
-            self.branches_maybe = True
+        if not done:  # a look is due: what a dead worker left is claimable now
+            self.branches_maybe = self.runs_maybe = True
         ended = 0
         for finished in done:
             if finished in self.runs and not finished.cancelled():  # cancelled: lease lost
@@ -437,6 +449,9 @@ def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
         if branch:
             worker.branches_maybe = True
             worker.branch_notes += 1
+        else:
+            worker.runs_maybe = True
+            worker.run_notes += 1
         wake.set()
 
     def heard(payload: str) -> None:
