@@ -24,13 +24,14 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.capability.secrets import current_broker
 from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin_needs
 from lwtool.record.errors import RunFailedError, RunWaitingError
+from lwtool.runtime.helper_ends import HelperEnds
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_branches import soon
 from lwtool.runtime.own_loop import on_own_loop
@@ -149,13 +150,15 @@ class _Worker:
         self.run_notes = 0  # run notifications heard
         self.runs_looked = 0.0  # monotonic time of the last claim of a run tried
         self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
+        self.wake = asyncio.Event()  # work was queued (NOTIFY), a claim or branch ended
+        self.helped = HelperEnds(self.wake.set)  # ends of other workers' runs' branches
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
 
     async def work(self, stop: asyncio.Event) -> int:
         setup, log = self.setup, self.log
         ended, away = 0, 0.0
-        wake = asyncio.Event()  # work was queued (NOTIFY), or a claim ended somewhere
+        wake = self.wake
         stop_beat = self.heartbeat.start()
         stop_listen = _listen_thread(self, wake)
         loop = self.loop = asyncio.get_running_loop()
@@ -182,9 +185,15 @@ class _Worker:
             stop_listen()
             self.run_ends.stop()
             stop_beat()
-        if self.branches:
-            await asyncio.gather(*self.branches, return_exceptions=True)
+        while self.branches or self.helped:  # the last branches, their ends written
+            await self._write_ends()
+            if self.branches:
+                done, _ = await asyncio.wait(self.branches, timeout=0.05)
+                self.branches -= done
         return ended
+
+    async def _write_ends(self) -> None:
+        await self.helped.write(self.branch_queue, self.setup.name, self.setup.lease)
 
     def _slot_freed(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
         if self.branches_maybe:
@@ -195,14 +204,21 @@ class _Worker:
         whether anything was claimed."""
         setup, metrics = self.setup, self.setup.metrics
         free = self.slots.take(setup.concurrency) if self.branches_maybe else 0
-        if free > 0:
-            notes, tasks = self.branch_notes, []
+        if free <= 0:
+            await self._write_ends()
+        else:
+            notes, tasks = self.branch_notes, list[Any]()
+            taken = self.helped.take()  # the ends of branches helped, with the claim
             try:  # each branch claimed keeps its slot until it ends
-                tasks = await asyncio.to_thread(
-                    self.branch_queue.claim, setup.name, setup.lease, self.serves,
-                    setup.queues, free, sorted(self.run_ids))
+                tasks, written = await asyncio.to_thread(
+                    self.branch_queue.end_and_claim, HelperEnds.ends(taken), setup.name,
+                    setup.lease, self.serves, setup.queues, free, sorted(self.run_ids))
+            except WorldError as exc:
+                HelperEnds.fail(taken, exc)
+                raise
             finally:
                 self.slots.give(free - len(tasks))
+            HelperEnds.settle(taken, written)
             if not tasks and notes == self.branch_notes:  # none heard of meanwhile
                 self.branches_maybe = False
             for task in tasks:  # as many as there are free slots, in one claim
@@ -296,7 +312,8 @@ async def _execute_branch(worker: _Worker, task: Any) -> bool:
     finally:
         stop_beat()
         worker.slots.give(1)
-    if not await _end(lambda: queue.finish(task, setup.name, state, result), what, log):
+    # written with the worker's next claim (lwtool.runtime.helper_ends)
+    if not await _ended(worker.helped.add(task, state, result), what, log):
         return False
     log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
     return True
@@ -422,8 +439,13 @@ def _export(world: Any, run_id: str, endpoint: str, log: WorkerLog) -> None:
 async def _end(finish: Callable[[], Any], what: str, log: WorkerLog) -> bool:
     """End a claim; False when it is not this worker's any more, or the world cannot be
     reached (the claim then runs out, and the next claim finds the run's end)."""
+    return await _ended(asyncio.to_thread(finish), what, log)
+
+
+async def _ended(finish: Awaitable[Any], what: str, log: WorkerLog) -> bool:
+    """`_end` of a claim whose end `finish` writes."""
     try:
-        ended = await asyncio.to_thread(finish)
+        ended = await finish
     except WorldError as exc:
         log("claim_not_ended", f"{what}: its claim could not be ended: {exc}",
             level="warning")

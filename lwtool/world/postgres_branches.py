@@ -109,20 +109,47 @@ class BranchQueue:
         are among `serves` (None: any), `most` at most, claimed for `lease` seconds in one
         statement (none when none is); none of the runs `besides` (their owners, this
         worker's runs, take their own: `pump`)."""
+        return self.end_and_claim([], worker, lease, serves, queues, most, besides)[0]
+
+    def end_and_claim(self, ends: list[tuple[BranchTask, str, Any]], worker: str,
+                      lease: float, serves: list[str] | None = None,
+                      queues: list[str] | None = None, most: int = 1,
+                      besides: list[str] | None = None
+                      ) -> tuple[list[BranchTask], set[tuple[str, str]]]:
+        """`finish` for each of `ends` ((task, state, result): its owner told) and `claim`
+        (`most` 0: none), in one statement: a helper's branch end rides with its next
+        claim. Returns the branches claimed, and the (run id, prefix) of the ends
+        written (an end missing lost its lease)."""
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
-            "WITH picked AS MATERIALIZED (SELECT run_id, prefix FROM lwtool.branches WHERE "
+            "WITH ended AS (UPDATE lwtool.branches b SET state = e.state, result = e.result, "
+            "lease_until = NULL FROM jsonb_to_recordset(%s::jsonb) AS e(run_id text, prefix "
+            "text, state text, result text) WHERE b.run_id = e.run_id AND b.prefix = "
+            "e.prefix AND b.worker = %s AND b.state = 'claimed' RETURNING b.run_id, "
+            "b.prefix), told AS (SELECT pg_notify(%s, run_id) FROM (SELECT DISTINCT run_id "
+            "FROM ended) x), "
+            # never its own claims (one ending here must not be claimed again with it)
+            "picked AS MATERIALIZED (SELECT run_id, prefix FROM lwtool.branches WHERE "
             f"queue = ANY(%s) AND {runnable('%s', '%s')} AND {SERVED} AND run_id <> "
-            "ALL(%s) ORDER BY enqueued_at, run_id, prefix FOR UPDATE SKIP LOCKED LIMIT %s) UPDATE "
-            "lwtool.branches b SET state = 'claimed', worker = %s, lease_until = %s, "
-            "claimed_at = %s, claims = b.claims + 1 FROM picked WHERE b.run_id = "
-            "picked.run_id AND b.prefix = picked.prefix RETURNING b.run_id, b.prefix, "
-            "b.parallel, b.item, b.history, b.claims, b.enqueued_at",
-            (queues or [DEFAULT_QUEUE], now, now - GRACE, needs_text(serves), besides or [],
-             most, worker, now + lease, now))], durable=False)
-        rows.sort(key=lambda row: (row[6], row[0], row[1]))  # oldest first
-        return [BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
-                           int(row[5])) for row in rows]
+            "ALL(%s) AND worker IS DISTINCT FROM %s ORDER BY enqueued_at, run_id, prefix FOR "
+            "UPDATE SKIP LOCKED LIMIT %s), claimed AS (UPDATE lwtool.branches b SET state = "
+            "'claimed', worker = %s, lease_until = %s, claimed_at = %s, claims = b.claims + "
+            "1 FROM picked WHERE b.run_id = picked.run_id AND b.prefix = picked.prefix "
+            "RETURNING b.run_id, b.prefix, b.parallel, b.item, b.history, b.claims, "
+            "b.enqueued_at) SELECT true, run_id, prefix, parallel, item, history, claims, "
+            "enqueued_at FROM claimed UNION ALL SELECT false, run_id, prefix, NULL, NULL, "
+            "NULL, NULL, NULL FROM ended UNION ALL SELECT false, NULL, NULL, NULL, NULL, NULL, "
+            "NULL, NULL FROM told",
+            (dumps_text([{"run_id": task.run_id, "prefix": task.prefix, "state": state,
+                          "result": dumps_text(result)} for task, state, result in ends]),
+             worker, ENDS_CHANNEL, queues or [DEFAULT_QUEUE], now, now - GRACE,
+             needs_text(serves), besides or [], worker, most, worker, now + lease, now))],
+            durable=False)
+        claimed = sorted((row[1:] for row in rows if row[0]),
+                         key=lambda row: (row[6], row[0], row[1]))  # oldest first
+        return ([BranchTask(row[0], row[1], loads(row[2]), loads(row[3]), bool(row[4]),
+                            int(row[5])) for row in claimed],
+                {(row[1], row[2]) for row in rows if not row[0] and row[1] is not None})
 
     def pump(self, run_id: str, worker: str, lease: float, ends: list[dict[str, Any]],
              fresh: list[tuple[str, list[str], Any, bool, list[str] | None, bool]],

@@ -59,3 +59,53 @@ def test_claims_take_no_more_branches_than_asked(postgres_url: str, tmp_path: Pa
         assert queue.claim("helper", 30.0, most=50, besides=["r", "s"]) == []
     finally:
         world.close()
+
+
+def test_a_helpers_ends_ride_with_its_next_claim(postgres_url: str, tmp_path: Path) -> None:
+    """end_and_claim writes a helper's ends and claims its next branches in one
+    statement: the owner is told of each run whose branch ended (NOTIFY), an end whose
+    lease went to another worker is not written (and says so), and a branch of its own
+    whose lease ran out is not claimed again in the statement that ends it."""
+    import threading
+    import time
+
+    world = PostgresWorld(postgres_url, tmp_path)
+    try:
+        world.register_version("v", {"steps": []})
+        world.create_run("r", "v", {}, {}, [NewEvent("RunStarted", {})])
+        queue = BranchQueue(world)
+        queue.pump("r", "owner", 30.0, [], _fresh(6, 0), [], 0)
+        first = queue.claim("helper", 30.0, most=3)
+        assert [t.prefix for t in first] == ["fan[0].", "fan[1].", "fan[2]."]
+        # fan[1]. lost to another worker; fan[2].'s lease ran out (this worker's still)
+        world._one_trip([("UPDATE lwtool.branches SET worker = 'other' WHERE prefix = "
+                          "'fan[1].'", ())])
+        world._one_trip([("UPDATE lwtool.branches SET lease_until = 0 WHERE prefix = "
+                          "'fan[2].'", ())])
+        heard: list[str] = []
+        listening = threading.Event()
+
+        def listen() -> None:
+            listening.set()
+            queue.listen_ends(lambda: bool(heard), heard.append, every=0.1)
+
+        thread = threading.Thread(target=listen, daemon=True)
+        thread.start()
+        listening.wait()
+        time.sleep(0.5)  # LISTEN issued
+        ends = [(first[0], "done", {"output": 0}), (first[1], "done", {"output": 1})]
+        taken, written = queue.end_and_claim(ends, "helper", 30.0, most=5)
+        assert written == {("r", "fan[0].")}  # fan[1]. is another's now
+        assert sorted(t.prefix for t in taken) == ["fan[3].", "fan[4].", "fan[5]."]
+        states = _states(world, "r")
+        assert states["fan[0]."] == ("done", "helper")
+        assert states["fan[1]."] == ("claimed", "other")
+        assert states["fan[2]."] == ("claimed", "helper")  # not claimed again with it
+        assert queue.ends("r", ["fan[0]."]) == {"fan[0].": ("done", {"output": 0})}
+        thread.join(5)
+        assert heard == ["r"]
+        # an end alone (no claim): most=0
+        assert queue.end_and_claim([(first[2], "failed", {"cause": "x"})], "helper", 30.0,
+                                   most=0) == ([], {("r", "fan[2].")})
+    finally:
+        world.close()
