@@ -10,7 +10,10 @@ for the batch that handles its items one after the other (Step Functions' Distri
 Map pattern: a child execution, one invocation, a batch); and `each`, a parallel step
 with a tool.call step an item (maxConcurrency 1): a step an item, so its floor is the
 runtime's CPU per step (docs/performance.md), which 16 shards on one event loop share.
+`--memory`: the peak RSS of `lwtool run` over 100 MB of items (issue 66's bound), the
+data dir it leaves and the parent's log.
 Run: .venv/bin/python bench/map.py [--items N] [--url postgresql://postgres@127.0.0.1]
+[--memory]
 """
 
 from __future__ import annotations
@@ -125,10 +128,73 @@ def postgres(url: str, items: int, workers: int, shard: str = "batch"
         return time.perf_counter() - started, cpu
 
 
+COUNT_TOOLS = """import json
+
+def load(args):
+    with open(args['path']) as lines:
+        return [json.loads(line) for line in lines]
+
+def count(args):
+    return {'n': len(args['items'])}
+
+tools = {'load': load, 'count': count}
+"""
+
+
+def memory(items: int, batch: int = 1000, pad: int = 1000) -> dict[str, float]:
+    """Peak RSS of `lwtool run` (a process of its own, from wait4) over `items` items of
+    ~`pad` bytes each in batches of `batch` (a shard counts its items), the input's
+    size, the data dir's and the parent's log length."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "tools.py").write_text(COUNT_TOOLS)
+        (folder / "shard.lwir.json").write_text(json.dumps({
+            **BATCH_SHARD, "permissions": {"tools": ["count"]}, "steps": [{
+                "id": "count", "uses": "tool.call",
+                "with": {"tool": "count", "args": "{{ input }}"}}]}))
+        (folder / "flow.lwir.json").write_text(json.dumps({
+            "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+            "metadata": {"name": "count-all"}, "permissions": {"tools": ["load", "count"]},
+            "steps": [{"id": "load", "uses": "tool.call",
+                       "with": {"tool": "load", "args": {"path": "items.jsonl"}}},
+                      {"id": "all", "uses": "map", "needs": ["load"], "with": {
+                "items": "{{ steps.load.output }}", "itemKey": "{{ item.id }}",
+                "workflow": "./shard.lwir.json", "batch": {"maxItems": batch},
+                "maxConcurrency": 8}}]}))
+        with (folder / "items.jsonl").open("w") as out:  # a JSON-lines file, read by a step
+            out.writelines(json.dumps({"id": i, "text": "x" * pad}) + "\n"
+                           for i in range(items))
+        (folder / "in.json").write_text("{}")
+        proc = subprocess.Popen([sys.executable, "-m", "lwtool", "run", "flow.lwir.json",
+                                 "-i", "in.json", "--tools", "tools.py:tools", "--data-dir",
+                                 "d", "--run-id", "m", "-q"], cwd=folder,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        said = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, said
+        events = subprocess.run([sys.executable, "-m", "lwtool", "events", "m", "--json",
+                                 "--data-dir", "d"], cwd=folder, capture_output=True,
+                                text=True, check=True).stdout.count("\n")
+        stored = sum(f.stat().st_size for f in (folder / "d").rglob("*") if f.is_file())
+        return {"input": (folder / "items.jsonl").stat().st_size / 1e6,
+                "rss": usage.ru_maxrss / 1024, "stored": stored / 1e6, "events": events}
+
+
+def print_memory() -> None:
+    small, large = memory(100, 10), memory(100_000)
+    print(f"memory: `lwtool run` of a map over {large['input']:.0f} MB of items (100,000 "
+          f"items, batches of 1,000): peak RSS {large['rss']:.0f} MB, against "
+          f"{small['rss']:.0f} MB over 100 items; the parent's log {large['events']:.0f} "
+          f"events; the data dir {large['stored']:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--url", default=None)
+    parser.add_argument("--memory", action="store_true",
+                        help="also the peak RSS of a map over 100 MB of items")
     args = parser.parse_args()
     ideal = args.items * NAP_S / WIDTH
     shards = -(-args.items // BATCH)
@@ -138,6 +204,8 @@ def main() -> None:
         took, events = local(args.items, shard)
         print(f"local world, shard `{shard}`: {took:.3f} s = {took / ideal:.3f}x the ideal "
               f"(goal <= 1.25x); the parent's log: {events} events for {shards} shards")
+    if args.memory:
+        print_memory()
     if args.url:
         for shard in SHARDS:
             results: dict[int, Any] = {}
