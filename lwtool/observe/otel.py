@@ -37,6 +37,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 from lwtool._version import __version__
 from lwtool.observe.timeline import Attempt, Call, Timeline
 from lwtool.record.ids import child_run_id
+from lwtool.record.maps import map_summaries
 from lwtool.record.names import run_name
 from lwtool.world.base import Event
 
@@ -119,6 +120,7 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
     invoked: dict[str, SpanContext] = {}  # workflow.invoke path -> its last attempt's span
     branches: dict[tuple[str, str], SpanContext] = {}
     extents = _branch_extents(timeline.attempts)
+    maps = {summary["step"]: summary for summary in map_summaries(events)}
     for attempt in timeline.attempts:  # in commit order: a group opens before its steps
         parent = root
         where = attempt.branch
@@ -127,6 +129,8 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
                                                          extents[where], branches)
         key = f"step:{attempt.path}#{attempt.attempt}"
         attributes = _attempt_attributes(attempt)
+        if attempt.path in maps:  # a map: its shards counted, and each shard's run
+            attributes.update(_map_attributes(maps[attempt.path]))
         if attempt.tool:  # a tool.call step: the step is the tool call
             attributes[gen_ai.GEN_AI_OPERATION_NAME] = \
                 gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
@@ -216,6 +220,13 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
             "lwtool.step.uses": attempt.uses, "lwtool.step.attempt": attempt.attempt,
             "lwtool.status": attempt.status, "lwtool.failure.cause": attempt.cause,
             "lwtool.step.output_ref": attempt.output_ref}
+
+
+def _map_attributes(summary: dict[str, Any]) -> dict[str, Any]:
+    """A map step's span: shard counts by status, items, and each shard's run id."""
+    return {"lwtool.map.shards": summary["total"], "lwtool.map.items": summary["items"],
+            **{f"lwtool.map.shards.{status}": n for status, n in summary["shards"].items()},
+            "lwtool.map.shard_run_ids": [run["runId"] for run in summary["runs"]]}
 
 
 def _failed(item: Attempt | Call) -> str:

@@ -28,6 +28,7 @@ import asyncio
 from typing import Any
 
 from lwtool.record.errors import StepFailure
+from lwtool.record.maps import SHARD_EVENT
 from lwtool.record.run_state import LOOP_SHARED
 from lwtool.steps.inputs import resolve
 from lwtool.steps.outputs import checked_step_output
@@ -35,7 +36,6 @@ from lwtool.world.base import NewEvent
 
 DEFAULT_CONCURRENCY = 4
 DEFAULT_ARITY = 10
-SHARD_EVENT = "MapShardEnded"
 NAMED_FAILURES = 100  # failed items a failure's details name at most
 NAMED_IN_MESSAGE = 10  # ... and its message
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from lwtool.observe.timeline import Attempt, Call, Timeline, top_step_ids
 from lwtool.orchestrate.subruns import sub_run_states
+from lwtool.record.maps import map_summaries
 from lwtool.record.names import run_name
 from lwtool.record.rollup import child_run_states
 from lwtool.ui.text import money, pretty, preview, short, span, stamp
@@ -154,7 +155,8 @@ def run_page(world: Any, record: RunRecord, events: list[Event], types: list[str
                 else [],
                 "parent": record.parent_run_id or "",
                 "sub_runs": sub_run_states(world, record.run_id)
-                + child_run_states(world, record.run_id)},
+                + child_run_states(world, record.run_id),
+                "maps": map_summaries(events)},
         "graph": svg(graph, links) if graph is not None else "",
         "lanes": lanes[:MAX_LANES], "hidden_lanes": max(0, len(lanes) - MAX_LANES),
         "calls": [_call_row(call) for call in timeline.loose_calls()],

@@ -75,6 +75,39 @@ def test_shards_with_a_tolerated_failure_and_no_reduce(tmp_path: Path) -> None:
         s["childRunId"] for s in shards)
     listed = run_cli("runs", "--data-dir", "d", cwd=tmp_path).stdout.splitlines()
     assert listed[2:] == ["  map all: 4 shards (3 completed, 1 failed)"], listed  # a line
+    _shown_as_one_step(tmp_path, "m1", [s["childRunId"] for s in sorted(
+        shards, key=lambda s: s["shard"])])
+
+
+def _shown_as_one_step(folder: Path, run_id: str, shard_runs: list[str]) -> None:
+    """The inspector's run page and the OTel export show the map as one step with its
+    shards counted and a link to each shard's run."""
+    from starlette.testclient import TestClient
+
+    from lwtool.ui.app import create_app
+    from lwtool.world.local import LocalWorld
+
+    world = LocalWorld(folder / "d", read_only=True)
+    try:
+        with TestClient(create_app(world), base_url="http://127.0.0.1") as client:
+            page = client.get(f"/runs/{run_id}").text
+    finally:
+        world.close()
+    assert "4 shards (3 completed, 1 failed), 10 items" in page
+    assert [m for m in shard_runs if f'href="/runs/{m}"' not in page] == []
+    done = run_cli("export-otel", run_id, "--file", "otel.json", "--data-dir", "d",
+                   cwd=folder)
+    assert done.returncode == 0, done.stderr
+    spans = [span for resource in json.loads((folder / "otel.json").read_text())[
+        "resourceSpans"] for scope in resource["scopeSpans"] for span in scope["spans"]]
+    step = next(span for span in spans if any(
+        a["key"] == "lwtool.step.uses" and a["value"].get("stringValue") == "map"
+        for a in span["attributes"]))
+    attributes = {a["key"]: a["value"] for a in step["attributes"]}
+    assert attributes["lwtool.map.shards"] == {"intValue": "4"}
+    assert attributes["lwtool.map.shards.failed"] == {"intValue": "1"}
+    assert [v["stringValue"] for v in attributes["lwtool.map.shard_run_ids"][
+        "arrayValue"]["values"]] == shard_runs
 
 
 @pytest.mark.parametrize(("tolerance", "tolerated"), [({"count": 2}, 2), ({"percent": 25}, 2),
