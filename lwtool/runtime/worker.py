@@ -332,7 +332,7 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
     world.end_claim_with_run(run_id, setup.name)
     stop_beat = worker.heartbeat.hold(
         lambda: queue.renew(run_id, setup.name, setup.lease) or
-        world.claim_ended(run_id, forget=False), what)
+        world.claim_ended(run_id, forget=False) or queue.ended_by(run_id, setup.name), what)
     branches = OwnBranches(worker, run_id, claim.queue)
 
     async def start() -> dict[str, Any]:  # on the run's own loop (own_loop)

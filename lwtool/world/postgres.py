@@ -10,9 +10,8 @@ crash of the server may lose the last `off` commits). A run's lock is a session-
 advisory lock held on a connection of its own: the server drops it when the holding
 process dies, so a killed run can be resumed at once from any machine. A run whose
 lock connection the server closed (a restart) commits nothing more (RunLockLost):
-another process may have taken the run meanwhile. Memory stores,
-scratch and skills stay files in `data_dir` on the machine that runs a session.
-"""
+another process may have taken the run meanwhile. Memory stores, scratch and skills
+stay files in `data_dir` on the machine that runs a session."""
 
 from __future__ import annotations
 
@@ -215,26 +214,28 @@ class PostgresWorld(VersionRows, InspectedRows):
         a step path the log has completed already is refused (StepCommittedElsewhere).
         `when_status`: only while the run's status is that one (RunStatusChanged). One
         round trip when this process made the run's last commit, two when another did
-        (postgres_trips); the locking way after OPTIMISTIC misses."""
+        (postgres_trips: a miss answers with the head); locking after OPTIMISTIC misses."""
         import psycopg
 
         worker = self._claims.get(run_id) if status in CLAIM_END else None
         claim = (worker, CLAIM_END[str(status)]) if worker else None
         try:
             with self._guard_of(run_id):  # this process's appends to a run take turns
+                known = self._heads.get(run_id) or self._head(run_id, when_status)
                 for _ in range(OPTIMISTIC):
-                    known = self._heads.get(run_id) or self._head(run_id, when_status)
                     now = time.time()
                     out, rows, head = chained(run_id, known, events, now, None)
                     done = self._one_trip([trips.append_at(
                         run_id, known, rows, head, status, now, when_status, artifacts,
                         claim)], durable, lambda: self._check_lock(run_id))
-                    if done:
+                    if done and done[0][0] is not None:
                         if claim is not None and done[0][1]:
                             self._claims[run_id] = ""  # ended
                         return self._appended(run_id, head, out)
                     self._heads.pop(run_id, None)  # another process appended meanwhile
                     artifacts = ()  # stored already
+                    known = self._missed(run_id, known, done[0] if done else None,
+                                         when_status)
             with self._tx(durable) as conn:  # contended: wait for the run row's lock
                 self._check_lock(run_id)  # after any wait for a connection
                 for ref, data in artifacts:
@@ -270,6 +271,15 @@ class PostgresWorld(VersionRows, InspectedRows):
         if forget:
             self._claims.pop(run_id, None)
         return ended
+
+    def _missed(self, run_id: str, known: tuple[int, str], found: Any,
+                when_status: str | None) -> tuple[int, str]:
+        """The head to try after a miss: the one its statement found, else read anew."""
+        if found is None or (int(found[2]), str(found[3])) == known:
+            return self._head(run_id, when_status)
+        if when_status is not None and found[4] != when_status:
+            raise RunStatusChanged(f"run {run_id} is {found[4]}, not {when_status}")
+        return int(found[2]), str(found[3])
 
     def _head(self, run_id: str, when_status: str | None) -> tuple[int, str]:
         """The run's head as committed (RunNotFound; RunStatusChanged when its status is

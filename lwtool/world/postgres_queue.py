@@ -207,6 +207,14 @@ class RunQueue:
             "state = 'claimed' RETURNING run_id", (time.time() + lease, run_id, worker))],
             durable=False))
 
+    def ended_by(self, run_id: str, worker: str) -> bool:
+        """Whether `worker`'s claim of the run ended (the run's final commit ended it: a
+        renewal racing that commit, which the worker has not heard back from yet, is no
+        lost lease; a takeover names another worker)."""
+        return bool(self.world._read(
+            "SELECT 1 FROM lwtool.queue WHERE run_id = %s AND worker = %s AND state IN "
+            "('done', 'failed', 'waiting')", (run_id, worker)))
+
     def finish(self, run_id: str, worker: str, state: str,
                needs: list[str] | None = None) -> bool:
         """`done`, `failed`, `waiting` (for a person), or `queued` (handed back:

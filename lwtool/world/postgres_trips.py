@@ -12,11 +12,12 @@ An append moves the run's head and inserts the events in one statement, only whe
 head is still the one it knows: the one this process committed last
 (`PostgresWorld._heads`, no round trip), else the one it reads first. The UPDATE takes
 the run row's lock (a second appender waits, then finds the head moved and inserts
-nothing); the caller then reads the head again, and after a few misses appends the
-locking way. Artifacts go in the same statement (content-addressed: a second copy is
-no change). Rows go as JSON (`json_to_recordset`): a statement's text does not depend
-on how many events and artifacts it writes. A run's final commit may end its worker's
-queue claim too (`claim`, postgres_queue.ENDED_WITH_RUN)."""
+nothing, and answers with the head it found instead); the caller tries that head
+next, and after a few misses appends the locking way. Artifacts go in the same
+statement (content-addressed: a second copy is no change). Rows go as JSON
+(`json_to_recordset`): a statement's text does not depend on how many events and
+artifacts it writes. A run's final commit may end its worker's queue claim too
+(`claim`, postgres_queue.ENDED_WITH_RUN)."""
 
 from __future__ import annotations
 
@@ -77,13 +78,22 @@ _CREATE = (
     "WITH run AS (INSERT INTO lwtool.runs (run_id, version_id, status, created_at, "
     "updated_at, input, options, last_seq, last_hash) VALUES (%(run)s, %(version)s, "
     "'running', %(now)s, %(now)s, %(input)s, %(options)s, %(seq)s, %(hash)s)) " + _EVENTS)
-_APPEND = f"WITH {_STORE}, {_HEAD} {_EVENTS} WHERE EXISTS (SELECT FROM head) RETURNING seq"
-_MOVE = f"WITH {_STORE}, {_HEAD} SELECT run_id FROM head"
+# Each returns (seq, claim ended, NULL, NULL, NULL) a row written, or, when the head had
+# moved (nothing written), one row (NULL, NULL, last_seq, last_hash, status): the head as
+# the statement saw it, so the next try needs no read of its own
+_MISSED = ("UNION ALL SELECT NULL, NULL, r.last_seq, r.last_hash, r.status FROM lwtool.runs r "
+           "WHERE r.run_id = %(run)s AND NOT EXISTS (SELECT FROM head)")
+_APPEND = (f"WITH {_STORE}, {_HEAD}, ins AS ({_EVENTS} WHERE EXISTS (SELECT FROM head) "
+           "RETURNING seq) SELECT seq, 0::bigint, NULL::bigint, NULL::text, NULL::text FROM "
+           f"ins {_MISSED}")
+_MOVE = (f"WITH {_STORE}, {_HEAD} SELECT 0::bigint, 0::bigint, NULL::bigint, NULL::text, "
+         f"NULL::text FROM head {_MISSED}")
 # the same, ending the run's queue claim too: each row says whether it did
-_APPEND_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN} {_EVENTS} WHERE EXISTS (SELECT "
-                  "FROM head) RETURNING seq, (SELECT count(*) FROM told)")
-_MOVE_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN} SELECT run_id, (SELECT count(*) "
-                "FROM told) FROM head")
+_APPEND_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN}, ins AS ({_EVENTS} WHERE EXISTS "
+                  "(SELECT FROM head) RETURNING seq) SELECT seq, (SELECT count(*) FROM told), "
+                  f"NULL::bigint, NULL::text, NULL::text FROM ins {_MISSED}")
+_MOVE_ENDING = (f"WITH {_STORE}, {_HEAD}, {ENDED_WITH_RUN} SELECT 0::bigint, (SELECT count(*) "
+                f"FROM told), NULL::bigint, NULL::text, NULL::text FROM head {_MISSED}")
 
 
 def _events(rows: Sequence[tuple[Any, ...]]) -> str:
@@ -117,9 +127,10 @@ def append_at(run_id: str, known: tuple[int, str], rows: Sequence[tuple[Any, ...
               claim: tuple[str, str] | None = None) -> Statement:
     """Store `artifacts`, move the run's head from `known` to `head` and insert `rows`,
     only where the head is still `known` (and the status `when_status`, when given):
-    returns a row per event inserted (one, with no events), none when the head had
-    moved. `claim` (worker, queue state): that worker's claim of the run ended with it,
-    each row's second field 1 when it was."""
+    returns a row per event inserted (one, with no events), or when the head had moved
+    one row whose first field is NULL and whose last three are the run's head and
+    status (none for a run that does not exist). `claim` (worker, queue state): that
+    worker's claim of the run ended with it, each row's second field 1 when it was."""
     args = {"run": run_id, "seq": head[0], "hash": head[1], "now": now, "status": status,
             "known_seq": known[0], "known_hash": known[1], "when": when_status,
             **_artifacts(artifacts)}

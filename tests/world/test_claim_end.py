@@ -100,3 +100,18 @@ def test_a_claims_end_wakes_who_waits_for_that_run(world: PostgresWorld, how: st
         assert asyncio.run(scenario()) == (True, False)
     finally:
         ends.stop()
+
+
+def test_a_renewal_racing_the_final_commit_is_no_lost_lease(world: PostgresWorld) -> None:
+    """The heartbeat's renewal may run after the run's final commit ended the claim and
+    before the committing thread heard back: the queue row says the claim ended with
+    this worker (not lost); a takeover names another worker (lost)."""
+    queue = RunQueue(world)
+    _claimed(world, "r")
+    world.end_claim_with_run("r", "w")
+    assert not queue.ended_by("r", "w")  # still claimed: renewing is what it does
+    world.append("r", [NewEvent("RunCompleted", {})], status="completed")
+    assert not queue.renew("r", "w", 30.0) and queue.ended_by("r", "w")
+    _claimed(world, "s", worker="other")  # taken over by another worker, which ended it
+    assert RunQueue(world).finish("s", "other", "done")
+    assert not queue.renew("s", "w", 30.0) and not queue.ended_by("s", "w")

@@ -310,3 +310,39 @@ def test_a_commits_rows_keep_every_character_in_one_statement_text(
                              (1 + n, "h"), None, 0.0, None, [(ref, data)] * n)[0]
              for n in (1, 3, 40)}
     assert len(texts) == 1
+
+
+def test_an_append_that_misses_tries_the_head_its_statement_found(
+        postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes appending to one run (an owner and a helper): the one whose known
+    head another moved misses, and its statement answers with the head it found: the
+    next try lands there without a read of its own, and the chain stays whole. A miss on
+    the run's status still says so (RunStatusChanged)."""
+    from lwtool.canonical.digest import workflow_version_id
+    from lwtool.world.base import NewEvent, RunStatusChanged
+    from lwtool.world.verify import verify
+
+    owner, helper = PostgresWorld(postgres_url, tmp_path), PostgresWorld(postgres_url,
+                                                                         tmp_path)
+    try:
+        version = workflow_version_id({"steps": []})
+        owner.register_version(version, {"steps": []})
+        owner.create_run("r", version, {}, {}, [NewEvent("RunStarted", {})])
+        helper.append("r", [NewEvent("StepCompleted", {}, "a")])  # the helper knows a head
+        owner.append("r", [NewEvent("StepCompleted", {}, "b")])  # and the owner moves it
+        reads: list[str] = []
+        real = helper._head
+        monkeypatch.setattr(helper, "_head", lambda run, when: reads.append(run) or
+                            real(run, when))
+        helper.append("r", [NewEvent("StepCompleted", {}, "c")])
+        assert reads == []  # the miss told it where the head was
+        assert [e.step_path for e in owner.events("r")] == [None, "a", "b", "c"]
+        assert not verify(owner, "r").problems
+        owner.append("r", [NewEvent("StepCompleted", {}, "d")])
+        with pytest.raises(RunStatusChanged):
+            helper.append("r", [NewEvent("RunCompleted", {})], status="completed",
+                          when_status="waiting")
+        assert [e.step_path for e in owner.events("r")][-1] == "d"
+    finally:
+        owner.close()
+        helper.close()
