@@ -117,6 +117,10 @@ def run(
     queue: QueueOption = None,
     secrets: SecretsOption = None,
     confine_tools: ConfineOption = False,
+    skill: Annotated[list[str] | None, typer.Option(
+        "--skill", help="A skill folder (or SKILL.md, or git+ URL) added to the worker "
+        "steps' skills for this run (repeatable): in their system prompt and manifests, "
+        "not in the WorkflowVersion.")] = None,
 ) -> None:
     """Run a workflow durably in the local world and print its output."""
     use_world(world_url)
@@ -131,6 +135,9 @@ def run(
             raise fail(str(exc)) from None
     lwir, definition, children = lwir_for(path)
     budget = budget_of(max_tokens, max_cost_usd)
+    if skill and (enqueue or lwir is None):
+        raise fail("--skill gives a run executed here skills of its own: not with --enqueue "
+                   "or a definition whose planner drafts the plan")
     if inputs is not None or enqueue or queue is not None:
         from lwtool.cli.enqueue import enqueue_runs, read_inputs
 
@@ -183,12 +190,25 @@ def run(
         _plan_then_run(world, path, definition, run_input, registry, model_map, run_id,
                        step_timeout, worker_harness, as_json, shown, budget, again)
         return
-    workspace = workspace_of(definition, path.parent)
+    workspace = _with_skills(workspace_of(definition, path.parent), skill or [], data_dir)
     budget = {**definition_budget(definition), **(budget or {})} or None
     drive(lambda: start_run(world, lwir, run_input, registry, model_map, run_id,
                              started_as, step_timeout, worker_harness, workspace,
                              budget=budget, children=children),
            as_json, lambda: started[0] if started else run_id, shown, again)
+
+
+def _with_skills(workspace: dict[str, Any] | None, skills: list[str],
+                 data_dir: Path) -> dict[str, Any] | None:
+    """The run's workspace with its `--skill`s (refused, naming it, when one is not a
+    skill)."""
+    from lwtool.harness.run_skills import with_run_skills
+    from lwtool.harness.skills import SkillError
+
+    try:
+        return with_run_skills(workspace, skills, data_dir)
+    except SkillError as exc:
+        raise fail(f"--skill: {exc}") from None
 
 
 def tools_called(lwir: dict[str, Any] | None, definition: dict[str, Any] | None

@@ -25,11 +25,12 @@ def worker_system(run: Any) -> str:
 
 
 def worker_skills(run: Any) -> list[Any]:
-    """A definition's worker skills with the org's (none for a plain LWIR run)."""
+    """A definition's worker skills and the run's own (`--skill`), with the org's (none
+    for a plain LWIR run given none)."""
     found = run.memo.get("worker_skills")
     if found is None:
         found = []
-        if run.workspace.get("workflowId") is not None:
+        if run.workspace.get("workflowId") is not None or run.workspace.get("skills"):
             from lwtool.harness.skills import SkillError
             from lwtool.harness.workspace import StepWorkspace
 
@@ -44,7 +45,7 @@ def worker_skills(run: Any) -> list[Any]:
 def worker_identity(run: Any, path: str) -> dict[str, Any]:
     """A definition run's worker manifest fields: skills hash and memory stores (the
     same for every step; laid out once, at the first step `path` asking)."""
-    if run.workspace.get("workflowId") is None:
+    if run.workspace.get("workflowId") is None and not run.workspace.get("skills"):
         return {}
     found = run.memo.get("worker_identity")
     if found is None:
@@ -53,5 +54,7 @@ def worker_identity(run: Any, path: str) -> dict[str, Any]:
 
         found = run.memo["worker_identity"] = {
             "skills_hash": skills_hash(worker_skills(run)),
-            "memory_store_ids": StepWorkspace.of_run(run, path).store_ids()}
+            # a plain LWIR run given skills (`--skill`) has no workflow memory store
+            **({"memory_store_ids": StepWorkspace.of_run(run, path).store_ids()}
+               if run.workspace.get("workflowId") is not None else {})}
     return dict(found)

@@ -7,7 +7,7 @@ callable, the outer loop runs instead. The definition's model slots are the mode
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,12 +181,14 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
                        step_timeout: float | None = None, harness: Any = None,
                        durability: str | None = None,
                        timeout: float | None = None,
-                       secrets: Any = None) -> dict[str, Any]:
+                       secrets: Any = None, skills: Sequence[str | Path] = ()
+                       ) -> dict[str, Any]:
     """`lwtool.run_workflow`: an LWIR workflow as lwtool.runtime.api.run_workflow runs it
-    (see there for every option), or a WorkflowDefinition (a file, a dict with `kind:
-    WorkflowDefinition`, or what `define_workflow` returns) planned first, as
-    `run_definition` does; `timeout` bounds the whole run either way, and `secrets`
-    gives the values of the secrets it names (default: the environment)."""
+    (see there for every option, `skills` too: an LWIR run's own), or a
+    WorkflowDefinition (a file, a dict with `kind: WorkflowDefinition`, or what
+    `define_workflow` returns) planned first, as `run_definition` does; `timeout` bounds
+    the whole run either way, and `secrets` gives the values of the secrets it names
+    (default: the environment)."""
     from lwtool.capability.secrets import using
     from lwtool.record.ids import new_run_id
     from lwtool.runtime import api
@@ -196,7 +198,10 @@ async def run_workflow(workflow: Any, run_input: Any, *, world: World | None = N
                                       models=models, run_id=run_id, on_start=on_start,
                                       step_timeout=step_timeout, harness=harness,
                                       durability=durability, timeout=timeout,
-                                      secrets=secrets)
+                                      secrets=secrets, skills=skills)
+    if skills:
+        raise ValueError("skills= gives an LWIR run skills of its own; a definition's "
+                         "are its worker.skills")
     from lwtool.world.local import local_world
 
     run_id = run_id or new_run_id()

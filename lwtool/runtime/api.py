@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,8 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
                        step_timeout: float | None = None, harness: Any = None,
                        durability: str | None = None,
                        timeout: float | None = None,
-                       secrets: Any = None) -> dict[str, Any]:
+                       secrets: Any = None,
+                       skills: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Run an LWIR workflow: a file path or a dict (validated and hashed first), or a
     LockedWorkflow from `lock_workflow` (already both). (`lwtool.run_workflow` also
     takes a WorkflowDefinition: lwtool.planner.api.run_workflow.)
@@ -114,8 +115,11 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     run stays resumable with `replay_run`. `secrets` is where the values of the
     workflow's `permissions.secrets` come from: a mapping (name -> value), a dotenv
     file's path, or a lwtool.Secrets broker; default: the process environment.
+    `skills` (skill folders, SKILL.md paths or `git+` URLs) are this run's worker skills
+    (lwtool.harness.run_skills): SkillError before anything runs for one that is not.
     """
     from lwtool.capability.secrets import using
+    from lwtool.harness.run_skills import with_run_skills
     from lwtool.record.ids import new_run_id
     from lwtool.runtime.interpreter import start_run
     from lwtool.world.local import local_world
@@ -123,10 +127,11 @@ async def run_workflow(workflow: str | Path | Mapping[str, Any] | LockedWorkflow
     run_id = run_id or new_run_id()
     world = world or local_world()
     locked = workflow if isinstance(workflow, LockedWorkflow) else lock_workflow(workflow)
+    workspace = with_run_skills(None, skills, Path(world.data_dir))
     with using(secrets):
         return with_events(world, await within(timeout, run_id, start_run(
             world, locked.lwir, run_input, ToolRegistry.of(tools),
-            dict(models or {}), run_id, on_start, step_timeout, harness,
+            dict(models or {}), run_id, on_start, step_timeout, harness, workspace,
             durability=durability, version_id=locked.version_id,
             canonical=locked.canonical, children=dict(locked.children))))
 

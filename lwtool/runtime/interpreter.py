@@ -18,6 +18,7 @@ from lwtool.calls.models import check_slots
 from lwtool.canonical.digest import sha256_of_bytes
 from lwtool.canonical.jcs import canonical_bytes
 from lwtool.canonical.plain_json import NotJson, to_json
+from lwtool.harness.run_skills import skills_drift
 from lwtool.harness.scratch import scratch_remover
 from lwtool.harness.workflow import DEFAULT_HARNESS_ID, WorkflowHarness
 from lwtool.lock.version_record import validated_meta
@@ -178,6 +179,11 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if short_hash(existing.input) != short_hash(run_input):
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
+        drift_of_skills = skills_drift(world.get_run(run_id).options.get("workspace"),
+                                       workspace)
+        if drift_of_skills:
+            raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
+                                       f"run {run_id}: {drift_of_skills}")
         return await resume_run(world, run_id, tools, models, on_start, step_timeout, harness,
                                 branches=branches, budget=budget)
     capabilities = _capabilities(lwir, tools, models, harness)
