@@ -39,6 +39,7 @@ from lwtool.runtime.children import ChildRuns, reached
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.grants import run_secrets
 from lwtool.runtime.scope import Scope
+from lwtool.steps.ai_generate import repair_slot
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry, check_tools
 from lwtool.validate.invokes import child_sites
@@ -65,9 +66,11 @@ def every_step(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def model_slots(steps: list[dict[str, Any]]) -> set[str]:
-    """The model slots the ai.generate steps of a step list (bodies included) use."""
+    """The model slots the ai.generate steps of a step list (bodies included) use, their
+    escalated repairs' too."""
     return {model for step in every_step(steps) if step.get("uses") == "ai.generate"
-            and isinstance(model := (step.get("with") or {}).get("model"), str)}
+            for model in ((step.get("with") or {}).get("model"), repair_slot(step))
+            if isinstance(model, str)}
 
 
 def needed_tools(lwir: dict[str, Any]) -> set[str]:

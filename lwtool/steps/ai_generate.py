@@ -1,5 +1,6 @@
 """ai.generate: one model call on the step's model slot (more only to repair a reply
-that breaks the output contract, with onFailure.repair mode self). No tools offered.
+that breaks the output contract: onFailure.repair mode self, on the same slot, or mode
+escalate, on repair.model from the second attempt on). No tools offered.
 
 The request is logged (harness.model.called) before the call; the reply is committed
 (harness.model.responded, durably) before it is used, keyed by (step path, turn): a
@@ -85,12 +86,19 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     mode = step.get("output") or {"mode": "text"}
     request = output_request(model, mode)
     repair = ((step.get("onFailure") or {}).get("repair") or {})
-    turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") == "self" else 1
+    turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") in REPAIRS else 1
+    # escalate: the repair passes run on repair.model (locked as the step's slot is)
+    stronger = repair_slot(step)
+    escalated = (locked_model(run, stronger, path, "repair model slot"), stronger) \
+        if stronger is not None else None
     messages = build_messages(step, value, expression_scope, path, request.native,
                               system)
     prompt_text = messages[-1]["content"]
     error = "no reply"
     for turn in range(turns):
+        if turn == 1 and escalated is not None:
+            model = escalated[0]
+            request = output_request(model, mode)
         reply = await recorded_model_call(run, path, turn, model, messages, mode, prompt_text,
                                           request, step_timeout(step, run.step_timeout)[0])
         run.add_usage(path, reply["response"].get("usage") or {})
@@ -105,8 +113,24 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": f"That reply does not fit: {error}. "
                          "Reply again, correctly."}]
+    where = f" ({turns - 1} on repair model slot '{escalated[1]}')" \
+        if escalated is not None and turns > 1 else ""
     raise StepFailure("step_schema_error", f"model reply breaks the output contract after "
-                      f"{turns} attempt(s): {error}", path)
+                      f"{turns} attempt(s){where}: {error}", path)
+
+
+REPAIRS = ("self", "escalate")
+
+
+def repair_slot(step: dict[str, Any]) -> str | None:
+    """The model slot an ai.generate step's escalated repair passes run on (None: no
+    escalation)."""
+    on_failure = step.get("onFailure")
+    repair = on_failure.get("repair") if isinstance(on_failure, dict) else None
+    if isinstance(repair, dict) and repair.get("mode") == "escalate" and \
+            isinstance(repair.get("model"), str):
+        return str(repair["model"])
+    return None
 
 
 def _unwrap(text: str) -> str:

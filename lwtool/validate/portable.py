@@ -4,8 +4,9 @@ subset, as a `portable.extension` warning at its place, saying what the spec off
 instead. The extensions, as docs/rules.md and the README label them:
 
 - a `human.input`, `workflow.invoke` or `map` step; a step's `timeoutMs`, `retry` and
-  `secrets`; a non-empty `permissions.secrets` or `permissions.network` (the spec's
-  alpha reserves both and rejects a non-empty one);
+  `secrets`; an escalated repair (`onFailure.repair.mode: escalate`); a non-empty
+  `permissions.secrets` or `permissions.network` (the spec's alpha reserves both and
+  rejects a non-empty one);
 - code.run sandbox limits beyond network, env and fs (`timeoutMs`, `memoryMb`, ...);
 - expression functions beyond the spec's `sha256` and `coalesce`;
 - a definition's `runtime` (budget, durability) and `planner.maxCodeSandbox`;
@@ -81,6 +82,13 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
         if info.uses == "map":
             yield _warning(ctx, f"{info.pointer}/uses", "the map step", "the spec defers "
                            "sharded fan-out (a parallel step takes up to 100 items)",
+                           key=False)
+        repair = (info.step.get("onFailure") or {}).get("repair") \
+            if isinstance(info.step.get("onFailure"), dict) else None
+        if isinstance(repair, dict) and repair.get("mode") == "escalate":
+            yield _warning(ctx, f"{info.pointer}/onFailure/repair/mode", "an escalated "
+                           "repair", "the spec's alpha reserves and rejects it (repair "
+                           "with mode self, or run the step on the stronger model)",
                            key=False)
         for field, instead in _STEP_FIELDS.items():
             if field in info.step:

@@ -64,6 +64,7 @@ RULE_MODULES: tuple[str, ...] = (
     "invoke.wider_permissions",
     "invoke.schema_mismatch",
     "map.out_of_range",
+    "step.repair_model",
 )
 
 # Codes made outside the rule modules: by the loader, the dispatcher and `check`.

@@ -1,8 +1,8 @@
 """A step uses a model slot that `permissions.models` does not list.
 
 ## What it flags
-An `ai.generate` step's `with.model`, or a code.run fixer's `model`, that is not one of
-the slot ids in `permissions.models`.
+An `ai.generate` step's `with.model`, its escalated repair's `repair.model`, or a
+code.run fixer's `model`, that is not one of the slot ids in `permissions.models`.
 
 ## Why
 `permissions.models` is what the WorkflowVersion lock permits; the runtime refuses any
@@ -43,6 +43,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         fixer = on_failure.get("fixer") if isinstance(on_failure, dict) else None
         if isinstance(fixer, dict):
             uses_model.append((fixer.get("model"), f"{info.pointer}/onFailure/fixer/model"))
+        repair = on_failure.get("repair") if isinstance(on_failure, dict) else None
+        if isinstance(repair, dict) and repair.get("mode") == "escalate":
+            uses_model.append((repair.get("model"), f"{info.pointer}/onFailure/repair/model"))
         for model, pointer in uses_model:
             if isinstance(model, str) and model not in allowed:
                 listed_text = ", ".join(sorted(allowed)) or "none"
