@@ -201,7 +201,9 @@ def run(
 def _with_skills(workspace: dict[str, Any] | None, skills: list[str],
                  data_dir: Path) -> dict[str, Any] | None:
     """The run's workspace with its `--skill`s (refused, naming it, when one is not a
-    skill)."""
+    skill). A run given none imports no skills code."""
+    if not skills:
+        return workspace
     from lwtool.harness.run_skills import with_run_skills
     from lwtool.harness.skills import SkillError
 
