@@ -74,7 +74,10 @@ def run(doc: dict[str, Any], run_input: Any, tmp_path: Path, probe: Probe | None
     slots = kwargs.pop("slots", None)
     world = _world(tmp_path / "data", **({"max_concurrent_steps": slots} if slots else {}))
     tools = (probe or Probe()).registry()
-    return asyncio.run(run_workflow(doc, run_input, world=world, tools=tools, **kwargs))
+    try:
+        return asyncio.run(run_workflow(doc, run_input, world=world, tools=tools, **kwargs))
+    finally:  # its pools closed here, not by the garbage collector on some other thread
+        world.close()
 
 
 def fails(doc: dict[str, Any], run_input: Any, tmp_path: Path,
