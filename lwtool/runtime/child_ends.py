@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from lwtool.runtime.own_loop import soon
+
 FALLBACK = 1.0  # seconds between looks at a child's record when no end was heard
 RELISTEN = 1.0  # seconds before listening again after the server was lost
 
@@ -59,10 +61,7 @@ class RunEnds:
         with self._lock:
             entries = list(self._waiters.get(run_id, ()))
         for loop, event in entries:
-            try:
-                loop.call_soon_threadsafe(event.set)
-            except RuntimeError:  # its loop closed meanwhile: nobody waits there
-                pass
+            soon(loop, event.set)
 
     def _listen(self) -> None:
         from lwtool.world.postgres_queue import RUN_ENDS_CHANNEL, listen

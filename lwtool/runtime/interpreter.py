@@ -182,8 +182,7 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if short_hash(existing.input) != short_hash(run_input):
             raise RunConflict(f"run {run_id} exists with another input; resuming it would "
                               "not run this input (choose a new run id)")
-        drift_of_skills = skills_drift(world.get_run(run_id).options.get("workspace"),
-                                       workspace)
+        drift_of_skills = skills_drift(existing.options.get("workspace"), workspace)
         if drift_of_skills:
             raise CapabilityDriftError(run_id, existing.version_id, "capability_drift",
                                        f"run {run_id}: {drift_of_skills}")

@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lwtool.runtime.branches import branch_end, branch_outcome, branch_request, execute_branch
+from lwtool.runtime.own_loop import soon
 from lwtool.world.base import WorldError
 
 LOOK_AGAIN = 1.0  # seconds between looks at the run's branches other workers hold
@@ -40,14 +41,6 @@ WRITE_AFTER = 0.1
 # most): a claim statement costs more than a branch of a few milliseconds, and other
 # workers wait at most that long for what the owner claimed ahead.
 AHEAD, AHEAD_MOST, CLAIM_AHEAD_S = 2, 16, 0.05
-
-
-def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
-    """`call` on `loop`, from any thread."""
-    try:
-        loop.call_soon_threadsafe(call)
-    except RuntimeError:  # the loop is closed: nobody to tell
-        pass
 
 
 class BranchSlots:

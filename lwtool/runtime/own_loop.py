@@ -25,6 +25,14 @@ from lwtool.runtime import event_loop
 T = TypeVar("T")
 
 
+def soon(loop: asyncio.AbstractEventLoop, call: Callable[[], None]) -> None:
+    """`call` on `loop`, from any thread."""
+    try:
+        loop.call_soon_threadsafe(call)
+    except RuntimeError:  # the loop is closed: nobody to tell
+        pass
+
+
 IDLE_MOST = 32  # idle loop threads kept for the next run or branch at most
 
 

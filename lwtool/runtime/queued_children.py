@@ -53,8 +53,8 @@ class QueuedChildRuns(ChildRuns):
                                                                   child_id))
                 if record is not None and record.status in ("completed", "failed"):
                     # its end from its log (a failure is raised as the child's)
-                    ended, output = await ended_output(world, child_id, version_id, lwir)
-                    if ended:
+                    done, output = await ended_output(world, child_id, version_id, lwir)
+                    if done:
                         return {"output": output}
                     return await super().run_child(child_id, lwir, version_id, value, links)
                 waited = time.monotonic() - asked

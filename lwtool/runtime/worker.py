@@ -33,8 +33,7 @@ from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin
 from lwtool.record.errors import RunFailedError, RunWaitingError
 from lwtool.runtime.helper_ends import HelperEnds
 from lwtool.runtime.needs import worker_serves
-from lwtool.runtime.own_branches import soon
-from lwtool.runtime.own_loop import on_own_loop
+from lwtool.runtime.own_loop import on_own_loop, soon
 from lwtool.runtime.worker_beat import Heartbeat
 from lwtool.runtime.worker_log import WorkerLog
 from lwtool.tools import ToolRegistry

@@ -56,6 +56,13 @@ class StepInfo:
         value = self.step.get("with")
         return value if isinstance(value, dict) else {}
 
+    @property
+    def repair(self) -> dict[str, Any]:
+        """Its `onFailure.repair` ({} where it has none)."""
+        on_failure = self.step.get("onFailure")
+        value = on_failure.get("repair") if isinstance(on_failure, dict) else None
+        return value if isinstance(value, dict) else {}
+
 
 @dataclass(slots=True)
 class TemplateSite:

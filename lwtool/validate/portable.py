@@ -83,9 +83,7 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
             yield _warning(ctx, f"{info.pointer}/uses", "the map step", "the spec defers "
                            "sharded fan-out (a parallel step takes up to 100 items)",
                            key=False)
-        repair = (info.step.get("onFailure") or {}).get("repair") \
-            if isinstance(info.step.get("onFailure"), dict) else None
-        if isinstance(repair, dict) and repair.get("mode") == "escalate":
+        if info.repair.get("mode") == "escalate":
             yield _warning(ctx, f"{info.pointer}/onFailure/repair/mode", "an escalated "
                            "repair", "the spec's alpha reserves and rejects it (repair "
                            "with mode self, or run the step on the stronger model)",

@@ -116,10 +116,12 @@ class BranchQueue:
                       queues: list[str] | None = None, most: int = 1,
                       besides: list[str] | None = None
                       ) -> tuple[list[BranchTask], set[tuple[str, str]]]:
-        """`finish` for each of `ends` ((task, state, result): its owner told) and `claim`
-        (`most` 0: none), in one statement: a helper's branch end rides with its next
-        claim. Returns the branches claimed, and the (run id, prefix) of the ends
-        written (an end missing lost its lease)."""
+        """End this worker's claim of each of `ends` ((task, state, result): done,
+        failed or waiting, its owner told by NOTIFY) and `claim` (`most` 0: none), in one
+        statement: a helper's branch end rides with its next claim. Returns the branches
+        claimed, and the (run id, prefix) of the ends written (an end missing lost its
+        lease to another worker). Not flushed: an end a server crash loses leaves the
+        branch claimed; its next claim replays it from the run's log."""
         now = time.time()
         rows = self.world._one_trip([(  # not flushed: a claim lost in a crash is queued again
             "WITH ended AS (UPDATE lwtool.branches b SET state = e.state, result = e.result, "
@@ -185,22 +187,9 @@ class BranchQueue:
             "worker = %s AND state = 'claimed' RETURNING prefix",
             (time.time() + lease, task.run_id, task.prefix, worker))], durable=False))
 
-    def finish(self, task: BranchTask, worker: str, state: str, result: Any) -> bool:
-        """End this worker's claim `done`, `failed` or `waiting` with `result`, and tell
-        the run's owner (NOTIFY); False when the branch was no longer its own (its lease
-        ran out and another took it). Not flushed: an end a server crash loses leaves
-        the branch claimed; the next claim replays it from the run's log, where its
-        steps are durable already."""
-        return bool(self.world._one_trip([(  # NOTIFY: delivered at commit, to who listens
-            "WITH ended AS (UPDATE lwtool.branches SET state = %s, result = %s, lease_until = "
-            "NULL WHERE run_id = %s AND prefix = %s AND worker = %s AND state = 'claimed' "
-            "RETURNING run_id) SELECT pg_notify(%s, run_id) FROM ended",
-            (state, dumps_text(result), task.run_id, task.prefix, worker, ENDS_CHANNEL))],
-            durable=False))
-
     def listen_ends(self, stop: Callable[[], bool], heard: Callable[[str], None],
                     every: float = 0.5) -> None:
-        """Call `heard(run_id)` as branches of runs end (NOTIFY from `finish`), on a
+        """Call `heard(run_id)` as branches of runs end (NOTIFY from `end_and_claim`), on a
         connection of its own, until `stop()`; returns when the server is lost (the
         caller looks at the table instead, and may listen again)."""
         listen(self.world.url, ENDS_CHANNEL, stop, heard, every)

@@ -43,9 +43,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         fixer = on_failure.get("fixer") if isinstance(on_failure, dict) else None
         if isinstance(fixer, dict):
             uses_model.append((fixer.get("model"), f"{info.pointer}/onFailure/fixer/model"))
-        repair = on_failure.get("repair") if isinstance(on_failure, dict) else None
-        if isinstance(repair, dict) and repair.get("mode") == "escalate":
-            uses_model.append((repair.get("model"), f"{info.pointer}/onFailure/repair/model"))
+        if info.repair.get("mode") == "escalate":
+            uses_model.append((info.repair.get("model"),
+                               f"{info.pointer}/onFailure/repair/model"))
         for model, pointer in uses_model:
             if isinstance(model, str) and model not in allowed:
                 listed_text = ", ".join(sorted(allowed)) or "none"

@@ -44,10 +44,7 @@ CODE = "step.repair_model"
 
 def check(ctx: Context) -> Iterator[Finding]:
     for info in ctx.steps:
-        on_failure = info.step.get("onFailure")
-        repair = on_failure.get("repair") if isinstance(on_failure, dict) else None
-        if not isinstance(repair, dict):
-            continue
+        repair = info.repair
         pointer = f"{info.pointer}/onFailure/repair"
         if repair.get("mode") == "escalate" and not isinstance(repair.get("model"), str):
             yield ctx.finding(f"{pointer}/mode", "repair mode 'escalate' needs repair.model: "
