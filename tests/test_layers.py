@@ -26,10 +26,10 @@ LADDER: list[tuple[str, ...]] = [
     ("orchestrate",),  # pipelines: the orchestrator session, its tools, sub-runs
     ("planner",),  # plan -> validate -> lock sessions, the outer loop, the run API
     ("runtime",),  # the scheduler: start/resume, scopes, dispatch, parallel, drift
-    ("harness",),  # the roles: workflow harness, agent loop, sessions, fixer, bash, skills
+    ("harness",),  # the roles: workflow harness, sessions, fixer, bash, skills
     ("mcp",),  # tools from MCP servers (the `mcp` SDK): servers file, hub, registry
     ("steps",),  # the step executors: tool.call, ai.generate, decision, code.run
-    ("calls",),  # recorded model and tool calls: litellm, scripted, offline
+    ("calls",),  # recorded model and tool calls: litellm, scripted, offline; agent loop
     ("coderun",),  # code.run in Deno: policy, runner, pinned sources, type check
     ("sandbox",),  # process walls: bubblewrap, parent-death and pid namespaces, limits
     ("lock",),  # lock files and their drift

@@ -11,7 +11,7 @@ from typing import Any
 
 from lwtool.calls import providers
 from lwtool.calls.credentials import call_secrets, scrub
-from lwtool.calls.offline import OFFLINE_MODEL, offline_reply, offline_usage
+from lwtool.calls.offline import OFFLINE_MODEL, offline_reply, offline_turn, offline_usage
 from lwtool.calls.provider_errors import classify, filtered_reply
 from lwtool.calls.scripted import ScriptedModel, ScriptExhausted
 from lwtool.record.report import LWTOOL_PROVIDER
@@ -203,9 +203,10 @@ async def call_model(model: str | ScriptedModel, messages: list[dict[str, Any]],
         return ModelReply(text, offline_usage(str(messages[-1].get("content") or ""), text),
                           provider, model_id, _ms(started), calls)
     if model == OFFLINE_MODEL:
-        text = offline_reply(prompt_for_offline, mode)
+        text, calls = offline_turn(messages, mode, prompt_for_offline, tools) if tools \
+            else (offline_reply(prompt_for_offline, mode), [])
         return ModelReply(text, offline_usage(prompt_for_offline, text), provider, model_id,
-                          _ms(started))
+                          _ms(started), calls)
     litellm = providers.litellm()
     # Retries are the step's (its policy, each attempt recorded), never the client's.
     kwargs: dict[str, Any] = {"num_retries": 0, "max_retries": 0}

@@ -4,6 +4,8 @@ It answers any output mode with schema-valid data derived from the prompt, so th
 examples and tests run end to end on a fresh machine. It is chosen explicitly (model
 string `offline`, e.g. through `--models`), never in place of a real provider.
 Booleans answer true, so review loops that wait for `passed` end on their first round.
+Offered tools (an ai.agent step), it calls each once, one a turn, then answers
+(`offline_turn`): a two-tool agent takes three turns, every time.
 """
 
 from __future__ import annotations
@@ -82,6 +84,25 @@ def offline_reply(prompt: str, mode: dict[str, Any]) -> str:
     schema = mode.get("schema", {"type": "object"} if kind == "object" else
                       {"type": "array"} if kind == "array" else True)
     return json.dumps(value_for(schema, prompt))
+
+
+def offline_turn(messages: list[dict[str, Any]], mode: dict[str, Any], prompt: str,
+                 tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """One turn of the offline model offered `tools` (OpenAI-style function tools): a
+    call of the first tool it has not called yet in this conversation, its arguments
+    made from the tool's input schema and the prompt; once every tool was called, the
+    answer in `mode`, made from what the tools returned and the prompt."""
+    called = {call.get("function", {}).get("name") for m in messages
+              if m.get("role") == "assistant" for call in m.get("tool_calls") or []}
+    for spec in tools:
+        function = spec.get("function") or {}
+        if function.get("name") not in called:
+            args = value_for(function.get("parameters") or {"type": "object"}, prompt)
+            turn = sum(1 for m in messages if m.get("role") == "assistant")
+            return "", [{"id": f"offline_{turn}", "name": str(function.get("name")),
+                         "arguments": json.dumps(args if isinstance(args, dict) else {})}]
+    results = " ".join(str(m.get("content")) for m in messages if m.get("role") == "tool")
+    return offline_reply(f"{results} | {prompt}" if results else prompt, mode), []
 
 
 def offline_usage(prompt: str, reply: str) -> dict[str, int]:

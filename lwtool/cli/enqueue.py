@@ -139,7 +139,7 @@ def _tools_for(lwir: dict[str, Any], tools: list[str] | None) -> Any:
     if not tools:
         return None
     from lwtool.cli.runtime_options import load_tool_registry
-    from lwtool.runtime.interpreter import needed_tools
+    from lwtool.runtime.needs import needed_tools
     from lwtool.tools import MissingTools, check_tools
 
     registry = load_tool_registry(tools)

@@ -303,7 +303,7 @@ def _run_tools(world: Any, run_id: str, spec: list[str] | None) -> Any:
         lwir = None  # resume_run says what is wrong with the world
     if not isinstance(lwir, dict) or lwir.get("kind") != "Workflow":
         return load_tool_registry(spec, None)
-    from lwtool.runtime.interpreter import reachable_tools
+    from lwtool.runtime.needs import reachable_tools
 
     return load_tool_registry(spec, reachable_tools(lwir), lwir)
 

@@ -218,7 +218,7 @@ def tools_called(lwir: dict[str, Any] | None, definition: dict[str, Any] | None
     """The tools a run may call: its LWIR's tool steps and grants, or its definition's
     tools (the only MCP servers it starts are theirs)."""
     if lwir is not None:
-        from lwtool.runtime.interpreter import reachable_tools
+        from lwtool.runtime.needs import reachable_tools
 
         return reachable_tools(lwir)
     return [str(name) for name in (definition or {}).get("tools") or []]

@@ -65,7 +65,7 @@ HarnessTask = ExecuteStepTask | FixStepTask | PlanTask | OrchestrateTask
 @dataclass
 class HarnessContext:
     """What a session may use. `recorder` is the durable sink (the run's journal, its
-    `note`/`record`, world and tool threads: give it to lwtool.harness.agent.run_agent
+    `note`/`record`, world and tool threads: give it to lwtool.calls.agent_loop.run_agent
     and lwtool.calls.tool_calls.call_tool); `scope` is the runtime's view of the
     workflow (expressions, earlier outputs) for the built-in step types; `workspace`
     (a lwtool.harness.workspace.StepWorkspace; a custom harness gets its worker step's,

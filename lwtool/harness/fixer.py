@@ -50,7 +50,7 @@ submit_fix, not in text."""
 
 async def fix_step(task: FixStepTask, ctx: HarnessContext,
                    code_timeout: float | None = None) -> HarnessResult:
-    from lwtool.harness.agent import run_agent
+    from lwtool.calls.agent_loop import run_agent
     from lwtool.steps.ai_generate import locked_model
     from lwtool.steps.code_run import files_of
 

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.calls.agent_loop import AgentResult, run_agent
 from lwtool.canonical.digest import workflow_version_id
-from lwtool.harness.agent import AgentResult, run_agent
 from lwtool.harness.bash import BashUnavailable
 from lwtool.harness.manifests import drift
 from lwtool.harness.scratch import scratch_remover
@@ -71,7 +71,7 @@ async def run_session(world: World, spec: SessionSpec, tools: ToolRegistry | Non
                       finish: Callable[[str, Any], bool] | None = None) -> SessionResult:
     """Run the session to its final answer; an existing `run_id` resumes it (committed
     turns are fast-forwarded, the turn in flight runs again). `finish` ends it on a
-    tool result (see lwtool.harness.agent.run_agent); the result is then `final`."""
+    tool result (see lwtool.calls.agent_loop.run_agent); the result is then `final`."""
     from lwtool.record.ids import new_run_id
 
     subject = spec.subject()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lwtool.calls.agent_loop import DEFAULT_MAX_TURNS
 from lwtool.calls.model_calls import model_label
 from lwtool.calls.scripted import ScriptedModel
-from lwtool.harness.agent import DEFAULT_MAX_TURNS
 from lwtool.harness.bash import BashOptions
 from lwtool.harness.stores import MemoryConfig
 

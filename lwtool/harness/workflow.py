@@ -1,6 +1,7 @@
 """The default workflow harness: worker steps dispatched by type, as the spec says.
 
-execute_step: ai.generate (one model call, no tools), tool.call (one named tool,
+execute_step: ai.generate (one model call, no tools), ai.agent (lwtool's: the agent
+loop over the step's tools, lwtool.steps.ai_agent), tool.call (one named tool,
 called directly), code.run (the step's source in the Deno sandbox, lwtool.coderun; a
 failed attempt with `onFailure.fixer` is handed to a fix_step session) and decision
 (direct execution). A custom harness usually subclasses this one and overrides one
@@ -29,7 +30,8 @@ from lwtool.record.errors import StepFailure
 DEFAULT_HARNESS_ID = "lwtool/workflow-harness@1"
 
 
-_EXECUTE = {"ai.generate": "execute_ai_generate", "tool.call": "execute_tool_call",
+_EXECUTE = {"ai.generate": "execute_ai_generate", "ai.agent": "execute_ai_agent",
+            "tool.call": "execute_tool_call",
             "code.run": "execute_code_run", "decision": "execute_decision"}
 
 
@@ -59,7 +61,7 @@ class WorkflowHarness:
     async def orchestrate(self, task: OrchestrateTask, ctx: HarnessContext) -> HarnessResult:
         """The built-in orchestrator: ctx.model in an agent loop over ctx.tools (the
         pipeline's plan_workflow/run_workflow/start_workflow), recorded under ctx.path."""
-        from lwtool.harness.agent import run_agent
+        from lwtool.calls.agent_loop import run_agent
 
         messages = ([{"role": "system", "content": ctx.system}] if ctx.system else []) + [
             {"role": "user", "content": _request_text(task.request)}]
@@ -93,6 +95,15 @@ class WorkflowHarness:
         output, events = await ai_generate.execute(ctx.scope, task.step, task.step_path,
                                                    task.step_input, task.expression_scope,
                                                    ctx.system)
+        return HarnessResult("execute_step", output, list(events))
+
+    async def execute_ai_agent(self, task: ExecuteStepTask,
+                               ctx: HarnessContext) -> HarnessResult:
+        from lwtool.steps import ai_agent
+
+        output, events = await ai_agent.execute(ctx.scope, task.step, task.step_path,
+                                                task.step_input, task.expression_scope,
+                                                ctx.system)
         return HarnessResult("execute_step", output, list(events))
 
     async def execute_tool_call(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lwtool.calls.model_calls import model_label
-from lwtool.harness.agent import tool_fingerprint
 from lwtool.harness.bash import BashOptions, BashTool
+from lwtool.harness.fingerprints import tool_fingerprint
 from lwtool.harness.manifests import NO_BASH, SessionCapabilities, role_manifest
 from lwtool.harness.skills import (
     Skill,

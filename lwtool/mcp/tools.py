@@ -5,7 +5,7 @@ that checks its input against that schema, calls the server through the process'
 (as JSON when it is JSON). An `isError` result or an error reply fails the call with
 the server's words (ToolFailed); a server that is away or too slow is a transient
 failure (the step's retry policy applies). A tool's fingerprint (what a run's manifest
-pins, lwtool.harness.agent.tool_fingerprint) is its server's name with its name,
+pins, lwtool.harness.fingerprints.tool_fingerprint) is its server's name with its name,
 description and schemas: a changed schema is capability drift. Its origin (the server,
 the name and version the server gives itself, a hash of the schemas) is recorded beside
 it in the run's manifest: a new server version with the same schemas is no drift."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lwtool.authoring.snapshot import definition_hash, slot_id
-from lwtool.harness.agent import tool_schema
+from lwtool.calls.agent_loop import tool_schema
 from lwtool.planner.grant import Grant
 from lwtool.record.errors import CauseCode
 from lwtool.tools import ToolRegistry

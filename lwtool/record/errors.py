@@ -17,6 +17,8 @@ CauseCode = Literal[
     "capability_denied",
     # lwtool's: a map step's failed items are more than its toleratedFailure
     "map_tolerance_exceeded",
+    # lwtool's: an ai.agent step still called tools at its maxTurns
+    "max_turns_exceeded",
 ]
 
 

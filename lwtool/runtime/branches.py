@@ -142,7 +142,7 @@ def branch_request(scope: Any, step: dict[str, Any], path: str, key: str,
     """What the queue needs of one branch, read from its run's own state: (run id,
     prefix, the group's step chain, its item, whether the log holds steps of it, the
     tools its steps call: a worker without them does not claim it)."""
-    from lwtool.runtime.interpreter import needed_tools
+    from lwtool.runtime.needs import needed_tools
 
     run = scope.run
     prefix = f"{path}[{key}]."

@@ -32,6 +32,7 @@ from lwtool.runtime.scope import Scope
 from lwtool.steps import STEP_KINDS
 from lwtool.steps.outputs import OutputInvalid, check_output
 from lwtool.tools import own_copy
+from lwtool.validate.context import MODEL_STEPS
 from lwtool.validate.invokes import CHILD_STEPS
 from lwtool.world.base import Event, NewEvent
 
@@ -167,7 +168,7 @@ async def custom_context(run: Any, scope: Scope, step: dict[str, Any],
     workspace = StepWorkspace.of_run(run, path)
     settings = step.get("with") or {}
     model = resolve_slot(str(settings["model"]), run.models) \
-        if step.get("uses") == "ai.generate" and settings.get("model") else None
+        if step.get("uses") in MODEL_STEPS and settings.get("model") else None
     options = BashOptions.from_env()
     return HarnessContext(
         recorder=run, tools=run.tools, model=model, system=worker_system(run), scope=scope,
@@ -216,7 +217,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
         recorded_input = {"input": step_input} if large is None else \
             {"inputRef": await run.world.put_artifact(large, run.fsyncs)}
     settings = step.get("with") or {}
-    generates = uses == "ai.generate"
+    generates = uses in MODEL_STEPS
     manifest = worker_manifest(run.harness.harness_id, run.version_id, path,
                                run.config_hash(step), run.tools_hash,
                                definition_hash=run.workspace.get("definitionHash"),
@@ -226,7 +227,7 @@ async def _attempt(scope: Scope, step: dict[str, Any], path: str, visit: int, at
                                **worker_identity(run, path))
     run.journal.check_session(run.run_id, run.version_id, path, manifest,
                               {"allowedToolsHash": run.legacy_tools_hash})
-    direct = uses != "ai.generate"  # spec: execute_step.* for direct-execute types
+    direct = not generates  # spec: execute_step.* for direct-execute types
     execute_started: dict[str, Any] = {"stepPath": path, "stepKind": uses,
                                        "inputHash": input_hash}
     if uses == "tool.call":

@@ -11,7 +11,7 @@ import asyncio
 import functools
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from lwtool.calls.models import check_slots
@@ -38,8 +38,8 @@ from lwtool.runtime import drift
 from lwtool.runtime.children import ChildRuns, reached
 from lwtool.runtime.dispatch import run_step
 from lwtool.runtime.grants import run_secrets
+from lwtool.runtime.needs import every_step, model_slots, needed_tools
 from lwtool.runtime.scope import Scope
-from lwtool.steps.ai_generate import repair_slot
 from lwtool.steps.outputs import OutputInvalid, check_schema
 from lwtool.tools import ToolRegistry, check_tools
 from lwtool.validate.invokes import child_sites
@@ -56,45 +56,13 @@ from lwtool.world.base import (
 )
 
 
-def every_step(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Every step of a step list, parallel bodies included."""
-    todo = list(steps)
-    while todo:
-        step = todo.pop()
-        yield step
-        todo.extend(step.get("steps") or [])
-
-
-def model_slots(steps: list[dict[str, Any]]) -> set[str]:
-    """The model slots the ai.generate steps of a step list (bodies included) use, their
-    escalated repairs' too."""
-    return {model for step in every_step(steps) if step.get("uses") == "ai.generate"
-            for model in ((step.get("with") or {}).get("model"), repair_slot(step))
-            if isinstance(model, str)}
-
-
-def needed_tools(lwir: dict[str, Any]) -> set[str]:
-    """The tools a run must be given: those the workflow's tool.call steps name. (A
-    code.run step's code may call any permitted tool; one it calls that is not given
-    fails inside the code, which can handle it.)"""
-    return {str((step.get("with") or {}).get("tool")) for step in every_step(
-        lwir.get("steps") or []) if step.get("uses") == "tool.call"}
-
-
-def reachable_tools(lwir: dict[str, Any]) -> list[str]:
-    """Every tool a run may call: its tool.call steps' and its grant's (code.run's reach)
-    (the MCP servers a command starts for the run are these tools' only)."""
-    granted = (lwir.get("permissions") or {}).get("tools") or []
-    return sorted(needed_tools(lwir) | {str(name) for name in granted})
-
-
 def _capabilities(lwir: dict[str, Any], tools: ToolRegistry, models: dict[str, str],
                   harness: Any) -> dict[str, Any]:
     """What the run depends on outside the LWIR: the tools it may call (each one's
     fingerprint: name, description, schemas and code; False when not registered), how
     its model slots resolve and the worker harness. Recorded at start; compared on
     resume (lwtool.runtime.drift)."""
-    from lwtool.harness.agent import tool_fingerprint
+    from lwtool.harness.fingerprints import tool_fingerprint
 
     used = needed_tools(lwir)
     permitted = (lwir.get("permissions") or {}).get("tools") or []

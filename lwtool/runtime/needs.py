@@ -10,11 +10,13 @@ the workflow's permissions.secrets: only a worker whose broker (its environment,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from lwtool.lock.version_record import PIN, served_pins
+from lwtool.steps.ai_generate import repair_slot
 from lwtool.tools import ToolRegistry
+from lwtool.validate.context import MODEL_STEPS
 
 SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
 SECRET = "secret "
@@ -25,8 +27,6 @@ def run_needs(lwir: dict[str, Any], mapped: Mapping[str, Any],
     """The tools and unresolved model slots a run of `lwir` (and of the `children` its
     workflow.invoke steps reach: their runs execute beside it) needs of its worker."""
     from lwtool.calls.models import UnresolvedModel, check_slots
-    from lwtool.runtime.interpreter import model_slots, needed_tools
-
     family = [lwir, *children]
     slots = []
     for slot in sorted(set().union(*(model_slots(d.get("steps") or []) for d in family))):
@@ -66,3 +66,41 @@ def _tool(need: str) -> str:
     """A tool need in words: `a`, or `a (schemas sha256:0123abcd)` when pinned."""
     name, pinned, surface = need.partition(PIN)
     return f"{name} (schemas {surface[:15]})" if pinned else name
+
+
+def every_step(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every step of a step list, parallel bodies included."""
+    todo = list(steps)
+    while todo:
+        step = todo.pop()
+        yield step
+        todo.extend(step.get("steps") or [])
+
+
+def model_slots(steps: list[dict[str, Any]]) -> set[str]:
+    """The model slots the ai.generate and ai.agent steps of a step list (bodies
+    included) use, their escalated repairs' too."""
+    return {model for step in every_step(steps) if step.get("uses") in MODEL_STEPS
+            for model in ((step.get("with") or {}).get("model"), repair_slot(step))
+            if isinstance(model, str)}
+
+
+def needed_tools(lwir: dict[str, Any]) -> set[str]:
+    """The tools a run must be given: those the workflow's tool.call steps name and its
+    ai.agent steps offer. (A code.run step's code may call any permitted tool; one it
+    calls that is not given fails inside the code, which can handle it.)"""
+    found: set[str] = set()
+    for step in every_step(lwir.get("steps") or []):
+        settings = step.get("with") or {}
+        if step.get("uses") == "tool.call":
+            found.add(str(settings.get("tool")))
+        elif step.get("uses") == "ai.agent":
+            found.update(str(name) for name in settings.get("tools") or [])
+    return found
+
+
+def reachable_tools(lwir: dict[str, Any]) -> list[str]:
+    """Every tool a run may call: its tool.call steps' and its grant's (code.run's reach)
+    (the MCP servers a command starts for the run are these tools' only)."""
+    granted = (lwir.get("permissions") or {}).get("tools") or []
+    return sorted(needed_tools(lwir) | {str(name) for name in granted})

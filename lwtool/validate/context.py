@@ -16,8 +16,9 @@ from lwtool.source.finding import Finding, Severity
 from lwtool.source.loader import Document
 from lwtool.source.position import Pos, Span
 
-STEP_TYPES = ("ai.generate", "tool.call", "code.run", "decision", "parallel", "human.input",
-              "workflow.invoke", "map")
+STEP_TYPES = ("ai.generate", "ai.agent", "tool.call", "code.run", "decision", "parallel",
+              "human.input", "workflow.invoke", "map")
+MODEL_STEPS = ("ai.generate", "ai.agent")  # the steps that call the model `with.model` names
 TOP = ""  # the scope id of the workflow's own step list
 
 

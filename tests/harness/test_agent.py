@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from lwtool import RunFailedError, ToolRegistry, local_world
+from lwtool.calls.agent_loop import MAX_RESULT_CHARS, tool_specs
 from lwtool.calls.scripted import ScriptedModel
-from lwtool.harness.agent import MAX_RESULT_CHARS, tool_specs
 from lwtool.harness.session import run_session
 from lwtool.harness.session_spec import SessionSpec
 from lwtool.record.errors import CapabilityDriftError
@@ -216,7 +216,7 @@ def test_tool_fingerprints_are_the_same_in_every_process(tmp_path: Path) -> None
         "def tool(args):\n    def inner(x):\n        return x\n"
         "    return [inner(a) for a in args]\n")
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from nested_tool import tool; "
-              "from lwtool.tools import Tool; from lwtool.harness.agent import "
+              "from lwtool.tools import Tool; from lwtool.harness.fingerprints import "
               "tool_fingerprint; print(tool_fingerprint(Tool('t', tool)))")
     prints = {subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True,
                              capture_output=True, text=True).stdout for _ in range(2)}

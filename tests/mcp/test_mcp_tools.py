@@ -189,8 +189,8 @@ def test_an_agent_session_calls_a_server_tool_under_a_name_providers_accept(
     import asyncio
 
     from lwtool import local_world
+    from lwtool.calls.agent_loop import tool_specs
     from lwtool.calls.scripted import ScriptedModel
-    from lwtool.harness.agent import tool_specs
     from lwtool.harness.session import run_session
     from lwtool.harness.session_spec import SessionSpec
     from lwtool.mcp.tools import load_servers
@@ -213,7 +213,7 @@ def test_an_agent_session_calls_a_server_tool_under_a_name_providers_accept(
 
 def test_provider_names_are_safe_and_never_shared() -> None:
     from lwtool import ToolRegistry
-    from lwtool.harness.agent import provider_names, tool_named
+    from lwtool.calls.agent_loop import provider_names, tool_named
 
     tools = ToolRegistry()
     for name in ("plain", "a.b", "a__b", "x y/z", "s." + "t" * 80):

@@ -17,12 +17,10 @@ at its turn limit with a clear message.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import inspect
 import json
 import re
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +29,9 @@ from lwtool.calls.model_calls import recorded_model_call
 from lwtool.calls.models import OutputRequest
 from lwtool.calls.scripted import ScriptedModel
 from lwtool.calls.tool_calls import ToolCallFailed, call_tool, refuse_call
-from lwtool.record.errors import StepFailure, WaitingForInput
+from lwtool.record.errors import CauseCode, StepFailure, WaitingForInput
 from lwtool.record.run_state import SESSION_USAGE
-from lwtool.tools import Tool, ToolRegistry
+from lwtool.tools import Tool, ToolContext, ToolRegistry
 
 DEFAULT_MAX_TURNS = 20
 MAX_RESULT_CHARS = 64 * 1024
@@ -102,55 +100,48 @@ def tool_named(tools: ToolRegistry, name: str) -> Tool | None:
     return tools.get(real) if real is not None else None
 
 
-def tool_fingerprint(tool: Tool) -> str:
-    """What a manifest pins of a tool: its name, description, schemas and code (a
-    declared `__lwtool_version__` on the callable stands for its code when given)."""
-    fn = tool.fn
-    code = getattr(fn, "__lwtool_version__", None)
-    if code is None:
-        bound = ""
-        while isinstance(fn, functools.partial):  # the function, and what is bound to it
-            bound += repr((fn.args, sorted(fn.keywords.items())))
-            fn = fn.func
-        body = getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
-        code = (code_digest(body) if body is not None else _ADDRESS.sub("", repr(fn))) + \
-            _ADDRESS.sub("", bound)
-    material = json.dumps([tool.name, tool.description, tool_schema(tool),
-                           tool.output_schema if isinstance(tool.output_schema, dict) else None,
-                           str(code)], sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(material.encode()).hexdigest()
+@dataclass(frozen=True)
+class AnswerCheck:
+    """How an agent step holds its final answer to the output contract: `problem(text)`
+    says why a reply does not fit (None: it fits); up to `repairs` replies that do not
+    fit are sent back to the model (on `repair_model` when the repair escalates), each
+    repair turn beside the turn limit."""
 
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # differs in every process
-
-
-def code_digest(code: types.CodeType) -> str:
-    """A digest of a code object that is the same in every process: nested code objects
-    (inner functions, comprehensions) are digested in turn, never shown by address."""
-    consts = [code_digest(c) if isinstance(c, types.CodeType) else repr(c)
-              for c in code.co_consts]
-    material = repr((code.co_code, consts, code.co_names))
-    return hashlib.sha256(material.encode()).hexdigest()
+    problem: Callable[[str], str | None]
+    repairs: int = 0
+    repair_model: str | ScriptedModel | None = None
 
 
 async def run_agent(run: Any, path: str, model: str | ScriptedModel,
                     messages: list[dict[str, Any]], tools: ToolRegistry, *,
                     max_turns: int = DEFAULT_MAX_TURNS,
                     timeout: float | None = None,
-                    finish: Callable[[str, Any], bool] | None = None) -> AgentResult:
+                    finish: Callable[[str, Any], bool] | None = None,
+                    context: ToolContext | None = None,
+                    answer: AnswerCheck | None = None,
+                    mode: dict[str, Any] | None = None,
+                    limit_cause: CauseCode = "step_failed") -> AgentResult:
     """Drive the conversation `messages` to a final answer. `run` is the recorder (a
     RunState): its journal, `note`, `record`, world and tool threads. `finish(name,
     result)` is asked of every tool result in order (replayed ones too): True ends the
     session with that result (a planner's accepted draft), and it may raise StepFailure
-    to fail the session (revisions exhausted)."""
+    to fail the session (revisions exhausted). `context`: what the tools may read (a
+    step's granted secrets); `answer`: the final reply's check (an ai.agent step's
+    output mode), `mode` what the offline model answers in; `limit_cause`: the cause a
+    session that reaches `max_turns` fails with."""
     specs = tool_specs(tools)
     result = AgentResult("", list(messages), 0)
     logged = 0  # messages already in an earlier turn's harness.model.called
-    for turn in range(max_turns):
-        reply = await recorded_model_call(run, path, turn, model, result.messages, _TEXT, "",
-                                          _NO_FORMAT, timeout, specs, since=logged)
+    limit, repaired, turn = max_turns, 0, 0
+    calls: list[dict[str, Any]] = []
+    while turn < limit:
+        prompt = str(messages[-1].get("content") or "") if messages else ""
+        reply = await recorded_model_call(run, path, turn, model, result.messages,
+                                          mode or _TEXT, prompt, _NO_FORMAT, timeout, specs,
+                                          since=logged)
         logged = len(result.messages)
-        result.turns = turn + 1
+        this, turn = turn, turn + 1
+        result.turns = turn
         response = reply["response"]
         for key in SESSION_USAGE:
             result.usage[key] += int((response.get("usage") or {}).get(key, 0))
@@ -162,10 +153,20 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
                 "name": c["name"], "arguments": c["arguments"]}} for c in calls]
         result.messages.append(assistant)
         if not calls:
-            result.text = text
-            return result
+            problem = answer.problem(text) if answer is not None else None
+            if problem is None or answer is None or repaired >= answer.repairs:
+                result.text = text
+                return result
+            repaired += 1
+            limit += 1  # a repair turn is not one of the agent's own turns
+            if answer.repair_model is not None:
+                model = answer.repair_model
+            result.messages.append({"role": "user", "content": f"That reply does not fit: "
+                                    f"{problem}. Reply again, correctly."})
+            continue
         settled = await asyncio.gather(*(
-            _answer(run, path, turn, n, call, tools) for n, call in enumerate(calls)),
+            _answer(run, path, this, n, call, tools, context)
+            for n, call in enumerate(calls)),
             return_exceptions=True)  # a call that waits must not orphan the others
         waits = [r for s in settled if isinstance(s, WaitingForInput) for r in s.requests]
         if waits:
@@ -181,12 +182,15 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
             if finish is not None and finish(str(call.get("name")), value):
                 result.final, result.finished_by_tool = value, True
                 return result
-    raise StepFailure("step_failed", f"the session reached its turn limit ({max_turns} "
-                      "turns) without a final answer", path)
+    asked = sorted({str(c.get("name")) for c in calls})
+    raise StepFailure(limit_cause, f"the session reached its turn limit ({max_turns} "
+                      "turns) without a final answer" +
+                      (f": its last turn still called {', '.join(asked)}" if asked else ""),
+                      path)
 
 
 async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
-                  tools: ToolRegistry) -> tuple[Any, str]:
+                  tools: ToolRegistry, context: ToolContext | None) -> tuple[Any, str]:
     """One call's result (or `{"error": ...}`), and the tool message the model reads."""
     call_id = f"{path}#{turn}.{n}"
     name, raw = str(call.get("name")), call.get("arguments")
@@ -205,7 +209,7 @@ async def _answer(run: Any, path: str, turn: int, n: int, call: dict[str, Any],
         if problem is not None:
             await refuse_call(run, path, call_id, "model", name, args, problem, turn)
         assert tool is not None
-        value = await call_tool(run, path, tool, args, "model", call_id, turn)
+        value = await call_tool(run, path, tool, args, "model", call_id, turn, context)
     except ToolCallFailed as exc:
         value = {"error": exc.message}
     return value, _cut(json.dumps(value, ensure_ascii=False))

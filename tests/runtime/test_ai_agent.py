@@ -1,0 +1,230 @@
+"""ai.agent: a model that calls tools until it is done. Offline (the offline model calls
+each offered tool once, then answers), against the loopback OpenAI server, and with a
+scripted model: each turn and tool call recorded; a SIGKILL after turn 2's tool result
+replays with one more model call and no tool call; a tool outside `with.tools` is not
+called (the model is told, the step goes on); maxTurns exhausted fails
+max_turns_exceeded; the final reply is held to the output mode and repaired."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lwtool import RunFailedError, ScriptedModel, ToolRegistry, local_world, run_workflow
+from lwtool.record.report import usage_report
+from tests.conftest import run_cli
+from tests.fixtures.openai_server import fixture_server
+
+SUMMARY = {"type": "object", "required": ["summary"],
+           "properties": {"summary": {"type": "string"}}}
+TOOLS_PY = '''
+import json, pathlib
+from lwtool.tools import ToolRegistry
+
+tools = ToolRegistry()
+
+def _count(name):
+    with open("calls.log", "a") as log:
+        log.write(name + "\\n")
+
+@tools.tool(input_schema={"type": "object", "required": ["query"],
+                          "properties": {"query": {"type": "string"}}})
+def search(args):
+    """Search the notes."""
+    _count("search")
+    return {"hits": ["lwtool replays killed runs"]}
+
+@tools.tool(input_schema={"type": "object", "properties": {"url": {"type": "string"}}})
+def fetch_page(args):
+    """Fetch a page."""
+    _count("fetch_page")
+    return {"text": "a page about durable runs"}
+
+@tools.tool()
+def delete_everything(args):
+    """Delete everything."""
+    _count("delete_everything")
+    return {"deleted": True}
+'''
+
+
+def _doc(tools: list[str], max_turns: int = 4, **more: Any) -> dict[str, Any]:
+    step: dict[str, Any] = {"id": "research", "uses": "ai.agent", "with": {
+        "model": "m", "tools": tools, "maxTurns": max_turns,
+        "system": "You research.", "prompt": "Find out about {{ input.topic }}"},
+        "output": {"mode": "object", "schema": SUMMARY}, **more}
+    return {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+            "metadata": {"name": "research"},
+            "permissions": {"models": ["m"],
+                            "tools": ["search", "fetch_page", "delete_everything"]},
+            "steps": [step]}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "tools.py").write_text(TOOLS_PY)
+    (tmp_path / "in.json").write_text('{"topic": "durable runs"}')
+    return tmp_path
+
+
+def _calls(folder: Path) -> list[str]:
+    log = folder / "calls.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def _events(folder: Path, run_id: str, kind: str) -> list[dict[str, Any]]:
+    done = run_cli("events", run_id, "--data-dir", "d", "--type", kind, "--json",
+                   cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_the_offline_model_drives_a_three_turn_agent(folder: Path) -> None:
+    (folder / "flow.lwir.json").write_text(json.dumps(_doc(["search", "fetch_page"])))
+    (folder / "models.json").write_text('{"m": "offline"}')
+    done = run_cli("run", "flow.lwir.json", "-i", "in.json", "--tools", "tools.py:tools",
+                   "--models", "models.json", "--data-dir", "d", "--run-id", "r", "--json",
+                   cwd=folder)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["output"]["summary"]
+    assert "a page about durable runs" in summary  # the answer read the tools' results
+    assert _calls(folder) == ["fetch_page", "search"]  # each once, in the order offered
+    turns = _events(folder, "r", "harness.model.responded")
+    assert [e["payload"]["turn"] for e in turns] == [0, 1, 2]
+    called = _events(folder, "r", "harness.tool_call.started")
+    assert [(e["payload"]["callId"], e["payload"]["toolName"], e["payload"]["caller"])
+            for e in called] == [("research#0.0", "fetch_page", "model"),
+                                 ("research#1.0", "search", "model")]
+    # The request offered exactly the step's tools, under the names providers accept
+    request = _events(folder, "r", "harness.model.called")[0]["payload"]["request"]
+    assert [t["function"]["name"] for t in request["tools"]] == ["fetch_page", "search"]
+    report = run_cli("report", "r", "--data-dir", "d", "--json", cwd=folder)
+    steps = json.loads(report.stdout)["steps"]
+    assert steps["research"]["inputTokens"] > 0 and steps["research"]["unpricedCalls"] == 3, steps
+
+
+def test_a_kill_after_turn_twos_tool_result_replays_one_model_call_and_no_tool(
+        folder: Path) -> None:
+    """A 3-turn agent against the loopback OpenAI server, SIGKILLed right after turn 2's
+    tool result is committed: the replay sends the model one request (turn 3) and calls
+    no tool; the output is the uninterrupted run's."""
+    (folder / "flow.lwir.json").write_text(json.dumps(_doc(["search", "fetch_page"])))
+    (folder / "models.json").write_text('{"m": "openai/gpt-4o-mini"}')
+    replies = [{"tool_calls": [{"name": "search", "arguments": '{"query": "replay"}'}]},
+               {"tool_calls": [{"name": "fetch_page", "arguments": '{"url": "x"}'}]},
+               '{"summary": "runs replay"}']
+    args = ["--tools", "tools.py:tools", "--models", "models.json", "--data-dir", "d",
+            "--json"]
+    with fixture_server(replies) as server:
+        env = {"OPENAI_API_BASE": server.base_url, "OPENAI_BASE_URL": server.base_url,
+               "OPENAI_API_KEY": "sk-fixture",
+               "LWTOOL_FAULT_KILL_AFTER": "harness.tool_call.succeeded@research#2"}
+        killed = run_cli("run", "flow.lwir.json", "-i", "in.json", "--run-id", "k", *args,
+                         cwd=folder, env=env)
+        assert killed.returncode == -9, killed.stderr
+        assert len(server.requests) == 2 and _calls(folder) == ["search", "fetch_page"]
+        env.pop("LWTOOL_FAULT_KILL_AFTER")
+        done = run_cli("replay", "k", *args, cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == {"summary": "runs replay"}
+    assert len(server.requests) == 3  # turn 3 only
+    assert _calls(folder) == ["search", "fetch_page"]  # no tool called again
+    last = server.requests[2]["messages"]  # the resumed turn saw both committed results
+    assert [m["content"] for m in last if m["role"] == "tool"] == [
+        '{"hits": ["lwtool replays killed runs"]}', '{"text": "a page about durable runs"}']
+    assert [t["function"]["name"] for t in server.requests[2]["tools"]] == [
+        "fetch_page", "search"]
+    again = run_cli("replay", "k", *args, cwd=folder, env=env)  # an ended run: its log
+    assert json.loads(again.stdout)["output"] == {"summary": "runs replay"}
+    assert len(server.requests) == 3
+
+
+def _tools(log: list[str]) -> ToolRegistry:
+    tools = ToolRegistry()
+    for name in ("search", "fetch_page", "delete_everything"):
+        tools.register(name, lambda args, name=name: log.append(name) or {"ok": name},
+                       f"The {name} tool.", {"type": "object"})
+    return tools
+
+
+def _run(doc: dict[str, Any], model: ScriptedModel, tmp_path: Path,
+         log: list[str]) -> dict[str, Any]:
+    return asyncio.run(run_workflow(doc, {"topic": "x"}, world=local_world(tmp_path / "d"),
+                                    models={"m": model}, tools=_tools(log)))
+
+
+def test_a_tool_outside_the_steps_list_is_refused_to_the_model(tmp_path: Path) -> None:
+    """Prompt injection: the model asks for a tool the workflow permits and the process
+    registers, but the step does not offer. It is not called; the model reads why; the
+    step goes on to its answer."""
+    model = ScriptedModel([{"toolCalls": [{"name": "delete_everything", "arguments": {}}]},
+                           '{"summary": "done without it"}'])
+    log: list[str] = []
+    result = _run(_doc(["search"]), model, tmp_path, log)
+    assert result["output"] == {"summary": "done without it"}
+    assert log == []  # never called
+    told = [m for m in model.calls[1] if m["role"] == "tool"]
+    assert "refused: there is no tool 'delete_everything' (tools: search)" in \
+        told[0]["content"]
+    failed = [e for e in result["events"] if e["type"] == "harness.tool_call.failed"]
+    assert [e["payload"]["callId"] for e in failed] == ["research#0.0"]
+    assert [t["function"]["name"] for t in model_tools(result)] == ["search"]
+
+
+def model_tools(result: dict[str, Any]) -> list[dict[str, Any]]:
+    called = next(e for e in result["events"] if e["type"] == "harness.model.called")
+    return list(called["payload"]["request"]["tools"])
+
+
+def test_max_turns_exhausted_fails_with_its_own_cause(tmp_path: Path) -> None:
+    forever = {"toolCalls": [{"name": "search", "arguments": {"q": "again"}}]}
+    model = ScriptedModel([forever] * 5)
+    log: list[str] = []
+    with pytest.raises(RunFailedError) as info:
+        _run(_doc(["search"], max_turns=3), model, tmp_path, log)
+    assert info.value.cause_code == "max_turns_exceeded"
+    assert info.value.failed_step_path == "research"
+    assert info.value.message == ("the session reached its turn limit (3 turns) without a "
+                                  "final answer: its last turn still called search")
+    assert len(model.calls) == 3 and log == ["search"] * 3
+
+
+def test_a_final_reply_that_breaks_the_output_mode_is_repaired(tmp_path: Path) -> None:
+    model = ScriptedModel([{"toolCalls": [{"name": "search", "arguments": {}}]},
+                           "not json", '{"summary": "fixed"}'])
+    log: list[str] = []
+    repaired = _doc(["search"], max_turns=2, onFailure={"repair": {"mode": "self"}})
+    result = _run(repaired, model, tmp_path / "a", log)
+    assert result["output"] == {"summary": "fixed"}
+    assert "does not fit" in model.calls[2][-1]["content"]
+    assert log == ["search"]  # the repair turn came beside maxTurns 2
+    unrepaired = ScriptedModel(["not json"])
+    with pytest.raises(RunFailedError) as info:
+        _run(_doc(["search"]), unrepaired, tmp_path / "b", [])
+    assert info.value.cause_code == "step_schema_error"
+    assert info.value.message.startswith("the agent's final reply breaks the output contract")
+
+
+def test_usage_of_every_turn_is_the_steps(tmp_path: Path) -> None:
+    model = ScriptedModel([{"toolCalls": [{"name": "search", "arguments": {}}]},
+                           '{"summary": "s"}'])
+    result = _run(_doc(["search"]), model, tmp_path, [])
+    completed = next(e for e in result["events"]
+                     if e["type"] == "harness.session.completed")
+    turns = [e["payload"]["response"]["usage"]["inputTokens"] for e in result["events"]
+             if e["type"] == "harness.model.responded"]
+    assert len(turns) == 2 and completed["payload"]["usage"]["inputTokens"] == sum(turns)
+    report = usage_report([_event(e) for e in result["events"]])
+    assert report["steps"]["research"]["inputTokens"] == sum(turns)
+
+
+def _event(data: dict[str, Any]) -> Any:
+    from lwtool.world.base import Event
+
+    return Event(seq=data["seq"], run_id=data["runId"], type=data["type"],
+                 step_path=data.get("stepPath"), payload=data["payload"],
+                 at=data.get("at", ""))
