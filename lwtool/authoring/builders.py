@@ -81,6 +81,18 @@ class Workflow:
         return self._add(step_id, "ai.generate", needs, {
             "maxVisits": max_visits, "with": with_, "output": output or text(), **more})
 
+    def ai_agent(self, step_id: str, *, model: str, tools: list[str], prompt: str,
+                 max_turns: int | None = None, system: str | None = None,
+                 output: dict[str, Any] | None = None, needs: Needs = None,
+                 max_visits: int | None = None, **more: Any) -> Step:
+        """An ai.agent step: `model` calls `tools` (each added to permissions.tools)
+        until it answers, in at most `max_turns` turns (default 10)."""
+        with_ = {"model": model, "tools": list(tools), "prompt": prompt,
+                 **({"maxTurns": max_turns} if max_turns is not None else {}),
+                 **({"system": system} if system else {})}
+        return self._add(step_id, "ai.agent", needs, {
+            "maxVisits": max_visits, "with": with_, "output": output or text(), **more})
+
     def tool_call(self, step_id: str, tool: str, *, args: dict[str, Any] | None = None,
                   input: Any = None, output: dict[str, Any] | None = None,
                   needs: Needs = None, max_visits: int | None = None, **more: Any) -> Step:
@@ -224,8 +236,11 @@ def _used(steps: list[Step], children: dict[str, Workflow] | None = None
                   else _file_permissions(ref))
         if data.get("uses") == "tool.call" and with_.get("tool") not in tools:
             tools.append(with_["tool"])
-        if data.get("uses") == "ai.generate" and with_.get("model") not in models:
+        if data.get("uses") in ("ai.generate", "ai.agent") and \
+                with_.get("model") not in models:
             models.append(with_["model"])
+        if data.get("uses") == "ai.agent":
+            tools.extend(name for name in with_.get("tools") or [] if name not in tools)
         for name in data.get("secrets") or []:
             if name not in secrets:
                 secrets.append(name)

@@ -12,6 +12,10 @@ from lwtool.validate.flow import decision_targets
 STEP_TYPE_DOCS = {
     "ai.generate": "One model call on a model slot; the reply is checked against the output "
                    "mode (text, object, array, choice, json). No tools are offered.",
+    "ai.agent": "lwtool: a model that calls tools until it is done: the agent loop on a "
+                "model slot, offered only `with.tools` (each in permissions.tools), at "
+                "most `with.maxTurns` turns (default 10). Each turn and tool call is "
+                "recorded; the final reply is checked against the output mode.",
     "tool.call": "Calls one registered tool directly with the step input.",
     "code.run": "Runs pinned TypeScript source in a sandbox enforcing the step's sandbox "
                 "policy; `tools` proxies registered tools (caller: code).",
@@ -25,6 +29,9 @@ STEP_TYPE_DOCS = {
     "workflow.invoke": "lwtool: runs another workflow (`with.workflow`: a file relative to "
                        "this one, locked into this workflow's version, or a version id) as "
                        "a child run on `with.input`; the child's output is the step's.",
+    "map": "lwtool: runs `with.workflow` over `with.items` in fixed shards (`batch`), each "
+           "a child run, at most `maxConcurrency` at once, within `toleratedFailure`; "
+           "the shards' outputs (or their tree `reduce`) are the step's.",
 }
 
 

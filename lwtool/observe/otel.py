@@ -14,8 +14,8 @@ resume started again (its process died) ends at its last event with status ERROR
 "interrupted" (`lwtool.status` = interrupted), as do its calls that had not ended.
 
 Each span also carries `openinference.span.kind` (CHAIN for the run, groups, branches
-and steps, LLM for a model call, TOOL for a tool call), the attribute Phoenix and other
-OpenInference viewers classify spans by.
+and steps, AGENT for an ai.agent step, LLM for a model call, TOOL for a tool call), the
+attribute Phoenix and other OpenInference viewers classify spans by.
 """
 
 from __future__ import annotations
@@ -140,6 +140,11 @@ def spans(run_id: str, events: list[Event], version: dict[str, Any] | None = Non
             if attempt.tool else f"{attempt.uses} {attempt.path}"
         if attempt.tool:
             attributes[SPAN_KIND] = "TOOL"
+        elif attempt.uses == "ai.agent":  # `invoke_agent <name>`: its turns and tools below
+            operation = gen_ai.GenAiOperationNameValues.INVOKE_AGENT.value
+            attributes.update({gen_ai.GEN_AI_OPERATION_NAME: operation,
+                               gen_ai.GEN_AI_AGENT_NAME: attempt.step_id, SPAN_KIND: "AGENT"})
+            title = f"{operation} {attempt.step_id}"
         context = span(key, title, parent, attempt.started,
                        attempt.ended, attributes, failed=_failed(attempt))
         if attempt.uses == "parallel":

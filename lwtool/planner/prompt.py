@@ -29,6 +29,10 @@ Steps (each has a unique "id", its "uses" type, optional "needs": [ids it waits 
 or {{"mode": "array", "schema": {{...}}}} or {{"mode": "choice", "values": [...]}}.
 - tool.call: one registered tool. "with": {{"tool": <name>, "args"?: {{...}}}} or a step \
 "input" that becomes the tool's argument.
+- ai.agent: a model that calls tools until it is done, for work whose tool calls depend \
+on what earlier ones returned. "with": {{"model": <slot id>, "tools": [<tool names>], \
+"maxTurns"?: <1-100, default 10>, "prompt": "...", "system"?: "..."}}, "output" as for \
+ai.generate.
 - decision: routes. "with": {{"cases": [{{"when": "{{{{ <expression> }}}}", "to": <step id \
 or "end">}}], "default": <step id or "end">}}. A decision may jump back to an earlier step \
 (a loop): every step on the loop then needs "maxVisits" >= 2 (at most 100), and later \

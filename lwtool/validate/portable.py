@@ -3,7 +3,7 @@ each use of an lwtool extension, where a file leaves the Little Workflow spec's 
 subset, as a `portable.extension` warning at its place, saying what the spec offers
 instead. The extensions, as docs/rules.md and the README label them:
 
-- a `human.input`, `workflow.invoke` or `map` step; a step's `timeoutMs`, `retry` and
+- a `human.input`, `workflow.invoke`, `map` or `ai.agent` step; a step's `timeoutMs`, `retry` and
   `secrets`; an escalated repair (`onFailure.repair.mode: escalate`); a non-empty
   `permissions.secrets` or `permissions.network` (the spec's alpha reserves both and
   rejects a non-empty one);
@@ -30,6 +30,15 @@ _STEP_FIELDS = {
     "timeoutMs": "the spec bounds the whole run (runWorkflow's timeout), not a step",
     "retry": "the spec's runtime retries transient failures by its own policy",
     "secrets": "the spec's alpha has no secret broker: a portable step reads no secret",
+}
+_STEP_TYPES = {
+    "human.input": "the spec has no step that waits for a person (end the workflow and "
+                   "start another with the answer, or call an approval tool)",
+    "workflow.invoke": "the spec defers child workflows (inline the child's steps, or "
+                       "compose workflows in a pipeline)",
+    "map": "the spec defers sharded fan-out (a parallel step takes up to 100 items)",
+    "ai.agent": "the spec defers agent-loop steps (call tools from a code.run step, or "
+                "let a pipeline's orchestrator use them)",
 }
 _PERMISSIONS = {
     "secrets": "the spec's alpha has no secret broker and rejects a non-empty list",
@@ -71,18 +80,9 @@ def _workflow(ctx: Context) -> Iterator[Finding]:
         if isinstance(permissions, dict) and permissions.get(field):
             yield _warning(ctx, f"/permissions/{field}", f"`permissions.{field}`", instead)
     for info in ctx.steps:
-        if info.uses == "human.input":
-            yield _warning(ctx, f"{info.pointer}/uses", "the human.input step", "the spec "
-                           "has no step that waits for a person (end the workflow and start "
-                           "another with the answer, or call an approval tool)", key=False)
-        if info.uses == "workflow.invoke":
-            yield _warning(ctx, f"{info.pointer}/uses", "the workflow.invoke step", "the spec "
-                           "defers child workflows (inline the child's steps, or compose "
-                           "workflows in a pipeline)", key=False)
-        if info.uses == "map":
-            yield _warning(ctx, f"{info.pointer}/uses", "the map step", "the spec defers "
-                           "sharded fan-out (a parallel step takes up to 100 items)",
-                           key=False)
+        if info.uses in _STEP_TYPES:
+            yield _warning(ctx, f"{info.pointer}/uses", f"the {info.uses} step",
+                           _STEP_TYPES[info.uses], key=False)
         if info.repair.get("mode") == "escalate":
             yield _warning(ctx, f"{info.pointer}/onFailure/repair/mode", "an escalated "
                            "repair", "the spec's alpha reserves and rejects it (repair "

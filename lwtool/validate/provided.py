@@ -4,9 +4,10 @@ MCP server that lists it (SERVER.TOOL), a module that registers it. Each one mis
 is a `tools.unavailable` finding at its entry, naming what its server does list.
 
 And where a workflow lists hosts in `permissions.network`, a `tools.network_unenforced`
-warning at each tool.call of a tool lwtool cannot hold to that list: a Python tool (it
-runs in lwtool's process) or a stdio MCP server's (its own process); an HTTP MCP
-server's URL is checked, and code.run is confined by Deno."""
+warning at each tool.call (or tool an ai.agent step offers) of a tool lwtool cannot
+hold to that list: a Python tool (it runs in lwtool's process) or a stdio MCP server's
+(its own process); an HTTP MCP server's URL is checked, and code.run is confined by
+Deno."""
 
 from __future__ import annotations
 
@@ -52,20 +53,18 @@ UNENFORCED = "tools.network_unenforced"
 
 def unenforced_network(document: Any, kind: str | None, tools: dict[str, Any]) -> list[Finding]:
     """`tools.network_unenforced` warnings (see the module) for a workflow's tool.call
-    steps; `tools` is the given registry's name -> Tool."""
+    and ai.agent steps; `tools` is the given registry's name -> Tool."""
     value = document.value if isinstance(document.value, dict) else {}
     permissions = value.get("permissions") if kind == "Workflow" else None
     if not isinstance(permissions, dict) or not permissions.get("network"):
         return []
     found = []
-    for pointer, step in _tool_steps(value.get("steps"), "/steps"):
-        name = (step.get("with") or {}).get("tool")
+    for where, name in _step_tools(value.get("steps"), "/steps"):
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is None or tool.endpoint is not None:
             continue
         what = "a stdio MCP server's tool (its own process)" if tool.origin \
             else "a Python tool (it runs inside lwtool)"
-        where = f"{pointer}/with/tool"
         found.append(Finding(UNENFORCED, f"tool '{name}' is {what}: permissions.network is "
                              "not enforced for it (README: Permissions, what is enforced "
                              "where)", document.path, where,
@@ -73,13 +72,21 @@ def unenforced_network(document: Any, kind: str | None, tools: dict[str, Any]) -
     return found
 
 
-def _tool_steps(steps: Any, pointer: str) -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
+def _step_tools(steps: Any, pointer: str) -> list[tuple[str, Any]]:
+    """(pointer, tool name) of each tool a tool.call step calls or an ai.agent step
+    offers, parallel bodies included."""
+    found: list[tuple[str, Any]] = []
     for index, step in enumerate(steps if isinstance(steps, list) else []):
-        if isinstance(step, dict):
-            if step.get("uses") == "tool.call":
-                found.append((f"{pointer}/{index}", step))
-            found += _tool_steps(step.get("steps"), f"{pointer}/{index}/steps")
+        if not isinstance(step, dict):
+            continue
+        at, settings = f"{pointer}/{index}/with", step.get("with")
+        settings = settings if isinstance(settings, dict) else {}
+        if step.get("uses") == "tool.call":
+            found.append((f"{at}/tool", settings.get("tool")))
+        offered = settings.get("tools") if step.get("uses") == "ai.agent" else None
+        for n, name in enumerate(offered if isinstance(offered, list) else []):
+            found.append((f"{at}/tools/{n}", name))
+        found += _step_tools(step.get("steps"), f"{pointer}/{index}/steps")
     return found
 
 

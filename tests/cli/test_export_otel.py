@@ -175,6 +175,37 @@ def test_tool_calls_made_by_code_are_execute_tool_spans(tmp_path: Path) -> None:
     assert "not in permissions.tools" in calls[1].status.message
 
 
+def test_an_agent_step_is_invoke_agent_with_a_span_per_turn_and_tool_call(
+        tmp_path: Path) -> None:
+    from lwtool import ScriptedModel
+
+    world = local_world(tmp_path)
+    doc = {"apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+           "metadata": {"name": "agent"}, "permissions": {"models": ["m"],
+                                                          "tools": ["lookup"]},
+           "steps": [{"id": "ask", "uses": "ai.agent", "with": {
+               "model": "m", "tools": ["lookup"], "prompt": "Look twice."}}]}
+    call = {"toolCalls": [{"name": "lookup", "arguments": {"key": "a"}}]}
+    asyncio.run(run_workflow(doc, {}, world=world, run_id="agent",
+                             models={"m": ScriptedModel([call, call, "done"])},
+                             tools={"lookup": lambda a: {"value": a["key"]}}))
+    world.close()
+    with otlp_receiver() as receiver:
+        result = run_cli("export-otel", "agent", "--data-dir", str(tmp_path), "--endpoint",
+                         receiver.url)
+        assert result.returncode == 0, result.stderr
+        spans = receiver.spans()
+    step = next(s for s in spans if s.name == "invoke_agent ask")
+    assert _attributes(step)["openinference.span.kind"] == "AGENT"
+    assert _attributes(step)["gen_ai.operation.name"] == "invoke_agent"
+    below = sorted((s for s in spans if s.parent_span_id == step.span_id),
+                   key=lambda s: s.start_time_unix_nano)
+    assert [s.name.split()[0] for s in below] == ["chat", "execute_tool", "chat",
+                                                  "execute_tool", "chat"]
+    assert [_attributes(s)["gen_ai.tool.call.id"] for s in below
+            if s.name.startswith("execute_tool")] == ["ask#0.0", "ask#1.0"]
+
+
 def test_a_killed_run_exports_what_it_committed(tmp_path: Path) -> None:
     (tmp_path / "seed.json").write_text('{"seed": "s"}')
     killed = subprocess.run(

@@ -98,6 +98,38 @@ def test_a_tool_call_step_calls_the_servers_tool(tmp_path: Path) -> None:
     assert _calls(tmp_path) == 2  # the refused input never reached the server
 
 
+def test_an_ai_agent_step_uses_the_servers_tool(tmp_path: Path) -> None:
+    """The model (the loopback OpenAI server) is offered the MCP tool under the name
+    providers accept (`time__get_current_time`), calls it, and reads its result."""
+    from tests.fixtures.openai_server import fixture_server
+
+    flow = tmp_path / "agent.lwir.json"
+    flow.write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "clock-agent"},
+        "permissions": {"tools": ["time.get_current_time"], "models": ["m"]},
+        "steps": [{"id": "ask", "uses": "ai.agent", "with": {
+            "model": "m", "tools": ["time.get_current_time"], "prompt": "What time is it?"}}]}))
+    (tmp_path / "models.json").write_text('{"m": "openai/gpt-4o-mini"}')
+    replies = [{"tool_calls": [{"name": "time__get_current_time",
+                                "arguments": '{"timezone": "UTC"}'}]}, "It is now."]
+    with fixture_server(replies) as server:
+        (tmp_path / "in.json").write_text("{}")
+        done = run_cli("run", str(flow), "-i", str(tmp_path / "in.json"), "--tools",
+                       str(_servers(tmp_path)), "--models",
+                       str(tmp_path / "models.json"), "--data-dir", str(tmp_path / "d"),
+                       "--json", env={"OPENAI_API_BASE": server.base_url,
+                                      "OPENAI_BASE_URL": server.base_url,
+                                      "OPENAI_API_KEY": "sk-fixture"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "It is now."
+    offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert offered == ["time__get_current_time"]
+    result = json.loads(next(m["content"] for m in server.requests[1]["messages"]
+                             if m["role"] == "tool"))
+    assert result["timezone"] == "UTC" and _calls(tmp_path) == 1
+
+
 def test_a_killed_run_replays_without_calling_the_server_again(tmp_path: Path) -> None:
     servers, flow = _servers(tmp_path), _workflow(tmp_path, then_mark=True)
     (tmp_path / "in.json").write_text('{"tz": "Europe/Paris"}')

@@ -19,7 +19,7 @@ import pytest
 
 from lwtool import RunFailedError, local_world, run_workflow
 from lwtool.record.report import usage_report
-from tests.fixtures.provider_servers import APIS, ProviderServer, provider_server
+from tests.fixtures.provider_servers import APIS, USAGE, ProviderServer, provider_server
 
 MODELS = {"anthropic": "anthropic/claude-haiku-4-5-20251001",
           "gemini": "gemini/gemini-2.5-flash", "ollama": "ollama_chat/llama3.1",
@@ -158,6 +158,36 @@ def test_an_agent_session_calls_a_tool_over_the_providers_api(api: str, served: 
     assert len(sent) == 1 and '"sum": 5' in json.dumps(sent[0]).replace('\\"', '"'), sent
     calls = world.events("s1", ["harness.tool_call.succeeded"])
     assert [e.payload["result"] for e in calls] == [{"sum": 5}]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_ai_agent_step_calls_a_tool_over_the_providers_api(api: str, served: Any,
+                                                              tmp_path: Path) -> None:
+    """An ai.agent step's turn that calls a tool, and its final JSON answer, in each
+    provider's own shapes: the tool offered, its result carried back, the answer held to
+    the step's object mode."""
+    from lwtool import ToolRegistry
+
+    tools = ToolRegistry()
+    tools.register("add", lambda args: {"sum": args["x"] + args["y"]}, "Add two numbers.",
+                   {"type": "object", "required": ["x", "y"], "properties": {
+                       "x": {"type": "integer"}, "y": {"type": "integer"}}})
+    server = served(api, [{"tool_calls": [{"name": "add", "arguments": {"x": 2, "y": 3}}]},
+                          '{"label": "sum", "score": 5}'])
+    doc = _flow({"id": "agent", "uses": "ai.agent", "with": {
+        "model": "m", "tools": ["add"], "maxTurns": 3, "prompt": "Add 2 and 3."},
+        "output": {"mode": "object", "schema": TICKET}})
+    doc["permissions"]["tools"] = ["add"]
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(doc, {"text": "a ticket"}, world=world,
+                                      models={"m": MODELS[api]}, tools=tools))
+    assert result["output"] == {"label": "sum", "score": 5}
+    assert len(server.requests) == 2
+    sent = TOOL_RESULT[api](server.requests[1]["body"])
+    assert len(sent) == 1 and '"sum": 5' in json.dumps(sent[0]).replace('\\"', '"'), sent
+    report = usage_report(world.events(result["runId"]))
+    assert report["steps"]["agent"]["inputTokens"] == 2 * USAGE[0]
+    _nowhere_on_disk(tmp_path / "data")
 
 
 ERRORS = [

@@ -228,3 +228,77 @@ def _event(data: dict[str, Any]) -> Any:
     return Event(seq=data["seq"], run_id=data["runId"], type=data["type"],
                  step_path=data.get("stepPath"), payload=data["payload"],
                  at=data.get("at", ""))
+
+
+def _findings(folder: Path, doc: dict[str, Any], *flags: str) -> list[tuple[str, str]]:
+    (folder / "flow.lwir.json").write_text(json.dumps(doc))
+    found = run_cli("validate", "flow.lwir.json", "--format", "json", *flags, cwd=folder)
+    return [(f["code"], f["pointer"]) for f in json.loads(found.stdout)["files"][0]["findings"]]
+
+
+def test_validate_knows_the_steps_tools_turns_model_and_output(folder: Path) -> None:
+    doc = _doc(["search", "send_mail"], max_turns=0)
+    doc["permissions"]["models"] = ["other"]
+    doc["steps"][0]["output"] = {"mode": "choice"}
+    assert sorted(_findings(folder, doc)) == sorted([
+        ("lwir.invalid_field", "/steps/0/with/maxTurns"),
+        ("lwir.invalid_field", "/steps/0/output"),
+        ("permissions.unknown_tool", "/steps/0/with/tools/1"),
+        ("permissions.unknown_model", "/steps/0/with/model")])
+    assert _findings(folder, _doc(["search"])) == []
+    assert _findings(folder, _doc(["search"]), "--portable") == [
+        ("portable.extension", "/steps/0/uses")]
+    # --tools: a Python tool an agent offers is not held to permissions.network
+    networked = _doc(["search"])
+    networked["permissions"]["network"] = ["api.example.com"]
+    assert _findings(folder, networked, "--tools", "tools.py:tools") == [
+        ("tools.network_unenforced", "/steps/0/with/tools/0")]
+
+
+def test_the_generator_api_writes_an_agent_step(tmp_path: Path) -> None:
+    from lwtool.authoring.builders import Workflow, object_output
+
+    flow = Workflow("research")
+    flow.ai_agent("research", model="m", tools=["search", "fetch_page"], max_turns=3,
+                  prompt="Find {{ input.topic }}", output=object_output(SUMMARY))
+    document = flow.document()
+    assert document["permissions"]["tools"] == ["fetch_page", "search"]
+    assert document["permissions"]["models"] == ["m"]
+    assert document["steps"][0]["with"] == {"model": "m", "tools": ["search", "fetch_page"],
+                                           "prompt": "Find {{ input.topic }}", "maxTurns": 3}
+    (tmp_path / "flow.lwir.json").write_text(json.dumps(document))
+    assert run_cli("validate", "flow.lwir.json", cwd=tmp_path).returncode == 0
+
+
+def test_the_inspector_shows_each_turn_and_tool_call(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from lwtool.ui.app import create_app
+
+    model = ScriptedModel([{"toolCalls": [{"name": "search", "arguments": {"q": "one"}}]},
+                           {"toolCalls": [{"name": "fetch_page", "arguments": {"u": "two"}}]},
+                           '{"summary": "seen"}'])
+    result = _run(_doc(["search", "fetch_page"]), model, tmp_path, [])
+    with TestClient(create_app(local_world(tmp_path / "d")),
+                    base_url="http://127.0.0.1") as client:
+        page = client.get(f"/runs/{result['runId']}/step?path=research&attempt=1").text
+    for call_id in ("research#0", "research#0.0", "research#1", "research#1.0", "research#2"):
+        assert call_id in page, call_id
+    assert "&#34;q&#34;: &#34;one&#34;" in page and "&#34;ok&#34;: &#34;fetch_page&#34;" in page
+    assert "conversation (the messages, tool results included)" in page
+    assert "final reply (raw text)" in page
+
+
+def test_a_token_budget_stops_the_agent_between_turns(folder: Path) -> None:
+    """The budget is held against every turn: spent after turn 1, the agent's second
+    model call never starts (budget_exceeded); the tool turn 1 asked for did run."""
+    (folder / "flow.lwir.json").write_text(json.dumps(_doc(["search", "fetch_page"])))
+    (folder / "models.json").write_text('{"m": "offline"}')
+    done = run_cli("run", "flow.lwir.json", "-i", "in.json", "--tools", "tools.py:tools",
+                   "--models", "models.json", "--data-dir", "d", "--run-id", "b", "--json",
+                   "--max-tokens", "5", cwd=folder)
+    assert done.returncode == 1, done.stderr
+    failed = json.loads(done.stdout)
+    assert (failed["causeCode"], failed["failedStepPath"]) == ("budget_exceeded", "research")
+    assert _calls(folder) == ["fetch_page"]
+    assert len(_events(folder, "b", "harness.model.responded")) == 1

@@ -1,7 +1,7 @@
 """A step uses a model slot that `permissions.models` does not list.
 
 ## What it flags
-An `ai.generate` step's `with.model`, its escalated repair's `repair.model`, or a
+An `ai.generate` or `ai.agent` step's `with.model`, its escalated repair's `repair.model`, or a
 code.run fixer's `model`, that is not one of the slot ids in `permissions.models`.
 
 ## Why
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.context import Context, did_you_mean
+from lwtool.validate.context import MODEL_STEPS, Context, did_you_mean
 
 CODE = "permissions.unknown_model"
 
@@ -37,7 +37,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     allowed = ctx.permitted("models")
     for info in ctx.steps:
         uses_model: list[tuple[object, str]] = []
-        if info.uses == "ai.generate":
+        if info.uses in MODEL_STEPS:
             uses_model.append((info.with_.get("model"), f"{info.pointer}/with/model"))
         on_failure = info.step.get("onFailure")
         fixer = on_failure.get("fixer") if isinstance(on_failure, dict) else None

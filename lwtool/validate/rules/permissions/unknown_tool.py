@@ -1,8 +1,9 @@
 """A tool.call step calls a tool that `permissions.tools` does not list.
 
 ## What it flags
-A `tool.call` step whose `with.tool` is not one of the names in `permissions.tools`
-(a workflow without `permissions.tools` permits no tool).
+A `tool.call` step whose `with.tool`, or an `ai.agent` step one of whose `with.tools`,
+is not one of the names in `permissions.tools` (a workflow without
+`permissions.tools` permits no tool).
 
 ## Why
 `permissions.tools` is what the WorkflowVersion permits; the runtime refuses any other
@@ -36,11 +37,14 @@ CODE = "permissions.unknown_tool"
 def check(ctx: Context) -> Iterator[Finding]:
     allowed = ctx.permitted("tools")
     for info in ctx.steps:
-        if info.uses != "tool.call":
-            continue
-        tool = info.with_.get("tool")
-        if isinstance(tool, str) and tool not in allowed:
-            listed_text = ", ".join(sorted(allowed)) or "none"
-            yield ctx.finding(f"{info.pointer}/with/tool", f"tool '{tool}' is not in "
-                              f"permissions.tools (listed: {listed_text})"
-                              f"{did_you_mean(tool, allowed)}")
+        named: list[tuple[object, str]] = []
+        if info.uses == "tool.call":
+            named.append((info.with_.get("tool"), f"{info.pointer}/with/tool"))
+        offered = info.with_.get("tools") if info.uses == "ai.agent" else None
+        for index, name in enumerate(offered if isinstance(offered, list) else []):
+            named.append((name, f"{info.pointer}/with/tools/{index}"))
+        for tool, pointer in named:
+            if isinstance(tool, str) and tool not in allowed:
+                listed_text = ", ".join(sorted(allowed)) or "none"
+                yield ctx.finding(pointer, f"tool '{tool}' is not in permissions.tools "
+                                  f"(listed: {listed_text}){did_you_mean(tool, allowed)}")

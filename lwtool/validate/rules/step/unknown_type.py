@@ -2,7 +2,7 @@
 
 ## What it flags
 `uses` values other than `ai.generate`, `tool.call`, `code.run`, `decision`,
-`parallel` and lwtool's `human.input` and `workflow.invoke`.
+`parallel` and lwtool's `ai.agent`, `human.input`, `workflow.invoke` and `map`.
 
 ## Why
 The interpreter dispatches on `uses`; an unknown type has nothing to run it.
