@@ -27,3 +27,20 @@ def publish(args: dict[str, Any]) -> dict[str, Any]:
 @tools.tool(name="fetchCandidates", description="Candidates for a job, with scores.")
 def fetch_candidates(args: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"id": f"{args['jobId']}-{i}", "score": i / 4} for i in range(5)]
+
+
+NOTES = {
+    "note-1": "Durable runs: every step's result is committed before the next step starts.",
+    "note-2": "Replay: a killed run resumes from its log; completed calls are not sent again.",
+    "note-3": "Budgets: --max-tokens stops the next model call once the tokens are spent.",
+}
+
+
+@tools.tool(name="searchNotes", description="Search the team's notes; returns the notes "
+            "that share a word with the query, by id.",
+            input_schema={"type": "object", "required": ["query"],
+                          "properties": {"query": {"type": "string"}}})
+def search_notes(args: dict[str, Any]) -> list[dict[str, str]]:
+    words = {w.strip(".,:;?!").lower() for w in str(args["query"]).split() if len(w) > 3}
+    return [{"id": key, "text": text} for key, text in NOTES.items()
+            if words & {w.strip(".,:;?!").lower() for w in text.split()}]

@@ -4,7 +4,10 @@ The request is logged (`harness.model.called`, without an fsync: evidence of a c
 flight) before the call; the reply is committed (`harness.model.responded`, durably,
 with its text, tool calls and usage) before anyone uses it. Replies are keyed by
 (session path, turn): a resumed session is handed committed replies and never pays
-for them twice; only the turn in flight when the process died is asked again.
+for them twice; only the turn in flight when the process died is asked again. A reply
+joins the run's journal as it is committed, so a step attempt retried in the same
+process (an agent whose turn 3 met a 503) goes on from its committed turns, as a
+resumed one would.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ async def _call(run: Any, path: str, turn: int, call_id: str, model: str | Scrip
             {k: v for k, v in response.items() if k != "usage"})
         logged_reply = {**responded, "response": kept}
     await run.record([NewEvent("harness.model.responded", logged_reply, path)])
+    run.journal.replies[(path, turn)] = logged_reply  # a retry in this process reuses it
     run.replies += 1
     if run.budget is not None:
         run.budget.count(responded)

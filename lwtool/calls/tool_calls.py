@@ -78,17 +78,16 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
             else f"tool '{tool.name}' raised {type(exc).__name__}: {exc}{where}"
         message = run.redacted(message)
         denied = exc.targets if isinstance(exc, ConnectionDenied) else []
-        await run.record([NewEvent("harness.tool_call.failed", {
+        await _outcome(run, path, "failed", {
             "callId": call_id, "error": message, "traceback": trace,
-            "durationMs": _ms(started), **({"deniedHosts": denied} if denied else {})},
-            path)])
+            "durationMs": _ms(started), **({"deniedHosts": denied} if denied else {})})
         raise ToolCallFailed(call_id, message, denied) from None
     try:
         result = run.redacted(to_json(result))
     except NotJson as exc:
         message = f"tool '{tool.name}' returned a value that is not JSON {exc}"
-        await run.record([NewEvent("harness.tool_call.failed", {
-            "callId": call_id, "error": message, "durationMs": _ms(started)}, path)])
+        await _outcome(run, path, "failed", {
+            "callId": call_id, "error": message, "durationMs": _ms(started)})
         raise ToolCallFailed(call_id, message) from None
     data = dumps_bytes(result)
     payload: dict[str, Any] = {"callId": call_id, "durationMs": _ms(started)}
@@ -98,8 +97,15 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
         payload["resultRef"] = await run.world.put_artifact(data, run.fsyncs)
     else:
         payload["result"] = result
-    await run.record([NewEvent("harness.tool_call.succeeded", payload, path)])
+    await _outcome(run, path, "succeeded", payload)
     return result
+
+
+async def _outcome(run: Any, path: str, how: str, payload: dict[str, Any]) -> None:
+    """Commit a call's `harness.tool_call.<how>`; it joins the run's journal, so a step
+    attempt retried in this process is handed it, as a resumed one would be."""
+    await run.record([NewEvent(f"harness.tool_call.{how}", payload, path)])
+    run.journal.tool_calls[str(payload["callId"])] = payload
 
 
 async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: str,
@@ -112,9 +118,10 @@ async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: s
         f"refused: {problem}"
     if recorded is None:
         logged = without_reserved(args) if isinstance(args, (dict, list, str)) else None
+        failed = {"callId": call_id, "error": message, "durationMs": 0}
         await run.record([_started(path, call_id, caller, name, logged, turn),
-                          NewEvent("harness.tool_call.failed", {
-                              "callId": call_id, "error": message, "durationMs": 0}, path)])
+                          NewEvent("harness.tool_call.failed", failed, path)])
+        run.journal.tool_calls[call_id] = failed
     raise ToolCallFailed(call_id, message)
 
 

@@ -92,19 +92,13 @@ class WorkflowHarness:
                                   ctx: HarnessContext) -> HarnessResult:
         from lwtool.steps import ai_generate
 
-        output, events = await ai_generate.execute(ctx.scope, task.step, task.step_path,
-                                                   task.step_input, task.expression_scope,
-                                                   ctx.system)
-        return HarnessResult("execute_step", output, list(events))
+        return await _builtin(ai_generate, task, ctx, ctx.system)
 
     async def execute_ai_agent(self, task: ExecuteStepTask,
                                ctx: HarnessContext) -> HarnessResult:
         from lwtool.steps import ai_agent
 
-        output, events = await ai_agent.execute(ctx.scope, task.step, task.step_path,
-                                                task.step_input, task.expression_scope,
-                                                ctx.system)
-        return HarnessResult("execute_step", output, list(events))
+        return await _builtin(ai_agent, task, ctx, ctx.system)
 
     async def execute_tool_call(self, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
         from lwtool.steps import tool_call
@@ -147,9 +141,11 @@ def _request_text(request: Any) -> str:
                                                                indent=1, default=str)
 
 
-async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext) -> HarnessResult:
+async def _builtin(module: Any, task: ExecuteStepTask, ctx: HarnessContext,
+                   *more: Any) -> HarnessResult:
+    """A step module's execute (`more`: the model steps' worker system prompt)."""
     output, events = await module.execute(ctx.scope, task.step, task.step_path,
-                                          task.step_input, task.expression_scope)
+                                          task.step_input, task.expression_scope, *more)
     return HarnessResult("execute_step", output, list(events))
 
 

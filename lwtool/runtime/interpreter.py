@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import os
 from collections.abc import Callable
@@ -181,6 +182,8 @@ async def start_run(world: World, lwir: dict[str, Any], run_input: Any, tools: T
         if created is not None:
             if on_start:
                 on_start(run_id)
+            if canonical is not None:  # run what a resume will read: the stored version
+                lwir = json.loads(canonical)  # (its key order shapes prompts and schemas)
             return await _execute(world, run_id, version_id, lwir, run_input, tools, models,
                                   Journal.from_events(created), timeout, harness, workspace,
                                   durability, branches, budget, links, secrets)

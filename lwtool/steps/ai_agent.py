@@ -23,6 +23,7 @@ from lwtool.record.run_state import step_timeout
 from lwtool.steps.ai_generate import REPAIRS, build_messages, locked_model, repair_slot
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import OutputInvalid, parse_model_text
+from lwtool.steps.tool_call import locked_tool
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import NewEvent
 
@@ -37,19 +38,9 @@ ATTACHED = ("conversation (the messages, tool results included)", "final reply (
 
 def offered_tools(run: Any, names: Any, path: str) -> ToolRegistry:
     """The tools `with.tools` names, as the registry the model is offered."""
-    allowed = (run.lwir.get("permissions") or {}).get("tools") or []
     offered = ToolRegistry()
     for name in names if isinstance(names, list) else []:
-        if name not in allowed:
-            raise StepFailure("capability_drift", f"tool '{name}' is not in the locked "
-                              "permissions.tools", path)
-        tool = run.tools.get(name)
-        if tool is None:
-            known = ", ".join(run.tools.names()) or "none"
-            raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
-                              f"(registered: {known}; pass --tools MODULE:ATTR or --mcp "
-                              "FILE)", path)
-        offered.tools[name] = tool
+        offered.tools[name] = locked_tool(run, name, path)
     return offered
 
 

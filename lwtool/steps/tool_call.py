@@ -15,25 +15,33 @@ from lwtool.record.errors import StepFailure, TransientError
 from lwtool.record.run_state import step_timeout
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import checked_step_output
-from lwtool.tools import WAIT_SLICE, Interrupted, Refused, ToolFailed
+from lwtool.tools import WAIT_SLICE, Interrupted, Refused, Tool, ToolFailed
 from lwtool.world.base import NewEvent
 
 resolve_input = step_input
+
+
+def locked_tool(run: Any, name: Any, path: str) -> Tool:
+    """The registered tool `name`, which the locked LWIR must permit
+    (`permissions.tools`): else the step fails, capability_drift or (not registered)
+    runtime_config_error."""
+    allowed = (run.lwir.get("permissions") or {}).get("tools") or []
+    if name not in allowed:
+        raise StepFailure("capability_drift", f"tool '{name}' is not in the locked "
+                          "permissions.tools", path)
+    tool: Tool | None = run.tools.get(name)
+    if tool is None:
+        known = ", ".join(run.tools.names()) or "none"
+        raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
+                          f"(registered: {known}; pass --tools MODULE:ATTR)", path)
+    return tool
 
 
 async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
                   expression_scope: dict[str, Any]) -> tuple[Any, list[NewEvent]]:
     run = scope.run
     name = (step.get("with") or {}).get("tool")
-    allowed = (run.lwir.get("permissions") or {}).get("tools") or []
-    if name not in allowed:
-        raise StepFailure("capability_drift", f"tool '{name}' is not in the locked "
-                          "permissions.tools", path)
-    tool = run.tools.get(name)
-    if tool is None:
-        known = ", ".join(run.tools.names()) or "none"
-        raise StepFailure("runtime_config_error", f"tool '{name}' is not registered "
-                          f"(registered: {known}; pass --tools MODULE:ATTR)", path)
+    tool = locked_tool(run, name, path)
     refused = endpoint_refusal(run, tool)
     if refused is not None:
         raise StepFailure("capability_denied", refused[1], path,

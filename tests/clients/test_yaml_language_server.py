@@ -143,7 +143,7 @@ async def test_a_bad_step_type_is_one_diagnostic(yls: LanguageClient) -> None:
     _, diagnostics = await _open(yls, text)
     line = text.splitlines().index("    uses: tool.cal")
     assert [(d.range.start.line, d.message.splitlines()[0]) for d in diagnostics] == [
-        (line, 'Value is not accepted. Valid values: "ai.generate", "tool.call", '
+        (line, 'Value is not accepted. Valid values: "ai.generate", "ai.agent", "tool.call", '
                '"code.run", "decision", "parallel", "human.input", "workflow.invoke", "map".')
     ], diagnostics
 

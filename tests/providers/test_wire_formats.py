@@ -214,6 +214,33 @@ def test_errors_are_retried_or_named_by_their_cause(api: str, served: Any,
         assert len(server.requests) == 1  # the same prompt would fail again
 
 
+def test_an_agent_step_retried_after_a_503_goes_on_from_its_committed_turns(
+        served: Any, tmp_path: Path) -> None:
+    """Turn 2 refused (503): the step's next attempt, in the same process, asks turn 2
+    again and neither turn 1 nor its tool call, as a resume after a kill would."""
+    from lwtool import ToolRegistry
+
+    added: list[Any] = []
+    tools = ToolRegistry()
+    tools.register("add", lambda args: added.append(args) or {"sum": args["x"] + args["y"]},
+                   "Add two numbers.", {"type": "object"})
+    server = served("openai", [
+        {"tool_calls": [{"name": "add", "arguments": {"x": 2, "y": 3}}]},
+        {"error": 503, "kind": "overloaded"}, "The sum is 5."])
+    doc = _flow({"id": "agent", "uses": "ai.agent", "retry": {"maxAttempts": 2,
+                                                              "backoffMs": 0},
+                 "with": {"model": "m", "tools": ["add"], "prompt": "Add 2 and 3."}})
+    doc["permissions"]["tools"] = ["add"]
+    world = local_world(tmp_path / "data")
+    result = asyncio.run(run_workflow(doc, {"text": "a ticket"}, world=world,
+                                      models={"m": MODELS["openai"]}, tools=tools))
+    assert result["output"] == "The sum is 5."
+    assert len(server.requests) == 3 and len(added) == 1
+    turns = [e.payload["turn"] for e in world.events(result["runId"])
+             if e.type == "harness.model.responded"]
+    assert turns == [0, 1]
+
+
 @pytest.mark.parametrize("api", APIS)
 def test_a_429_waits_its_retry_after(api: str, served: Any, tmp_path: Path) -> None:
     server = served(api, [{"error": 429, "kind": "rate_limit", "headers": {

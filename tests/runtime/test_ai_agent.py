@@ -302,3 +302,23 @@ def test_a_token_budget_stops_the_agent_between_turns(folder: Path) -> None:
     assert (failed["causeCode"], failed["failedStepPath"]) == ("budget_exceeded", "research")
     assert _calls(folder) == ["fetch_page"]
     assert len(_events(folder, "b", "harness.model.responded")) == 1
+
+
+def test_the_readme_example_runs_offline_and_a_killed_run_replays_the_same(
+        tmp_path: Path) -> None:
+    """examples/agent: two offline turns; killed after its tool result, the replay
+    prints exactly what the uninterrupted run printed (the same bytes: key order too)."""
+    from tests.conftest import ROOT
+
+    args = ["examples/agent/research.lwir.yaml", "-i", "examples/inputs/research.json",
+            "--tools", "examples/tools.py:tools", "--models", "examples/models.offline.yaml",
+            "--data-dir", str(tmp_path / "d")]
+    whole = run_cli("run", *args, "--run-id", "whole", cwd=ROOT)
+    assert whole.returncode == 0, whole.stderr
+    assert '"id\\": \\"note-1\\"' in whole.stdout  # the answer read the tool's result
+    killed = run_cli("run", *args, "--run-id", "k", cwd=ROOT, env={
+        "LWTOOL_FAULT_KILL_AFTER": "harness.tool_call.succeeded@research"})
+    assert killed.returncode == -9, killed.stderr
+    replayed = run_cli("replay", "k", *args[3:], cwd=ROOT)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == whole.stdout
