@@ -150,6 +150,7 @@ class _Worker:
         self.runs_looked = 0.0  # monotonic time of the last claim of a run tried
         self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
         self.wake = asyncio.Event()  # work was queued (NOTIFY), a claim or branch ended
+        self._timed_out = False  # _wait's timer went off
         self.helped = HelperEnds(self.wake.set)  # ends of other workers' runs' branches
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
@@ -163,6 +164,8 @@ class _Worker:
         loop = self.loop = asyncio.get_running_loop()
         # a slot given back: claim other workers' branches with it, when some may wait
         stop_slots = self.slots.listen(lambda: self._slot_freed(loop, wake))
+        stopping = asyncio.create_task(stop.wait())  # stop wakes the claim loop too
+        stopping.add_done_callback(self._ended)
         try:
             while self.runs or not stop.is_set():
                 wake.clear()
@@ -178,8 +181,9 @@ class _Worker:
                     away = min(max(away * 2, 0.2), AWAY_MOST)
                     log("world_away", f"cannot claim work: {exc}; looking again in "
                         f"{away:g} s", level="warning")
-                ended += await self._wait(wake, stop, away or POLL_SECONDS)
+                ended += await self._wait(wake, away or POLL_SECONDS)
         finally:
+            stopping.cancel()
             stop_slots()
             stop_listen()
             self.run_ends.stop()
@@ -226,7 +230,9 @@ class _Worker:
                          step=task.prefix)
                 if metrics is not None:
                     metrics.branches_claimed.inc()
-                self.branches.add(asyncio.create_task(_execute_branch(self, task)))
+                helping = asyncio.create_task(_execute_branch(self, task))
+                helping.add_done_callback(self._ended)
+                self.branches.add(helping)
             if tasks:
                 self.heartbeat.poke()
                 return True
@@ -248,6 +254,7 @@ class _Worker:
                 self.run_ids.add(claim.run_id)
                 executing = asyncio.create_task(_execute(self, claim))
                 executing.add_done_callback(lambda _: self.run_ids.discard(claim.run_id))
+                executing.add_done_callback(self._ended)
                 self.runs.add(executing)
                 self.heartbeat.poke()
                 return True
@@ -267,29 +274,41 @@ class _Worker:
             done.cancel()
             raise
 
-    async def _wait(self, wake: asyncio.Event, stop: asyncio.Event, timeout: float) -> int:
-        """Wait for a run or branch to end, work to be queued, stop, or `timeout`;
-        returns how many runs ended."""
-        woken = asyncio.create_task(wake.wait())
-        stopped = asyncio.create_task(stop.wait())
-        try:
-            done, _ = await asyncio.wait({*self.runs, *self.branches, woken, stopped},
-                                         timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            woken.cancel()
-            stopped.cancel()
-        if not done:  # a look is due: what a dead worker left is claimable now
-            self.branches_maybe = self.runs_maybe = True
+    async def _wait(self, wake: asyncio.Event, timeout: float) -> int:
+        """Wait for a run or branch to end, work to be queued, stop (each sets `wake`),
+        or `timeout`; returns how many runs ended. No task is made a wait: a worker
+        helping with branches waits once a branch."""
+        runs = [task for task in self.runs if task.done()]
+        branches = [task for task in self.branches if task.done()]
+        if not runs and not branches and not wake.is_set():
+            timer = asyncio.get_running_loop().call_later(timeout, self._time_up)
+            try:
+                await wake.wait()
+            finally:
+                timer.cancel()
+            runs = [task for task in self.runs if task.done()]
+            branches = [task for task in self.branches if task.done()]
+            if self._timed_out and not runs and not branches:
+                # a look is due: what a dead worker left is claimable now
+                self.branches_maybe = self.runs_maybe = True
+        self._timed_out = False
         ended = 0
-        for finished in done:
-            if finished in self.runs and not finished.cancelled():  # cancelled: lease lost
+        for finished in runs:
+            if not finished.cancelled():  # cancelled: its lease was lost
                 ended += bool(finished.result())
             self.runs.discard(finished)
-            self.branches.discard(finished)
-        if any(finished not in (woken, stopped) for finished in done):
+        self.branches.difference_update(branches)
+        if runs or branches:
             self.heartbeat.poke()
         return ended
+
+    def _time_up(self) -> None:
+        self._timed_out = True
+        self.wake.set()
+
+    def _ended(self, _: Any) -> None:
+        """A run's or branch's task is done: the claim loop looks again."""
+        self.wake.set()
 
 
 async def _execute_branch(worker: _Worker, task: Any) -> bool:

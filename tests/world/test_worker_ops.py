@@ -412,3 +412,45 @@ def test_a_worker_killed_right_after_a_runs_last_commit_leaves_it_ended(
     assert _outputs(postgres_url, 1) == {"x0": EXPECTED}
     assert run_cli("runs", "--world", postgres_url).stdout.splitlines()[1].split()[:2] == \
         ["x0", "completed"]
+
+
+def test_a_stopping_worker_waits_for_its_runs_without_spinning(tmp_path: Path,
+                                                               postgres_url: str) -> None:
+    """SIGTERM with a run in hand: the worker lets the run finish, and meanwhile its
+    claim loop sleeps until something ends (it spun at 100% of a core before)."""
+    (tmp_path / "slow.py").write_text("import time\n\ndef slow(args):\n    time.sleep(3)\n"
+                                      "    return {'ok': True}\n\ntools = {'slow': slow}\n")
+    (tmp_path / "slow.lwir.json").write_text(json.dumps({
+        "apiVersion": "littleworkflow.dev/v0.1", "kind": "Workflow",
+        "metadata": {"name": "slow"}, "permissions": {"tools": ["slow"]},
+        "steps": [{"id": "s", "uses": "tool.call", "with": {"tool": "slow"}}]}))
+    (tmp_path / "in.json").write_text("{}")
+    assert run_cli("run", str(tmp_path / "slow.lwir.json"), "-i", str(tmp_path / "in.json"),
+                   "--enqueue", "--run-id", "slow", "--world", postgres_url).returncode == 0
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "lwtool", "worker", "--world", postgres_url, "--tools",
+         f"{tmp_path / 'slow.py'}:tools", "--data-dir", str(tmp_path / "data"), "-v"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert worker.stderr is not None
+        while "claimed run slow" not in worker.stderr.readline():
+            assert worker.poll() is None
+        worker.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        ticks = os.sysconf("SC_CLK_TCK")
+
+        def cpu() -> float:
+            fields = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / ticks
+
+        before = cpu()
+        time.sleep(1.0)
+        spent = cpu() - before
+        assert spent < 0.2, f"{spent:.2f} s of CPU in 1 s of waiting for its run"
+        worker.communicate(timeout=60)
+        assert worker.returncode == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    status = json.loads(run_cli("runs", "--world", postgres_url, "--json").stdout)
+    assert [(r["runId"], r["status"]) for r in status] == [("slow", "completed")]
