@@ -1,5 +1,7 @@
 """Completion: step ids where the cursor expects one (`steps.` in an expression,
-`needs`, a decision's `to`/`default`) and accessors after `steps.<id>.`."""
+`needs`, a decision's `to`/`default`), accessors after `steps.<id>.`, and inside a
+step the names its permissions list: a tool after `tool:` (tool.call) or in `tools:`
+(ai.agent), a model slot after `model:`."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ _EXPR_ACCESSOR = re.compile(r"\{\{[^}]*\bsteps\.([A-Za-z_][A-Za-z0-9_-]*)\.([A-Z
 # Keys may be quoted (JSON, or quoted YAML keys): `needs: [`, `"needs": ["a", "`.
 _NEEDS = re.compile(r"(^|[\s{,\"'])needs[\"']?\s*:\s*\[?([^\]]*)$|^\s*-\s*[A-Za-z0-9_-]*$")
 _TARGET = re.compile(r"(^|[\s{,\"'])(to|default)[\"']?\s*:\s*[\"']?[A-Za-z0-9_-]*$")
+# A permitted name (MCP tools hold dots): `tool: `, `tools: [a, `, `model: `.
+_NAME = r"[\"']?[A-Za-z0-9_.:/-]*$"
+_ITEM = re.compile(r"^\s*-\s*[A-Za-z0-9_.:/-]*$")  # a block list's item
+_PERMITTED = {"tools": re.compile(r"(^|[\s{,\"'])(tool[\"']?\s*:\s*|tools[\"']?\s*:\s*"
+                                  r"\[[^\]]*?)" + _NAME),
+              "models": re.compile(r"(^|[\s{,\"'])model[\"']?\s*:\s*" + _NAME)}
 
 
 _TYPED = re.compile(r"[A-Za-z0-9_-]*$")
@@ -40,8 +48,17 @@ def completions(analysis: Analysis, fallback: Analysis | None, pos: Pos,
         return others
     if _TARGET.search(line_prefix):
         return others + ([("end", "end this scope")] if "end".startswith(prefix) else [])
-    if _NEEDS.search(line_prefix) and ("needs" in line_prefix or _in_needs(source, pos)):
+    if _NEEDS.search(line_prefix) and ("needs" in line_prefix or _in_list(source, pos)):
         return others
+    if owner is not None:  # in a step: what its permissions list
+        for kind, pattern in _PERMITTED.items():
+            if pattern.search(line_prefix) or (kind == "tools" and _ITEM.search(line_prefix)
+                                               and _in_list(source, pos, "tools")):
+                typed_name = re.search(r"[A-Za-z0-9_.:/-]*$", line_prefix)
+                start = typed_name.group(0) if typed_name else ""
+                return [(name, f"permissions.{kind}")
+                        for name in sorted(source.context.permitted(kind))
+                        if name.startswith(start)]
     return []
 
 
@@ -58,12 +75,12 @@ def _scope_near(analysis: Analysis, pos: Pos) -> tuple[StepInfo | None, list[Ste
     return owner, list(analysis.context.in_scope(scope).values())
 
 
-def _in_needs(analysis: Analysis, pos: Pos) -> bool:
-    """Whether the line above the cursor opens or continues a `needs:` block list."""
+def _in_list(analysis: Analysis, pos: Pos, key: str = "needs") -> bool:
+    """Whether the line above the cursor opens or continues a `key:` block list."""
     lines = analysis.text.split("\n")
     for index in range(pos.line - 2, -1, -1):
         line = lines[index].strip() if index < len(lines) else ""
         if line.startswith("- "):
             continue
-        return line.rstrip(":").endswith("needs")
+        return line.rstrip(":").endswith(key)
     return False

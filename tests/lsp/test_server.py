@@ -136,6 +136,49 @@ async def test_completion_of_step_ids(client: LanguageClient) -> None:
     assert {item.label for item in result.items} == {"lastOutput"}  # by the typed prefix
 
 
+async def test_completion_of_permitted_tools_and_model_slots(
+        client: LanguageClient) -> None:
+    """Inside a step: `tools: [` (flow or block list) offers permissions.tools, MCP
+    names with their dots, by the typed prefix; `tool:` the same; `model:` the slots."""
+    uri = "file:///work/agent.lwir.yaml"
+    text = """apiVersion: littleworkflow.dev/v0.1
+kind: Workflow
+metadata: {name: agent}
+permissions: {tools: [search, time.get_current_time, fetch], models: [fast, strong]}
+steps:
+  - id: ask
+    uses: ai.agent
+    with:
+      model: fast
+      tools: [search, time.get_current_time]
+      prompt: hi
+  - id: one
+    uses: ai.agent
+    with:
+      model: strong
+      tools:
+        - fetch
+"""
+    _open(client, text, uri)
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+
+    async def labels(line: int, character: int) -> set[str]:
+        result = await client.text_document_completion_async(types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character)))
+        return {item.label for item in result.items}
+
+    lines = text.splitlines()
+    assert await labels(9, len("      tools: [")) == {"search", "time.get_current_time",
+                                                     "fetch"}
+    assert await labels(9, len("      tools: [search, time.")) == {"time.get_current_time"}
+    assert await labels(8, len("      model: ")) == {"fast", "strong"}
+    assert await labels(14, len("      model: st")) == {"strong"}
+    assert await labels(16, len("        - f")) == {"fetch"}
+    assert await labels(3, lines[3].index("search")) == set()  # the list itself: no step
+
+
 async def test_document_symbols_outline_steps(client: LanguageClient) -> None:
     text = open("examples/candidate-review.lwir.yaml", encoding="utf-8").read()
     uri = "file:///work/candidate-review.lwir.yaml"
