@@ -83,7 +83,7 @@ def _with_secrets(spec: ServerSpec, values: Mapping[str, str] | None) -> ServerS
 
 def server_grants(lwir: Mapping[str, Any]) -> dict[str, set[str]]:
     """Server -> the secret names granted to the tool.call steps that call its tools
-    (SERVER.TOOL), in every step list of `lwir`."""
+    (SERVER.TOOL) and the ai.agent steps that offer them, in every step list of `lwir`."""
     found: dict[str, set[str]] = {}
     todo = list(lwir.get("steps") or [])
     while todo:
@@ -91,11 +91,13 @@ def server_grants(lwir: Mapping[str, Any]) -> dict[str, set[str]]:
         if not isinstance(step, Mapping):
             continue
         todo.extend(step.get("steps") or [])
-        tool = (step.get("with") or {}).get("tool") if step.get("uses") == "tool.call" \
-            else None
-        if isinstance(tool, str) and "." in tool and step.get("secrets"):
-            found.setdefault(tool.partition(".")[0], set()).update(
-                str(n) for n in step["secrets"])
+        settings = step.get("with") or {}
+        tools = [settings.get("tool")] if step.get("uses") == "tool.call" else \
+            list(settings.get("tools") or []) if step.get("uses") == "ai.agent" else []
+        for tool in tools if step.get("secrets") else []:
+            if isinstance(tool, str) and "." in tool:
+                found.setdefault(tool.partition(".")[0], set()).update(
+                    str(n) for n in step["secrets"])
     return found
 
 

@@ -276,3 +276,19 @@ def test_code_run_calls_a_server_tool_through_its_tools_proxy(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"]["zone"] == "Europe/Oslo"
     assert _calls(tmp_path) == 1
+
+
+def test_a_servers_grant_is_what_its_tool_steps_and_agent_steps_are_granted() -> None:
+    from lwtool.mcp.tools import server_grants
+
+    lwir = {"steps": [
+        {"id": "a", "uses": "tool.call", "with": {"tool": "gh.create_issue"},
+         "secrets": ["GITHUB_TOKEN"]},
+        {"id": "b", "uses": "ai.agent", "with": {"tools": ["gh.search", "time.now", "local"]},
+         "secrets": ["SEARCH_KEY"]},
+        {"id": "c", "uses": "ai.agent", "with": {"tools": ["slack.post"]}},
+        {"id": "p", "uses": "parallel", "steps": [
+            {"id": "d", "uses": "ai.agent", "with": {"tools": ["slack.post"]},
+             "secrets": ["SLACK_TOKEN"]}]}]}
+    assert server_grants(lwir) == {"gh": {"GITHUB_TOKEN", "SEARCH_KEY"},
+                                   "time": {"SEARCH_KEY"}, "slack": {"SLACK_TOKEN"}}
