@@ -322,3 +322,34 @@ def test_the_readme_example_runs_offline_and_a_killed_run_replays_the_same(
     replayed = run_cli("replay", "k", *args[3:], cwd=ROOT)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == whole.stdout
+
+
+def test_a_sensitive_agent_step_keeps_its_turns_and_tool_calls_sealed(tmp_path: Path) -> None:
+    """`sensitive: true`: the prompt, every reply, the tool arguments and results and
+    the conversation are kept out of the log, each in a sealed artifact."""
+    from lwtool.record.sensitive import MAGIC
+
+    model = ScriptedModel([{"toolCalls": [{"name": "search",
+                                           "arguments": {"q": "ASKED-0f3c9e"}}]},
+                           '{"summary": "ANSWERED-71b2d4"}'])
+    tools = ToolRegistry()
+    tools.register("search", lambda args: {"hit": "FOUND-5ae81c"}, "Search.",
+                   {"type": "object"})
+    doc = _doc(["search"], sensitive=True)
+    doc["steps"][0]["with"]["prompt"] = "About TOPIC-9d04aa"
+    world = local_world(tmp_path / "d")
+    result = asyncio.run(run_workflow(doc, {"topic": "x"}, world=world, models={"m": model},
+                                      tools=tools))
+    assert [m["content"] for m in model.calls[1] if m["role"] == "tool"] == [
+        '{"hit": "FOUND-5ae81c"}']  # the model itself saw the result
+    markers = ("ASKED-0f3c9e", "FOUND-5ae81c", "ANSWERED-71b2d4", "TOPIC-9d04aa")
+    # (RunStarted records the scripted model's own script: the test's stand-in for a
+    # provider's model string, not something the step wrote)
+    logged = json.dumps([e.payload for e in world.events(result["runId"])
+                         if e.type != "RunStarted"])
+    assert not [m for m in markers if m in logged]
+    stored = [asyncio.run(world.get_artifact(ref)) for ref in world.inline_artifact_refs()]
+    holding = [data for data in stored if any(m.encode() in data for m in markers)]
+    assert len(holding) >= 6  # args, result, replies, prompt, conversation, output
+    assert all(data.startswith(MAGIC) for data in holding)  # each one sealed
+    world.close()
