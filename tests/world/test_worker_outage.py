@@ -87,8 +87,12 @@ def test_a_run_resumes_once_the_server_is_back(tmp_path: Path,
         assert "claimed run r00 (claim 2)" in err, err  # resumed from its log
         marks = _marks(tmp_path)
         assert sorted(marks) == sorted(f"r00:s{i}" for i in range(STEPS))
-        # at most the step in flight again
-        assert sum(n - 1 for n in marks.values()) <= 1, (marks, err)
+        # at most the step in flight again, once a claim that ended early: one, the
+        # outage's (under load a late renewal of the 2 s lease can end one more claim,
+        # whose step in flight then runs again too; never any other step)
+        claims = len(re.findall(r"claimed run r00 \(claim \d+\)", err))
+        said = "\n".join(line for line in err.splitlines() if "r00" in line)
+        assert sum(n - 1 for n in marks.values()) <= claims - 1, f"{marks}\n{said}"
         assert _outputs(url, 1) == {"r00": EXPECTED}
 
 
