@@ -35,6 +35,7 @@ from lwtool.runtime.helper_ends import HelperEnds
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_loop import on_own_loop, soon
 from lwtool.runtime.worker_beat import Heartbeat
+from lwtool.runtime.worker_chores import export, needs_of, wake_parent
 from lwtool.runtime.worker_log import WorkerLog
 from lwtool.tools import ToolRegistry
 from lwtool.world.base import RunLocked, WorldError
@@ -385,7 +386,7 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         await asyncio.sleep(setup.lease / 3)
         return False
     except (MissingTools, UnresolvedModel, SurfaceDrift) as refused:  # nothing was run here
-        needs = await asyncio.to_thread(_needs_of, world, claim)
+        needs = await asyncio.to_thread(needs_of, world, claim)
         if isinstance(refused, SurfaceDrift) and needs is not None:
             needs += pin_needs(refused.pins)  # for a worker with the version's surface
         log("run_handed_back", f"{what} handed back: this worker cannot serve it: {refused}",
@@ -412,46 +413,10 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
         setup.metrics.runs_ended.labels(state).inc()
     parent = (claim.options.get("links") or {}).get("parentRunId")
     if parent and state in ("done", "failed"):  # a child ended: a parent that waited
-        await asyncio.to_thread(_wake_parent, queue, parent, log)  # for it goes on
+        await asyncio.to_thread(wake_parent, queue, parent, log)  # for it goes on
     if setup.otel_endpoint is not None:
-        await asyncio.to_thread(_export, world, run_id, setup.otel_endpoint, log)
+        await asyncio.to_thread(export, world, run_id, setup.otel_endpoint, log)
     return True
-
-
-def _wake_parent(queue: Any, parent: str, log: WorkerLog) -> None:
-    """Queue again a parent run that stopped waiting (for a person, in this child)."""
-    try:
-        if queue.requeue(parent):
-            log("run_requeued", f"run {parent} queued again: its child ended", run=parent)
-    except WorldError as exc:
-        log("run_not_requeued", f"run {parent} could not be queued again: {exc}",
-            run=parent, level="warning")
-
-
-def _needs_of(world: Any, claim: Any) -> list[str] | None:
-    """What a run needs of its worker (to write on the row this worker hands back)."""
-    from lwtool.runtime.needs import run_needs
-
-    try:
-        lwir = world.get_version(claim.version_id)
-    except WorldError:
-        return None
-    return None if lwir is None else run_needs(lwir, claim.options.get("models") or {})
-
-
-def _export(world: Any, run_id: str, endpoint: str, log: WorkerLog) -> None:
-    """Send a run this worker ended to an OTLP/HTTP endpoint; a failure is logged."""
-    from lwtool.observe.otel import run_spans, send
-    from lwtool.observe.otlp_send import ExportFailed
-
-    try:
-        found = run_spans(world, run_id)
-        where = send(found, endpoint, 10.0)
-    except (ExportFailed, WorldError) as exc:
-        log("otel_failed", f"run {run_id}: cannot export its trace: {exc}", run=run_id,
-            level="warning")
-        return
-    log("otel_exported", f"run {run_id}: {len(found)} spans exported to {where}", run=run_id)
 
 
 async def _end(finish: Callable[[], Any], what: str, log: WorkerLog) -> bool:
