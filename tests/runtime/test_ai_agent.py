@@ -353,3 +353,22 @@ def test_a_sensitive_agent_step_keeps_its_turns_and_tool_calls_sealed(tmp_path: 
     assert len(holding) >= 6  # args, result, replies, prompt, conversation, output
     assert all(data.startswith(MAGIC) for data in holding)  # each one sealed
     world.close()
+
+
+def test_a_skill_given_at_run_time_reaches_the_agents_system_prompt(tmp_path: Path) -> None:
+    """The README's offline `--skill` example: the skill is listed before the step's
+    own system prompt in every turn's request."""
+    from tests.conftest import ROOT
+
+    done = run_cli("run", "examples/agent/research.lwir.yaml", "-i",
+                   "examples/inputs/research.json", "--tools", "examples/tools.py:tools",
+                   "--models", "examples/models.offline.yaml", "--skill",
+                   "examples/skills/cite-notes", "--run-id", "cited", "--data-dir",
+                   str(tmp_path / "d"), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    called = run_cli("events", "cited", "--type", "harness.model.called", "--json",
+                     "--data-dir", str(tmp_path / "d"), cwd=ROOT)
+    system = json.loads(called.stdout.splitlines()[0])["payload"]["request"]["messages"][0]
+    assert system["content"].startswith("Available skills") and \
+        "- cite-notes: Cite the team's notes by id" in system["content"]
+    assert system["content"].index("cite-notes") < system["content"].index("You answer")
