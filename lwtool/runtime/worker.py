@@ -2,7 +2,8 @@
 of any run, `concurrency` of each at a time.
 
 A worker claims the oldest runnable branch of other workers' runs
-(lwtool.world.postgres_branches), else the oldest runnable run
+(lwtool.world.postgres_branches; a slot that helped with one goes on to the next on
+the same loop, its end written with that claim: `_help`), else the oldest runnable run
 (lwtool.world.postgres_queue), renews its lease while it executes
 (lwtool.runtime.worker_beat: one thread for every claim), and ends its claim `done` or
 `failed`. The runs it executes hand their parallel branches to the branch queue and
@@ -20,18 +21,18 @@ ends once no run is queued or claimed anywhere.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lwtool.capability.secrets import current_broker
 from lwtool.lock.version_record import SurfaceDrift, drift_message, drifted, pin_needs
 from lwtool.record.errors import RunFailedError, RunWaitingError
-from lwtool.runtime.helper_ends import HelperEnds
 from lwtool.runtime.needs import worker_serves
 from lwtool.runtime.own_loop import on_own_loop, soon
 from lwtool.runtime.worker_beat import Heartbeat
@@ -152,7 +153,7 @@ class _Worker:
         self.loop: asyncio.AbstractEventLoop | None = None  # the worker's own (work())
         self.wake = asyncio.Event()  # work was queued (NOTIFY), a claim or branch ended
         self._timed_out = False  # _wait's timer went off
-        self.helped = HelperEnds(self.wake.set)  # ends of other workers' runs' branches
+        self.stopping = threading.Event()  # set with stop: helping claims no more branches
         self.heartbeat = Heartbeat(registration, setup.beat_every, setup.log, setup.metrics,
                                    lambda: (len(self.runs), self.slots.used))
 
@@ -167,6 +168,7 @@ class _Worker:
         stop_slots = self.slots.listen(lambda: self._slot_freed(loop, wake))
         stopping = asyncio.create_task(stop.wait())  # stop wakes the claim loop too
         stopping.add_done_callback(self._ended)
+        stopping.add_done_callback(lambda _: self.stopping.set())  # and ends helping
         try:
             while self.runs or not stop.is_set():
                 wake.clear()
@@ -189,15 +191,9 @@ class _Worker:
             stop_listen()
             self.run_ends.stop()
             stop_beat()
-        while self.branches or self.helped:  # the last branches, their ends written
-            await self._write_ends()
-            if self.branches:
-                done, _ = await asyncio.wait(self.branches, timeout=0.05)
-                self.branches -= done
+        if self.branches:  # the last branches helped, their ends written
+            await asyncio.wait(self.branches)
         return ended
-
-    async def _write_ends(self) -> None:
-        await self.helped.write(self.branch_queue, self.setup.name, self.setup.lease)
 
     def _slot_freed(self, loop: asyncio.AbstractEventLoop, wake: asyncio.Event) -> None:
         if self.branches_maybe:
@@ -208,29 +204,18 @@ class _Worker:
         whether anything was claimed."""
         setup, metrics = self.setup, self.setup.metrics
         free = self.slots.take(setup.concurrency) if self.branches_maybe else 0
-        if free <= 0:
-            await self._write_ends()
-        else:
+        if free > 0:
             notes, tasks = self.branch_notes, list[Any]()
-            taken = self.helped.take()  # the ends of branches helped, with the claim
-            try:  # each branch claimed keeps its slot until it ends
-                tasks, written = await asyncio.to_thread(
-                    self.branch_queue.end_and_claim, HelperEnds.ends(taken), setup.name,
-                    setup.lease, self.serves, setup.queues, free, sorted(self.run_ids))
-            except WorldError as exc:
-                HelperEnds.fail(taken, exc)
-                raise
+            try:  # each branch claimed keeps its slot until its chain ends
+                tasks, _ = await asyncio.to_thread(
+                    self.branch_queue.end_and_claim, [], setup.name, setup.lease,
+                    self.serves, setup.queues, free, sorted(self.run_ids))
             finally:
                 self.slots.give(free - len(tasks))
-            HelperEnds.settle(taken, written)
             if not tasks and notes == self.branch_notes:  # none heard of meanwhile
                 self.branches_maybe = False
             for task in tasks:  # as many as there are free slots, in one claim
-                self.log("branch_claimed", f"claimed branch {task.prefix} of run "
-                         f"{task.run_id} (claim {task.claims})", run=task.run_id,
-                         step=task.prefix)
-                if metrics is not None:
-                    metrics.branches_claimed.inc()
+                self.claimed_branch(task)
                 helping = asyncio.create_task(_execute_branch(self, task))
                 helping.add_done_callback(self._ended)
                 self.branches.add(helping)
@@ -303,6 +288,13 @@ class _Worker:
             self.heartbeat.poke()
         return ended
 
+    def claimed_branch(self, task: Any) -> None:
+        """Say a branch was claimed (from any thread)."""
+        self.log("branch_claimed", f"claimed branch {task.prefix} of run {task.run_id} "
+                 f"(claim {task.claims})", run=task.run_id, step=task.prefix)
+        if self.setup.metrics is not None:
+            self.setup.metrics.branches_claimed.inc()
+
     def _time_up(self) -> None:
         self._timed_out = True
         self.wake.set()
@@ -313,29 +305,51 @@ class _Worker:
 
 
 async def _execute_branch(worker: _Worker, task: Any) -> bool:
-    """Execute one claimed branch and end its claim with the branch's end."""
+    """Execute claimed branches of other workers' runs, one after another, in one slot
+    and on one loop of their own: each branch's end is written with the claim of the
+    next (one statement, made on that loop), until none is left or the worker stops."""
+    try:
+        return await on_own_loop(lambda: _help(worker, task),
+                                 f"lwtool branch {task.prefix} of run {task.run_id}")
+    finally:
+        worker.slots.give(1)
+
+
+async def _help(worker: _Worker, task: Any) -> bool:
+    """`_execute_branch`'s chain, on its own loop; whether the last end was written."""
     from lwtool.runtime.branches import execute_branch
 
     setup, queue, log = worker.setup, worker.branch_queue, worker.log
-    what = f"branch {task.prefix} of run {task.run_id}"
-    stop_beat = worker.heartbeat.hold(lambda: queue.renew(task, setup.name, setup.lease),
-                                      what)
-    try:
-        state, result = await on_own_loop(
-            lambda: execute_branch(worker.world, task, worker.tools, worker.models,
-                                   worker.known), f"lwtool {what}")
-    except WorldError as exc:  # the server away, or a successor committed first
-        log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
-            step=task.prefix, level="warning")
-        return False
-    finally:
-        stop_beat()
-        worker.slots.give(1)
-    # written with the worker's next claim (lwtool.runtime.helper_ends)
-    if not await _ended(worker.helped.add(task, state, result), what, log):
-        return False
-    log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
-    return True
+    while True:
+        what = f"branch {task.prefix} of run {task.run_id}"
+        threading.current_thread().name = f"lwtool {what}"
+        stop_beat = worker.heartbeat.hold(
+            functools.partial(queue.renew, task, setup.name, setup.lease), what)
+        try:
+            state, result = await execute_branch(worker.world, task, worker.tools,
+                                                 worker.models, worker.known)
+        except WorldError as exc:  # the server away, or a successor committed first
+            log("branch_left", f"{what} left for later: {exc}", run=task.run_id,
+                step=task.prefix, level="warning")
+            return False
+        finally:
+            stop_beat()
+        more = 0 if worker.stopping.is_set() else 1
+        try:  # blocking this loop, which serves this chain alone
+            claimed, written = queue.end_and_claim(
+                [(task, state, result)], setup.name, setup.lease, worker.serves,
+                setup.queues, more, sorted(list(worker.run_ids)))
+        except WorldError as exc:
+            return _not_ended(log, what, exc)
+        ended = (task.run_id, task.prefix) in written
+        if ended:
+            log("branch_ended", f"{what} {state}", run=task.run_id, step=task.prefix)
+        else:
+            _lease_lost(log, what)
+        if not claimed:
+            return ended
+        task = claimed[0]
+        worker.claimed_branch(task)
 
 
 async def _execute(worker: _Worker, claim: Any) -> bool:
@@ -422,22 +436,22 @@ async def _execute(worker: _Worker, claim: Any) -> bool:
 async def _end(finish: Callable[[], Any], what: str, log: WorkerLog) -> bool:
     """End a claim; False when it is not this worker's any more, or the world cannot be
     reached (the claim then runs out, and the next claim finds the run's end)."""
-    return await _ended(asyncio.to_thread(finish), what, log)
-
-
-async def _ended(finish: Awaitable[Any], what: str, log: WorkerLog) -> bool:
-    """`_end` of a claim whose end `finish` writes."""
     try:
-        ended = await finish
+        ended = await asyncio.to_thread(finish)
     except WorldError as exc:
-        log("claim_not_ended", f"{what}: its claim could not be ended: {exc}",
-            level="warning")
-        return False
-    if ended is False:
-        log("lease_lost", f"{what}: the lease was lost before it ended; its end is another "
-            "worker's", level="warning")
-        return False
-    return True
+        return _not_ended(log, what, exc)
+    return ended is not False or _lease_lost(log, what)
+
+
+def _not_ended(log: WorkerLog, what: str, exc: WorldError) -> bool:
+    log("claim_not_ended", f"{what}: its claim could not be ended: {exc}", level="warning")
+    return False
+
+
+def _lease_lost(log: WorkerLog, what: str) -> bool:
+    log("lease_lost", f"{what}: the lease was lost before it ended; its end is another "
+        "worker's", level="warning")
+    return False
 
 
 def _listen_thread(worker: _Worker, wake: asyncio.Event) -> Callable[[], None]:
