@@ -26,6 +26,7 @@ from lwtool.record.errors import TransientError
 from lwtool.record.ids import short_hash
 from lwtool.sandbox.egress import EgressProxy
 from lwtool.tools import Refused, ToolFailed, ToolRegistry
+from lwtool.validate.context import named_tools
 
 
 def load_servers(path: str, needed: Iterable[str] | None = None,
@@ -91,10 +92,7 @@ def server_grants(lwir: Mapping[str, Any]) -> dict[str, set[str]]:
         if not isinstance(step, Mapping):
             continue
         todo.extend(step.get("steps") or [])
-        settings = step.get("with") or {}
-        tools = [settings.get("tool")] if step.get("uses") == "tool.call" else \
-            list(settings.get("tools") or []) if step.get("uses") == "ai.agent" else []
-        for tool in tools if step.get("secrets") else []:
+        for _, tool in named_tools(step) if step.get("secrets") else []:
             if isinstance(tool, str) and "." in tool:
                 found.setdefault(tool.partition(".")[0], set()).update(
                     str(n) for n in step["secrets"])

@@ -16,7 +16,7 @@ from typing import Any
 from lwtool.lock.version_record import PIN, served_pins
 from lwtool.steps.ai_generate import repair_slot
 from lwtool.tools import ToolRegistry
-from lwtool.validate.context import MODEL_STEPS
+from lwtool.validate.context import MODEL_STEPS, named_tools
 
 SLOT = "model slot "  # a tool name never holds a space: no tool is taken for a slot
 SECRET = "secret "
@@ -89,14 +89,8 @@ def needed_tools(lwir: dict[str, Any]) -> set[str]:
     """The tools a run must be given: those the workflow's tool.call steps name and its
     ai.agent steps offer. (A code.run step's code may call any permitted tool; one it
     calls that is not given fails inside the code, which can handle it.)"""
-    found: set[str] = set()
-    for step in every_step(lwir.get("steps") or []):
-        settings = step.get("with") or {}
-        if step.get("uses") == "tool.call":
-            found.add(str(settings.get("tool")))
-        elif step.get("uses") == "ai.agent":
-            found.update(str(name) for name in settings.get("tools") or [])
-    return found
+    return {str(name) for step in every_step(lwir.get("steps") or [])
+            for _, name in named_tools(step)}
 
 
 def reachable_tools(lwir: dict[str, Any]) -> list[str]:

@@ -22,6 +22,19 @@ MODEL_STEPS = ("ai.generate", "ai.agent")  # the steps that call the model `with
 TOP = ""  # the scope id of the workflow's own step list
 
 
+def named_tools(step: Any) -> list[tuple[str, Any]]:
+    """(JSON Pointer within the step, name) of each tool a step names: a tool.call's
+    `with.tool`, each of an ai.agent's `with.tools`; each must be in permissions.tools."""
+    settings = step.get("with") if isinstance(step, dict) else None
+    if not isinstance(settings, dict):
+        return []
+    if step.get("uses") == "tool.call":
+        return [("/with/tool", settings.get("tool"))]
+    offered = settings.get("tools") if step.get("uses") == "ai.agent" else None
+    return [(f"/with/tools/{n}", name)
+            for n, name in enumerate(offered if isinstance(offered, list) else [])]
+
+
 @dataclass(slots=True)
 class StepInfo:
     """One step, wherever it stands. `scope` is the pointer of the enclosing parallel

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lwtool.source.finding import Finding, Severity
-from lwtool.validate.context import did_you_mean
+from lwtool.validate.context import did_you_mean, named_tools
 
 CODE = "tools.unavailable"
 
@@ -79,13 +79,7 @@ def _step_tools(steps: Any, pointer: str) -> list[tuple[str, Any]]:
     for index, step in enumerate(steps if isinstance(steps, list) else []):
         if not isinstance(step, dict):
             continue
-        at, settings = f"{pointer}/{index}/with", step.get("with")
-        settings = settings if isinstance(settings, dict) else {}
-        if step.get("uses") == "tool.call":
-            found.append((f"{at}/tool", settings.get("tool")))
-        offered = settings.get("tools") if step.get("uses") == "ai.agent" else None
-        for n, name in enumerate(offered if isinstance(offered, list) else []):
-            found.append((f"{at}/tools/{n}", name))
+        found += [(f"{pointer}/{index}{where}", name) for where, name in named_tools(step)]
         found += _step_tools(step.get("steps"), f"{pointer}/{index}/steps")
     return found
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lwtool.source.finding import Finding
-from lwtool.validate.context import Context, did_you_mean
+from lwtool.validate.context import Context, did_you_mean, named_tools
 
 CODE = "permissions.unknown_tool"
 
@@ -37,14 +37,9 @@ CODE = "permissions.unknown_tool"
 def check(ctx: Context) -> Iterator[Finding]:
     allowed = ctx.permitted("tools")
     for info in ctx.steps:
-        named: list[tuple[object, str]] = []
-        if info.uses == "tool.call":
-            named.append((info.with_.get("tool"), f"{info.pointer}/with/tool"))
-        offered = info.with_.get("tools") if info.uses == "ai.agent" else None
-        for index, name in enumerate(offered if isinstance(offered, list) else []):
-            named.append((name, f"{info.pointer}/with/tools/{index}"))
-        for tool, pointer in named:
+        for where, tool in named_tools(info.step):
             if isinstance(tool, str) and tool not in allowed:
                 listed_text = ", ".join(sorted(allowed)) or "none"
-                yield ctx.finding(pointer, f"tool '{tool}' is not in permissions.tools "
-                                  f"(listed: {listed_text}){did_you_mean(tool, allowed)}")
+                yield ctx.finding(info.pointer + where, f"tool '{tool}' is not in "
+                                  f"permissions.tools (listed: {listed_text})"
+                                  f"{did_you_mean(tool, allowed)}")
