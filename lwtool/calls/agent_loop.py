@@ -134,8 +134,8 @@ async def run_agent(run: Any, path: str, model: str | ScriptedModel,
     logged = 0  # messages already in an earlier turn's harness.model.called
     limit, repaired, turn = max_turns, 0, 0
     calls: list[dict[str, Any]] = []
+    prompt = str(messages[-1].get("content") or "") if messages else ""  # offline answers it
     while turn < limit:
-        prompt = str(messages[-1].get("content") or "") if messages else ""
         reply = await recorded_model_call(run, path, turn, model, result.messages,
                                           mode or _TEXT, prompt, _NO_FORMAT, timeout, specs,
                                           since=logged)

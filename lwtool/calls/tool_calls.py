@@ -101,10 +101,12 @@ async def call_tool(run: Any, path: str, tool: Tool, args: Any, caller: Caller,
     return result
 
 
-async def _outcome(run: Any, path: str, how: str, payload: dict[str, Any]) -> None:
-    """Commit a call's `harness.tool_call.<how>`; it joins the run's journal, so a step
-    attempt retried in this process is handed it, as a resumed one would be."""
-    await run.record([NewEvent(f"harness.tool_call.{how}", payload, path)])
+async def _outcome(run: Any, path: str, how: str, payload: dict[str, Any],
+                   *before: NewEvent) -> None:
+    """Commit a call's `harness.tool_call.<how>` (after `before`, in the same commit); it
+    joins the run's journal, so a step attempt retried in this process is handed it, as
+    a resumed one would be."""
+    await run.record([*before, NewEvent(f"harness.tool_call.{how}", payload, path)])
     run.journal.tool_calls[str(payload["callId"])] = payload
 
 
@@ -118,10 +120,9 @@ async def refuse_call(run: Any, path: str, call_id: str, caller: Caller, name: s
         f"refused: {problem}"
     if recorded is None:
         logged = without_reserved(args) if isinstance(args, (dict, list, str)) else None
-        failed = {"callId": call_id, "error": message, "durationMs": 0}
-        await run.record([_started(path, call_id, caller, name, logged, turn),
-                          NewEvent("harness.tool_call.failed", failed, path)])
-        run.journal.tool_calls[call_id] = failed
+        await _outcome(run, path, "failed", {"callId": call_id, "error": message,
+                                             "durationMs": 0},
+                       _started(path, call_id, caller, name, logged, turn))
     raise ToolCallFailed(call_id, message)
 
 

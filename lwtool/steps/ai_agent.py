@@ -20,7 +20,7 @@ from typing import Any
 from lwtool.calls.agent_loop import AnswerCheck, run_agent
 from lwtool.record.errors import StepFailure
 from lwtool.record.run_state import step_timeout
-from lwtool.steps.ai_generate import REPAIRS, build_messages, locked_model, repair_slot
+from lwtool.steps.ai_generate import build_messages, locked_model, repair_plan
 from lwtool.steps.inputs import step_input
 from lwtool.steps.outputs import OutputInvalid, parse_model_text
 from lwtool.steps.tool_call import locked_tool
@@ -30,7 +30,6 @@ from lwtool.world.base import NewEvent
 resolve_input = step_input
 
 DEFAULT_MAX_TURNS = 10
-MAX_TURNS = 100
 
 # What a completed attempt attaches to its result, in order (the inspector's labels).
 ATTACHED = ("conversation (the messages, tool results included)", "final reply (raw text)")
@@ -65,11 +64,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     model = locked_model(run, with_.get("model"), path)
     tools = offered_tools(run, with_.get("tools"), path)
     mode = step.get("output") or {"mode": "text"}
-    repair = (step.get("onFailure") or {}).get("repair") or {}
-    repairs = int(repair.get("maxAttempts", 2)) - 1 if repair.get("mode") in REPAIRS else 0
-    stronger = repair_slot(step)
-    check = AnswerCheck(_problem(mode), repairs, locked_model(
-        run, stronger, path, "repair model slot") if stronger is not None else None)
+    attempts, escalated = repair_plan(run, step, path)
+    check = AnswerCheck(_problem(mode), attempts - 1,
+                        escalated[0] if escalated is not None else None)
     messages = build_messages(step, value, expression_scope, path, False, system)
     max_turns = int(with_.get("maxTurns", DEFAULT_MAX_TURNS))
     result = await run_agent(run, path, model, messages, tools, max_turns=max_turns,
@@ -80,9 +77,9 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     try:
         output = parse_model_text(result.text, mode)
     except OutputInvalid as exc:
-        attempts = f" after {repairs + 1} attempt(s)" if repairs else ""
+        tried = f" after {attempts} attempt(s)" if attempts > 1 else ""
         raise StepFailure("step_schema_error", f"the agent's final reply breaks the output "
-                          f"contract{attempts}: {exc}", path) from None
+                          f"contract{tried}: {exc}", path) from None
     run.attach(path, json.dumps(result.messages, ensure_ascii=False).encode("utf-8"))
     run.attach(path, result.text.encode("utf-8"))
     return output, []

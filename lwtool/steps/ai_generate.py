@@ -85,12 +85,7 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
     model = locked_model(run, with_.get("model"), path)
     mode = step.get("output") or {"mode": "text"}
     request = output_request(model, mode)
-    repair = ((step.get("onFailure") or {}).get("repair") or {})
-    turns = int(repair.get("maxAttempts", 2)) if repair.get("mode") in REPAIRS else 1
-    # escalate: the repair passes run on repair.model (locked as the step's slot is)
-    stronger = repair_slot(step)
-    escalated = (locked_model(run, stronger, path, "repair model slot"), stronger) \
-        if stronger is not None else None
+    turns, escalated = repair_plan(run, step, path)
     messages = build_messages(step, value, expression_scope, path, request.native,
                               system)
     prompt_text = messages[-1]["content"]
@@ -122,8 +117,19 @@ async def execute(scope: Any, step: dict[str, Any], path: str, value: Any,
 REPAIRS = ("self", "escalate")
 
 
+def repair_plan(run: Any, step: dict[str, Any], path: str) -> tuple[int, Any]:
+    """A model step's replies in all for one that breaks the output contract (1 without
+    `onFailure.repair`), and for an escalated repair (model, slot) its passes run on,
+    the slot locked as the step's own is (else None)."""
+    repair = (step.get("onFailure") or {}).get("repair") or {}
+    attempts = int(repair.get("maxAttempts", 2)) if repair.get("mode") in REPAIRS else 1
+    stronger = repair_slot(step)
+    return attempts, (locked_model(run, stronger, path, "repair model slot"), stronger) \
+        if stronger is not None else None
+
+
 def repair_slot(step: dict[str, Any]) -> str | None:
-    """The model slot an ai.generate step's escalated repair passes run on (None: no
+    """The model slot a model step's escalated repair passes run on (None: no
     escalation)."""
     on_failure = step.get("onFailure")
     repair = on_failure.get("repair") if isinstance(on_failure, dict) else None
