@@ -42,6 +42,15 @@ def _attributes(span: Any) -> dict[str, Any]:
     return out
 
 
+def _exported(run_id: str, data: Path) -> list[Any]:
+    """The spans `lwtool export-otel RUN` sends a loopback receiver (the export succeeds)."""
+    with otlp_receiver() as receiver:
+        result = run_cli("export-otel", run_id, "--data-dir", str(data), "--endpoint",
+                         receiver.url)
+        assert result.returncode == 0, result.stderr
+        return list(receiver.spans())
+
+
 def _fanout(tmp_path: Path, workflow: str, items: list[dict[str, Any]], run_id: str,
             **env: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "items.json").write_text(json.dumps({"items": items}))
@@ -125,11 +134,7 @@ def test_failures_are_error_spans_and_tool_calls_are_execute_tool(tmp_path: Path
     items = [{"id": "a", "n": 1}, {"id": "b", "n": 2, "fail": True}]
     ran = _fanout(tmp_path, "fanout.lwir.yaml", items, "broken")
     assert ran.returncode == 1, ran.stderr
-    with otlp_receiver() as receiver:
-        result = run_cli("export-otel", "broken", "--data-dir", str(tmp_path / "data"),
-                         "--endpoint", receiver.url)
-        assert result.returncode == 0, result.stderr
-        spans = receiver.spans()
+    spans = _exported("broken", tmp_path / "data")
     root = next(s for s in spans if not s.parent_span_id)
     assert root.status.code == ERROR and _attributes(root)["lwtool.status"] == "failed"
     assert _attributes(root)["lwtool.failure.cause"] == "step_failed"
@@ -158,11 +163,7 @@ def test_tool_calls_made_by_code_are_execute_tool_spans(tmp_path: Path) -> None:
     asyncio.run(run_workflow(doc, {"key": "ab"}, world=world, run_id="code",
                              tools={"lookup": lambda a: {"value": str(a["key"]).upper()}}))
     world.close()
-    with otlp_receiver() as receiver:
-        result = run_cli("export-otel", "code", "--data-dir", str(tmp_path), "--endpoint",
-                         receiver.url)
-        assert result.returncode == 0, result.stderr
-        spans = receiver.spans()
+    spans = _exported("code", tmp_path)
     step = next(s for s in spans if s.name == "code.run c")
     calls = [s for s in spans if s.name.startswith("execute_tool ")]
     assert [s.name for s in calls] == ["execute_tool lookup", "execute_tool secret",
@@ -190,11 +191,7 @@ def test_an_agent_step_is_invoke_agent_with_a_span_per_turn_and_tool_call(
                              models={"m": ScriptedModel([call, call, "done"])},
                              tools={"lookup": lambda a: {"value": a["key"]}}))
     world.close()
-    with otlp_receiver() as receiver:
-        result = run_cli("export-otel", "agent", "--data-dir", str(tmp_path), "--endpoint",
-                         receiver.url)
-        assert result.returncode == 0, result.stderr
-        spans = receiver.spans()
+    spans = _exported("agent", tmp_path)
     step = next(s for s in spans if s.name == "invoke_agent ask")
     assert _attributes(step)["openinference.span.kind"] == "AGENT"
     assert _attributes(step)["gen_ai.operation.name"] == "invoke_agent"
