@@ -121,6 +121,22 @@ def test_text_native_structured_output_usage_and_cost(api: str, served: Any,
     _nowhere_on_disk(tmp_path / "data")
 
 
+def _adder(calls: list[Any] | None = None) -> Any:
+    """A registry with one tool, `add` (x + y), each call's args kept in `calls`."""
+    from lwtool import ToolRegistry
+
+    def add(args: dict[str, Any]) -> dict[str, Any]:
+        if calls is not None:
+            calls.append(args)
+        return {"sum": args["x"] + args["y"]}
+
+    tools = ToolRegistry()
+    tools.register("add", add, "Add two numbers.", {
+        "type": "object", "required": ["x", "y"], "properties": {
+            "x": {"type": "integer"}, "y": {"type": "integer"}}})
+    return tools
+
+
 TOOL_RESULT = {  # where each API carries a tool's result back to the model
     "anthropic": lambda body: [part for message in body["messages"]
                                for part in (message["content"] if isinstance(
@@ -139,14 +155,10 @@ TOOL_RESULT = {  # where each API carries a tool's result back to the model
 @pytest.mark.parametrize("api", APIS)
 def test_an_agent_session_calls_a_tool_over_the_providers_api(api: str, served: Any,
                                                               tmp_path: Path) -> None:
-    from lwtool import ToolRegistry
     from lwtool.harness.session import run_session
     from lwtool.harness.session_spec import SessionSpec
 
-    tools = ToolRegistry()
-    tools.register("add", lambda args: {"sum": args["x"] + args["y"]}, "Add two numbers.",
-                   {"type": "object", "required": ["x", "y"], "properties": {
-                       "x": {"type": "integer"}, "y": {"type": "integer"}}})
+    tools = _adder()
     server = served(api, [{"tool_calls": [{"name": "add", "arguments": {"x": 2, "y": 3}}]},
                           "The sum is 5."])
     world = local_world(tmp_path / "data")
@@ -166,12 +178,8 @@ def test_an_ai_agent_step_calls_a_tool_over_the_providers_api(api: str, served: 
     """An ai.agent step's turn that calls a tool, and its final JSON answer, in each
     provider's own shapes: the tool offered, its result carried back, the answer held to
     the step's object mode."""
-    from lwtool import ToolRegistry
 
-    tools = ToolRegistry()
-    tools.register("add", lambda args: {"sum": args["x"] + args["y"]}, "Add two numbers.",
-                   {"type": "object", "required": ["x", "y"], "properties": {
-                       "x": {"type": "integer"}, "y": {"type": "integer"}}})
+    tools = _adder()
     server = served(api, [{"tool_calls": [{"name": "add", "arguments": {"x": 2, "y": 3}}]},
                           '{"label": "sum", "score": 5}'])
     doc = _flow({"id": "agent", "uses": "ai.agent", "with": {
@@ -218,12 +226,9 @@ def test_an_agent_step_retried_after_a_503_goes_on_from_its_committed_turns(
         served: Any, tmp_path: Path) -> None:
     """Turn 2 refused (503): the step's next attempt, in the same process, asks turn 2
     again and neither turn 1 nor its tool call, as a resume after a kill would."""
-    from lwtool import ToolRegistry
 
     added: list[Any] = []
-    tools = ToolRegistry()
-    tools.register("add", lambda args: added.append(args) or {"sum": args["x"] + args["y"]},
-                   "Add two numbers.", {"type": "object"})
+    tools = _adder(added)
     server = served("openai", [
         {"tool_calls": [{"name": "add", "arguments": {"x": 2, "y": 3}}]},
         {"error": 503, "kind": "overloaded"}, "The sum is 5."])
