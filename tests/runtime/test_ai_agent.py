@@ -372,3 +372,35 @@ def test_a_skill_given_at_run_time_reaches_the_agents_system_prompt(tmp_path: Pa
     assert system["content"].startswith("Available skills") and \
         "- cite-notes: Cite the team's notes by id" in system["content"]
     assert system["content"].index("cite-notes") < system["content"].index("You answer")
+
+
+def test_a_secret_an_agents_tool_reads_is_masked_everywhere_the_run_writes(
+        tmp_path: Path) -> None:
+    """The step's grant reaches its tool (ctx.secret); the value, returned by the tool and
+    repeated by the model, is `[secret:NAME]` in the events, artifacts, report and OTel
+    export, while the model itself was given the masked form only."""
+    secret = "ghp_agent0secret0value0f00d"
+    tools = ToolRegistry()
+    tools.register("search", lambda args, ctx: {"token": ctx.secret("TOKEN")}, "Search.",
+                   {"type": "object"})
+    model = ScriptedModel([{"toolCalls": [{"name": "search", "arguments": {}}]},
+                           '{"summary": "the token is ' + secret + '"}'])
+    doc = _doc(["search"], secrets=["TOKEN"])
+    doc["permissions"]["secrets"] = ["TOKEN"]
+    world = local_world(tmp_path / "d")
+    result = asyncio.run(run_workflow(doc, {"topic": "x"}, world=world, models={"m": model},
+                                      tools=tools, secrets={"TOKEN": secret}))
+    assert result["output"] == {"summary": "the token is [secret:TOKEN]"}
+    assert secret not in json.dumps(model.calls)  # the tool result it read was masked
+    logged = json.dumps([e.payload for e in world.events(result["runId"])
+                         if e.type != "RunStarted"])  # (RunStarted: the test's script)
+    assert secret not in logged and "[secret:TOKEN]" in logged
+    stored = [asyncio.run(world.get_artifact(ref)) for ref in world.inline_artifact_refs()]
+    assert not [data for data in stored if secret.encode() in data]
+    world.close()
+    for command in (["report", result["runId"], "--json"],
+                    ["export-otel", result["runId"], "--file", str(tmp_path / "t.json")]):
+        done = run_cli(*command, "--data-dir", str(tmp_path / "d"))
+        assert done.returncode == 0, done.stderr
+        assert secret not in done.stdout
+    assert secret not in (tmp_path / "t.json").read_text()
